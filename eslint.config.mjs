@@ -1,0 +1,76 @@
+// @ts-check
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import { builtinModules } from 'node:module';
+
+// Workflow code is replayed and must be deterministic: it may not touch Node built-ins, the
+// process, the clock or randomness outside the SDK, nor modules with side effects (DB, HTTP,
+// config, logger). Only the workflow SDK, src/shared and activity *types* are allowed.
+const nodeBuiltins = builtinModules.flatMap((m) => [m, `node:${m}`]);
+const forbiddenInDeterministicCode = {
+  'no-restricted-imports': [
+    'error',
+    {
+      paths: nodeBuiltins.map((name) => ({
+        name,
+        message: 'Workflow code must not import Node built-ins; do I/O in an activity.',
+      })),
+      patterns: [
+        {
+          group: ['**/activities', '**/activities/**'],
+          allowTypeImports: true,
+          message: 'Import activity *types* only (import type), and call them through proxyActivities.',
+        },
+        {
+          group: ['**/db', '**/db/**', '**/http/**', '**/config', '**/logger', '**/temporal/**', '**/warehouse/**'],
+          message: 'Workflow code must not import modules with side effects.',
+        },
+        {
+          group: ['@temporalio/activity', '@temporalio/client', '@temporalio/worker', '@temporalio/testing'],
+          message: 'Workflow code may only use @temporalio/workflow (and @temporalio/common types).',
+        },
+        {
+          group: ['fastify', 'kysely', 'pg', 'better-sqlite3', 'pino', 'undici', 'zod', 'nodemailer'],
+          message: 'Workflow code must not import I/O libraries.',
+        },
+      ],
+    },
+  ],
+  'no-restricted-globals': [
+    'error',
+    { name: 'process', message: 'No process in workflow code: pass values in the workflow input.' },
+    { name: 'console', message: 'Use log from @temporalio/workflow.' },
+    { name: 'setTimeout', message: 'Use sleep() from @temporalio/workflow.' },
+    { name: 'setInterval', message: 'Use sleep() in a loop from @temporalio/workflow.' },
+    { name: 'fetch', message: 'HTTP belongs in an activity.' },
+    { name: 'require', message: 'Use static imports in workflow code.' },
+  ],
+};
+
+export default tseslint.config(
+  { ignores: ['node_modules', 'dist', 'data', 'coverage', 'eslint.config.mjs', 'jest.config.js'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
+      '@typescript-eslint/no-floating-promises': 'error',
+    },
+  },
+  {
+    files: ['src/workflows/**/*.ts', 'src/shared/**/*.ts'],
+    rules: forbiddenInDeterministicCode,
+  },
+  {
+    files: ['test/**/*.ts', 'scripts/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-non-null-assertion': 'off',
+    },
+  },
+);

@@ -1,0 +1,18 @@
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: { '^.+\\.(ts|js|mjs)$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
+  // A few of Fastify's dependencies ship only ES modules (cookie 2); compile those to CommonJS
+  // like our own code. Everything else in node_modules loads untouched.
+  transformIgnorePatterns: ['/node_modules/(?!(cookie)/)'],
+  setupFiles: ['<rootDir>/test/support/quiet-sdk-logs.ts'],
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  // Workflow bundling and server start-up take seconds, not milliseconds.
+  testTimeout: 60_000,
+  // Two cores: one Temporal server per test file is enough load per core.
+  maxWorkers: 2,
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
+};
