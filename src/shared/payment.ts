@@ -1,0 +1,16 @@
+/** Input of the payment workflow: one provider event, already authenticated and validated. */
+export interface PaymentWorkflowInput {
+  eventId: string;
+  orderId: number;
+  /** Amount in the smallest currency unit (e.g. yen, cents). */
+  amount: number;
+}
+
+/** Result of the payment workflow, kept in history and shown in the Web UI. */
+export interface PaymentWorkflowResult {
+  paymentId: number;
+  /** False when another execution already recorded this event: nothing further was done. */
+  created: boolean;
+  /** True when this execution asked the warehouse to ship the order. */
+  shipmentRequested: boolean;
+}
