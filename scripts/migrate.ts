@@ -1,0 +1,29 @@
+import { loadConfig } from '../src/config';
+import { createDatabase, migrateToLatest } from '../src/db';
+
+/**
+ * Applies pending migrations to the database named by DATABASE_URL (default
+ * sqlite:./data/app.db): `npx tsx scripts/migrate.ts`. Safe to run again; prints what it applied
+ * and exits with 1, naming the failed migration, when one fails.
+ */
+async function main(): Promise<void> {
+  // Only DATABASE_URL is passed on: a migration job must not need the app's other settings
+  // (e.g. the production-only Temporal and warehouse addresses) to run.
+  const config = loadConfig({ DATABASE_URL: process.env.DATABASE_URL });
+  const database = createDatabase(config.DATABASE_URL);
+  try {
+    const applied = await migrateToLatest(database.db);
+    process.stdout.write(
+      applied.length > 0
+        ? `Applied ${applied.length} migration(s) on ${database.dialect}: ${applied.join(', ')}\n`
+        : `Database (${database.dialect}) is up to date; nothing to apply.\n`,
+    );
+  } finally {
+    await database.close();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+});

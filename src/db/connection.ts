@@ -1,0 +1,172 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import { Pool, types as pgTypes, type CustomTypesConfig } from 'pg';
+import type { Database } from './schema';
+
+export type DatabaseDialect = 'sqlite' | 'postgres';
+
+/** One open database: the query builder, which dialect it speaks, and how to let go of it. */
+export interface DatabaseHandle {
+  readonly db: Kysely<Database>;
+  readonly dialect: DatabaseDialect;
+  /** Closes the file or drains the pool; safe to call more than once. */
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /**
+   * Most connections this handle's PostgreSQL pool opens (default 10). Enough for a worker's
+   * concurrent activities, small enough that several processes fit in the server's
+   * `max_connections`. Ignored for SQLite, which has one connection per file and process.
+   */
+  poolMax?: number;
+  /** Told about errors of idle pooled clients (server restart, dropped link); the pool replaces them. */
+  onPoolError?: (error: Error) => void;
+}
+
+export type DatabaseLocation =
+  { dialect: 'sqlite'; filename: string } | { dialect: 'postgres'; connectionString: string };
+
+const DEFAULT_POOL_MAX = 10;
+// A PostgreSQL server that is down should fail the activity (and let Temporal retry it), not
+// park it until its own timeout.
+const POOL_CONNECT_TIMEOUT_MS = 10_000;
+// Writers wait this long for SQLite's single write lock (another process on the same file)
+// before failing with SQLITE_BUSY.
+const SQLITE_BUSY_TIMEOUT_MS = 5_000;
+const SQLITE_MEMORY = ':memory:';
+
+/**
+ * `sqlite:./data/app.db` (relative to the working directory), `sqlite:/abs/path.db`,
+ * `sqlite::memory:`, or `postgres://…` / `postgresql://…`.
+ */
+export function parseDatabaseUrl(databaseUrl: string): DatabaseLocation {
+  if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    return { dialect: 'postgres', connectionString: databaseUrl };
+  }
+  if (databaseUrl.startsWith('sqlite:')) {
+    const rest = databaseUrl.slice('sqlite:'.length);
+    if (rest === SQLITE_MEMORY) return { dialect: 'sqlite', filename: SQLITE_MEMORY };
+    if (rest === '') {
+      throw new Error('DATABASE_URL "sqlite:" names no file; use e.g. sqlite:./data/app.db');
+    }
+    return { dialect: 'sqlite', filename: path.resolve(rest) };
+  }
+  throw new Error(
+    'DATABASE_URL must start with sqlite: (e.g. sqlite:./data/app.db) or postgres:// ' +
+      `(got "${redactPassword(databaseUrl)}")`,
+  );
+}
+
+/** Opens the database named by the URL. Nothing is migrated here: see `migrateToLatest`. */
+export function createDatabase(databaseUrl: string, options: DatabaseOptions = {}): DatabaseHandle {
+  const location = parseDatabaseUrl(databaseUrl);
+  return location.dialect === 'sqlite'
+    ? openSqlite(location.filename)
+    : openPostgres(location.connectionString, options);
+}
+
+/**
+ * Handles opened on one SQLite file in this process share one connection. better-sqlite3 waits
+ * for a lock synchronously, blocking the event loop: a second connection in the same process
+ * waiting for the first one's write lock would keep the first from ever committing, until
+ * `busy_timeout` fails it. One shared connection queues them instead (Kysely runs one query
+ * or transaction at a time on it). Other processes still get their own and wait their turn.
+ */
+const openSqliteFiles = new Map<string, { db: Kysely<Database>; users: number }>();
+
+function openSqlite(filename: string): DatabaseHandle {
+  const open = () =>
+    new Kysely<Database>({ dialect: new SqliteDialect({ database: connectSqlite(filename) }) });
+  // Every in-memory connection is a database of its own: nothing to share.
+  if (filename === SQLITE_MEMORY) return toHandle(open(), 'sqlite');
+
+  const shared = openSqliteFiles.get(filename) ?? { db: open(), users: 0 };
+  openSqliteFiles.set(filename, shared);
+  shared.users += 1;
+  return toHandle(shared.db, 'sqlite', async () => {
+    shared.users -= 1;
+    if (shared.users > 0) return;
+    openSqliteFiles.delete(filename);
+    await shared.db.destroy();
+  });
+}
+
+function connectSqlite(filename: string): SQLite.Database {
+  if (filename !== SQLITE_MEMORY) mkdirSync(path.dirname(filename), { recursive: true });
+  const sqlite = new SQLite(filename);
+  try {
+    // WAL lets readers (the HTTP server) proceed while the worker writes. `synchronous` stays
+    // at its FULL default: a recorded payment must survive a power cut, not only a crash.
+    if (filename !== SQLITE_MEMORY) sqlite.pragma('journal_mode = WAL');
+    // SQLite ignores REFERENCES unless told otherwise, per connection.
+    sqlite.pragma('foreign_keys = ON');
+    sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+  } catch (error) {
+    sqlite.close();
+    throw error;
+  }
+  return sqlite;
+}
+
+function openPostgres(connectionString: string, options: DatabaseOptions): DatabaseHandle {
+  const pool = new Pool({
+    connectionString,
+    max: options.poolMax ?? DEFAULT_POOL_MAX,
+    connectionTimeoutMillis: POOL_CONNECT_TIMEOUT_MS,
+    application_name: 'order-payments',
+    types: isoTimestampTypes,
+  });
+  // Without a listener, an error on an idle client (e.g. the server restarting) is an unhandled
+  // 'error' event and takes the whole process down; the pool already discards that client.
+  pool.on('error', options.onPoolError ?? reportPoolError);
+  return toHandle(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres');
+}
+
+function toHandle(
+  db: Kysely<Database>,
+  dialect: DatabaseDialect,
+  release: () => Promise<void> = () => db.destroy(),
+): DatabaseHandle {
+  let closing: Promise<void> | undefined;
+  return { db, dialect, close: () => (closing ??= release()) };
+}
+
+type TypeParser = (value: string) => unknown;
+const TIMESTAMPTZ = pgTypes.builtins.TIMESTAMPTZ;
+const parseTimestamptz = pgTypes.getTypeParser(TIMESTAMPTZ, 'text') as (value: string) => Date;
+
+/**
+ * pg turns `timestamptz` into Date objects while SQLite hands back its stored text; formatting
+ * here, for this pool only, gives callers one representation (ISO-8601 UTC strings) on both
+ * dialects without touching pg's process-wide parsers.
+ */
+const isoTimestampTypes: CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary'): TypeParser =>
+    oid === Number(TIMESTAMPTZ) && format !== 'binary'
+      ? (value) => parseTimestamptz(value).toISOString()
+      : (pgTypes.getTypeParser(oid, format) as TypeParser)) as CustomTypesConfig['getTypeParser'],
+};
+
+function reportPoolError(error: Error): void {
+  process.stderr.write(`postgres pool: idle client error (client discarded): ${error.message}\n`);
+}
+
+function redactPassword(url: string): string {
+  return url.replace(/\/\/([^:/@]*):[^@]*@/, '//$1:***@');
+}
+
+/**
+ * Runs `work` in a READ COMMITTED transaction whatever the server's default isolation. The
+ * insert-or-get repositories rely on it: after `ON CONFLICT DO NOTHING` yields to a concurrent
+ * insert, the next statement must see that insert's committed row, where a stricter level would
+ * abort with a serialization error instead. SQLite has one writer at a time and ignores the level.
+ */
+export function inReadCommitted<T>(
+  db: Kysely<Database>,
+  work: (trx: Transaction<Database>) => Promise<T>,
+): Promise<T> {
+  return db.transaction().setIsolationLevel('read committed').execute(work);
+}

@@ -1,0 +1,24 @@
+export {
+  createDatabase,
+  parseDatabaseUrl,
+  type DatabaseDialect,
+  type DatabaseHandle,
+  type DatabaseLocation,
+  type DatabaseOptions,
+} from './connection';
+export { knownMigrations, migrateToLatest } from './migrate';
+export {
+  createOrdersRepository,
+  type CreateOrderInput,
+  type CreateOrderResult,
+  type Order,
+  type OrdersRepository,
+} from './repositories/orders';
+export {
+  createPaymentsRepository,
+  type Payment,
+  type PaymentsRepository,
+  type RecordPaymentInput,
+  type RecordPaymentResult,
+} from './repositories/payments';
+export type { Database, OrderStatus, ShipmentStatus } from './schema';

@@ -1,0 +1,157 @@
+import type { Kysely } from 'kysely';
+import { inReadCommitted } from '../connection';
+import type { Database, OrderRow, OrderStatus, ShipmentStatus } from '../schema';
+
+/** An order as the rest of the application sees it. Timestamps are ISO-8601 UTC strings. */
+export interface Order {
+  id: number;
+  userId: number;
+  customerEmail: string;
+  status: OrderStatus;
+  /** In the smallest currency unit. */
+  totalAmount: number;
+  idempotencyKey: string | null;
+  idempotencyFingerprint: string | null;
+  confirmationSentAt: string | null;
+  shipmentStatus: ShipmentStatus | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface CreateOrderInput {
+  userId: number;
+  customerEmail: string;
+  totalAmount: number;
+  /** Client-chosen key: repeating a request with it returns the first order instead of a new one. */
+  idempotencyKey?: string | null;
+  /** sha256 of the canonical request body, to tell a replay from a different request reusing the key. */
+  fingerprint?: string | null;
+}
+
+export type CreateOrderResult =
+  | { kind: 'created'; order: Order }
+  /** The same request came again under its key: here is the order it created the first time. */
+  | { kind: 'replayed'; order: Order }
+  /**
+   * The key is taken by a different request (other body or other user). `order` is the one that
+   * holds the key; it may belong to someone else, so do not echo it to the caller.
+   */
+  | { kind: 'key_reused_with_different_request'; order: Order };
+
+export interface OrdersRepository {
+  /** Creates an order, or finds the one already created under the same idempotency key. */
+  createWithIdempotencyKey(input: CreateOrderInput): Promise<CreateOrderResult>;
+  findById(id: number): Promise<Order | undefined>;
+  /** Returns false when no such order exists. */
+  setShipmentStatus(orderId: number, status: ShipmentStatus | null): Promise<boolean>;
+  /**
+   * Stamps `confirmation_sent_at` unless it is already set. True only for the call that stamped
+   * it, so of several racing callers exactly one learns that it was first.
+   */
+  markConfirmationSent(orderId: number): Promise<boolean>;
+}
+
+/** `db` must not be a transaction: creating an order opens its own. */
+export function createOrdersRepository(db: Kysely<Database>): OrdersRepository {
+  return {
+    async createWithIdempotencyKey(input) {
+      // Timestamps come from the application's clock, the same way on both dialects.
+      const now = new Date().toISOString();
+      const values = {
+        user_id: input.userId,
+        customer_email: input.customerEmail,
+        total_amount: input.totalAmount,
+        idempotency_key: input.idempotencyKey ?? null,
+        idempotency_fingerprint: input.fingerprint ?? null,
+        created_at: now,
+        updated_at: now,
+      };
+      if (values.idempotency_key === null) {
+        const row = await db
+          .insertInto('orders')
+          .values(values)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        return { kind: 'created', order: toOrder(row) };
+      }
+
+      const key = values.idempotency_key;
+      return inReadCommitted(db, async (trx): Promise<CreateOrderResult> => {
+        // Insert first and let the UNIQUE constraint decide: a check-then-insert would let two
+        // concurrent requests with the same key both pass the check. On PostgreSQL a conflicting
+        // insert that is still uncommitted makes this one wait for its outcome.
+        const inserted = await trx
+          .insertInto('orders')
+          .values(values)
+          .onConflict((oc) => oc.column('idempotency_key').doNothing())
+          .returningAll()
+          .executeTakeFirst();
+        if (inserted) return { kind: 'created', order: toOrder(inserted) };
+
+        const holder = await trx
+          .selectFrom('orders')
+          .selectAll()
+          .where('idempotency_key', '=', key)
+          .executeTakeFirstOrThrow();
+        const order = toOrder(holder);
+        return isSameRequest(holder, input)
+          ? { kind: 'replayed', order }
+          : { kind: 'key_reused_with_different_request', order };
+      });
+    },
+
+    async findById(id) {
+      const row = await db.selectFrom('orders').selectAll().where('id', '=', id).executeTakeFirst();
+      return row && toOrder(row);
+    },
+
+    async setShipmentStatus(orderId, status) {
+      const result = await db
+        .updateTable('orders')
+        .set({ shipment_status: status, updated_at: new Date().toISOString() })
+        .where('id', '=', orderId)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
+    async markConfirmationSent(orderId) {
+      const now = new Date().toISOString();
+      const result = await db
+        .updateTable('orders')
+        .set({ confirmation_sent_at: now, updated_at: now })
+        .where('id', '=', orderId)
+        .where('confirmation_sent_at', 'is', null)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+  };
+}
+
+/**
+ * A replay must match the stored order field for field as well as by fingerprint: that keeps a
+ * key reused by another user from returning their order, even when no fingerprint was given.
+ */
+function isSameRequest(row: OrderRow, input: CreateOrderInput): boolean {
+  return (
+    row.user_id === input.userId &&
+    row.customer_email === input.customerEmail &&
+    row.total_amount === input.totalAmount &&
+    row.idempotency_fingerprint === (input.fingerprint ?? null)
+  );
+}
+
+function toOrder(row: OrderRow): Order {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    customerEmail: row.customer_email,
+    status: row.status,
+    totalAmount: row.total_amount,
+    idempotencyKey: row.idempotency_key,
+    idempotencyFingerprint: row.idempotency_fingerprint,
+    confirmationSentAt: row.confirmation_sent_at,
+    shipmentStatus: row.shipment_status,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}

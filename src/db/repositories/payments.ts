@@ -1,0 +1,130 @@
+import type { Kysely } from 'kysely';
+import type { Database, PaymentRow } from '../schema';
+import { inReadCommitted } from '../connection';
+
+/** A payment recorded from one provider event. Timestamps are ISO-8601 UTC strings. */
+export interface Payment {
+  id: number;
+  orderId: number;
+  providerEventId: string;
+  /** In the smallest currency unit. */
+  amount: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface RecordPaymentInput {
+  providerEventId: string;
+  orderId: number;
+  amount: number;
+}
+
+export type RecordPaymentResult =
+  /** This call recorded the event and marked the order paid: the one that may start follow-up work. */
+  | { kind: 'created'; payment: Payment }
+  /** The event was already recorded with the same order and amount: a redelivery or a retry. */
+  | { kind: 'existing'; payment: Payment }
+  /** No such order; nothing was written. */
+  | { kind: 'order_not_found' }
+  /** The event ID is already recorded with a different order or amount; `payment` is that record. */
+  | { kind: 'conflict'; payment: Payment };
+
+export interface PaymentsRepository {
+  /**
+   * Records the event once, whatever the number of calls, concurrent or not: exactly one call
+   * per event ID gets `created`, and in the same transaction the order becomes 'paid'.
+   */
+  recordPayment(input: RecordPaymentInput): Promise<RecordPaymentResult>;
+  /** 0 or 1: the UNIQUE constraint allows no more. */
+  countByEventId(providerEventId: string): Promise<number>;
+  /** Oldest first. */
+  listByOrder(orderId: number): Promise<Payment[]>;
+}
+
+/** `db` must not be a transaction: `recordPayment` opens its own. */
+export function createPaymentsRepository(db: Kysely<Database>): PaymentsRepository {
+  return {
+    async recordPayment(input) {
+      try {
+        return await inReadCommitted(db, async (trx): Promise<RecordPaymentResult> => {
+          const now = new Date().toISOString();
+          // Insert-or-get, with the UNIQUE constraint as the judge: RETURNING yields a row only
+          // to the call that inserted it. On PostgreSQL an uncommitted insert of the same event
+          // makes this one wait for its outcome, so the select below always finds the winner.
+          const inserted = await trx
+            .insertInto('payments')
+            .values({
+              order_id: input.orderId,
+              provider_event_id: input.providerEventId,
+              amount: input.amount,
+              created_at: now,
+              updated_at: now,
+            })
+            .onConflict((oc) => oc.column('provider_event_id').doNothing())
+            .returningAll()
+            .executeTakeFirst();
+
+          if (inserted) {
+            await trx
+              .updateTable('orders')
+              .set({ status: 'paid', updated_at: now })
+              .where('id', '=', input.orderId)
+              .execute();
+            return { kind: 'created', payment: toPayment(inserted) };
+          }
+
+          const recorded = await trx
+            .selectFrom('payments')
+            .selectAll()
+            .where('provider_event_id', '=', input.providerEventId)
+            .executeTakeFirstOrThrow();
+          const payment = toPayment(recorded);
+          return recorded.order_id === input.orderId && recorded.amount === input.amount
+            ? { kind: 'existing', payment }
+            : { kind: 'conflict', payment };
+        });
+      } catch (error) {
+        // The foreign key is what tells a missing order; asking first would race with the insert.
+        if (isForeignKeyViolation(error)) return { kind: 'order_not_found' };
+        throw error;
+      }
+    },
+
+    async countByEventId(providerEventId) {
+      const { count } = await db
+        .selectFrom('payments')
+        .select((eb) => eb.fn.countAll().as('count'))
+        .where('provider_event_id', '=', providerEventId)
+        .executeTakeFirstOrThrow();
+      // PostgreSQL's count is a bigint, which pg hands over as a string.
+      return Number(count);
+    },
+
+    async listByOrder(orderId) {
+      const rows = await db
+        .selectFrom('payments')
+        .selectAll()
+        .where('order_id', '=', orderId)
+        .orderBy('id')
+        .execute();
+      return rows.map(toPayment);
+    },
+  };
+}
+
+/** PostgreSQL's SQLSTATE 23503, or better-sqlite3's extended result code. */
+function isForeignKeyViolation(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null || !('code' in error)) return false;
+  return error.code === '23503' || error.code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
+}
+
+function toPayment(row: PaymentRow): Payment {
+  return {
+    id: row.id,
+    orderId: row.order_id,
+    providerEventId: row.provider_event_id,
+    amount: row.amount,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}

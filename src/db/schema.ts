@@ -1,0 +1,53 @@
+import type { ColumnType, Generated, Selectable } from 'kysely';
+
+/**
+ * Table types as Kysely sees them. Only the db folder uses these row shapes; repositories hand
+ * callers camelCase domain objects instead, so a column rename stays inside this folder.
+ */
+
+/**
+ * A timestamp as an ISO-8601 UTC string with milliseconds (`2025-01-31T09:15:00.000Z`). SQLite
+ * stores exactly that text; PostgreSQL stores `timestamptz` and the connection layer formats what
+ * it reads the same way, so both dialects read back identical strings. Omitted on insert, the
+ * column's default (the current time) applies.
+ */
+export type Timestamp = ColumnType<string, string | undefined, string>;
+
+export type OrderStatus = 'pending' | 'paid';
+
+/** `null`: nobody has asked the warehouse yet. */
+export type ShipmentStatus = 'requested' | 'failed';
+
+export interface OrdersTable {
+  id: Generated<number>;
+  user_id: number;
+  customer_email: string;
+  status: ColumnType<OrderStatus, OrderStatus | undefined, OrderStatus>;
+  /** In the smallest currency unit (yen, cents): integers never round. */
+  total_amount: number;
+  idempotency_key: string | null;
+  /** sha256 of the canonical request body that first used the idempotency key. */
+  idempotency_fingerprint: string | null;
+  confirmation_sent_at: ColumnType<string | null, string | null | undefined, string | null>;
+  shipment_status: ShipmentStatus | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface PaymentsTable {
+  id: Generated<number>;
+  order_id: number;
+  /** The provider's event ID: unique, so a redelivered event can never become a second payment. */
+  provider_event_id: string;
+  amount: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface Database {
+  orders: OrdersTable;
+  payments: PaymentsTable;
+}
+
+export type OrderRow = Selectable<OrdersTable>;
+export type PaymentRow = Selectable<PaymentsTable>;

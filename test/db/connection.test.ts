@@ -1,0 +1,126 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { createDatabase, parseDatabaseUrl } from '../../src/db/connection';
+import { testDatabases } from '../support/databases';
+
+describe('parseDatabaseUrl', () => {
+  it('resolves a relative SQLite path against the working directory', () => {
+    expect(parseDatabaseUrl('sqlite:./data/app.db')).toEqual({
+      dialect: 'sqlite',
+      filename: path.resolve('data/app.db'),
+    });
+  });
+
+  it('accepts absolute SQLite paths, in-memory SQLite and both PostgreSQL schemes', () => {
+    expect(parseDatabaseUrl('sqlite:/var/lib/app.db')).toEqual({
+      dialect: 'sqlite',
+      filename: '/var/lib/app.db',
+    });
+    expect(parseDatabaseUrl('sqlite::memory:')).toEqual({
+      dialect: 'sqlite',
+      filename: ':memory:',
+    });
+    for (const url of ['postgres://u@h:5432/db', 'postgresql://u@h/db']) {
+      expect(parseDatabaseUrl(url)).toEqual({ dialect: 'postgres', connectionString: url });
+    }
+  });
+
+  it('refuses other schemes with a message that names the accepted ones and hides the password', () => {
+    expect(() => parseDatabaseUrl('mysql://root:hunter2@db/app')).toThrow(/sqlite:.*postgres:\/\//);
+    expect(() => parseDatabaseUrl('mysql://root:hunter2@db/app')).toThrow(/root:\*\*\*@/);
+    expect(() => parseDatabaseUrl('mysql://root:hunter2@db/app')).not.toThrow(/hunter2/);
+    expect(() => parseDatabaseUrl('sqlite:')).toThrow(/names no file/);
+  });
+});
+
+describe('SQLite connection', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'order-payments-conn-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('creates the missing parent folder and turns on WAL, foreign keys and a busy timeout', async () => {
+    const file = path.join(dir, 'nested', 'deeper', 'app.db');
+    const handle = createDatabase(`sqlite:${file}`);
+    try {
+      expect(handle.dialect).toBe('sqlite');
+      expect(existsSync(file)).toBe(true);
+      const pragma = async (name: string) =>
+        Object.values(
+          (await sql.raw(`pragma ${name}`).execute(handle.db)).rows[0] as object,
+        )[0] as unknown;
+      expect(await pragma('journal_mode')).toBe('wal');
+      expect(await pragma('foreign_keys')).toBe(1);
+      expect(await pragma('busy_timeout')).toBeGreaterThan(0);
+    } finally {
+      await handle.close();
+    }
+  });
+
+  it('opens an in-memory database, and closing twice is harmless', async () => {
+    const handle = createDatabase('sqlite::memory:');
+    const { rows } = await sql<{ one: number }>`select 1 as one`.execute(handle.db);
+    expect(rows).toEqual([{ one: 1 }]);
+    await handle.close();
+    await expect(handle.close()).resolves.toBeUndefined();
+  });
+});
+
+describe('PostgreSQL connection', () => {
+  const postgres = testDatabases.find((d) => d.name === 'postgres')!;
+
+  it('reads timestamptz as an ISO-8601 UTC string, whatever the session time zone', async () => {
+    // One connection, so the time zone set here is the one the select runs under.
+    const handle = await postgres.create({ migrate: false, poolMax: 1 });
+    try {
+      await sql`set time zone 'Asia/Tokyo'`.execute(handle.db);
+      const { rows } = await sql<{ at: unknown }>`
+        select '2024-06-01 09:30:00.250+09'::timestamptz as at
+      `.execute(handle.db);
+      expect(rows[0]?.at).toBe('2024-06-01T00:30:00.250Z');
+    } finally {
+      await handle.close();
+    }
+  });
+
+  it('keeps working within a pool of one connection, and closing twice is harmless', async () => {
+    const handle = await postgres.create({ migrate: false, poolMax: 1 });
+    const results = await Promise.all(
+      [1, 2, 3].map((n) => sql<{ n: number }>`select ${n}::int as n`.execute(handle.db)),
+    );
+    expect(results.map((r) => r.rows[0]?.n)).toEqual([1, 2, 3]);
+    await handle.close();
+    await expect(handle.close()).resolves.toBeUndefined();
+  });
+
+  it('survives an idle client losing its server connection instead of crashing the process', async () => {
+    const errors: Error[] = [];
+    const handle = await postgres.create({ migrate: false, onPoolError: (e) => errors.push(e) });
+    try {
+      const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(
+        handle.db,
+      );
+      // Kill the now idle pooled session from another connection, as a server restart would.
+      const killer = createDatabase(handle.url);
+      await sql`select pg_terminate_backend(${rows[0]!.pid})`.execute(killer.db);
+      await killer.close();
+      await waitFor(() => errors.length > 0);
+
+      const again = await sql<{ one: number }>`select 1 as one`.execute(handle.db);
+      expect(again.rows).toEqual([{ one: 1 }]);
+    } finally {
+      await handle.close();
+    }
+  });
+});
+
+async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

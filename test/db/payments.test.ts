@@ -1,0 +1,173 @@
+import { createDatabase, type DatabaseHandle } from '../../src/db/connection';
+import { createOrdersRepository, type Order } from '../../src/db/repositories/orders';
+import {
+  createPaymentsRepository,
+  type PaymentsRepository,
+  type RecordPaymentResult,
+} from '../../src/db/repositories/payments';
+import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
+  let handle: TestDatabaseHandle;
+  let payments: PaymentsRepository;
+  let eventSeq = 0;
+  const nextEventId = () => `evt_${++eventSeq}_${Date.now()}`;
+
+  beforeAll(async () => {
+    handle = await create();
+    payments = createPaymentsRepository(handle.db);
+  });
+  afterAll(() => handle?.close());
+
+  async function newOrder(totalAmount = 5_400): Promise<Order> {
+    const result = await createOrdersRepository(handle.db).createWithIdempotencyKey({
+      userId: 7,
+      customerEmail: 'buyer@example.com',
+      totalAmount,
+    });
+    return result.order;
+  }
+
+  it('records a new event as created and marks its order paid', async () => {
+    const order = await newOrder();
+    const eventId = nextEventId();
+
+    const result = await payments.recordPayment({
+      providerEventId: eventId,
+      orderId: order.id,
+      amount: 5_400,
+    });
+
+    expect(result).toEqual({
+      kind: 'created',
+      payment: {
+        id: expect.any(Number),
+        orderId: order.id,
+        providerEventId: eventId,
+        amount: 5_400,
+        createdAt: expect.stringMatching(ISO_UTC),
+        updatedAt: expect.stringMatching(ISO_UTC),
+      },
+    });
+    const paidOrder = await createOrdersRepository(handle.db).findById(order.id);
+    expect(paidOrder?.status).toBe('paid');
+    expect(Date.parse(paidOrder!.updatedAt)).toBeGreaterThanOrEqual(Date.parse(order.updatedAt));
+  });
+
+  it('returns the recorded payment as existing when the same event comes again', async () => {
+    const order = await newOrder();
+    const input = { providerEventId: nextEventId(), orderId: order.id, amount: 5_400 };
+    const first = await payments.recordPayment(input);
+
+    const again = await payments.recordPayment(input);
+
+    expect(again.kind).toBe('existing');
+    expect(again).toEqual({ kind: 'existing', payment: (first as { payment: unknown }).payment });
+    expect(await payments.countByEventId(input.providerEventId)).toBe(1);
+  });
+
+  it('reports a conflict, and writes nothing, when the event ID comes with another amount or order', async () => {
+    const order = await newOrder();
+    const otherOrder = await newOrder();
+    const eventId = nextEventId();
+    const first = await payments.recordPayment({
+      providerEventId: eventId,
+      orderId: order.id,
+      amount: 5_400,
+    });
+    if (first.kind !== 'created') throw new Error(`expected created, got ${first.kind}`);
+
+    const otherAmount = await payments.recordPayment({
+      providerEventId: eventId,
+      orderId: order.id,
+      amount: 1,
+    });
+    const otherOrderResult = await payments.recordPayment({
+      providerEventId: eventId,
+      orderId: otherOrder.id,
+      amount: 5_400,
+    });
+    const missingOrder = await payments.recordPayment({
+      providerEventId: eventId,
+      orderId: 999_999,
+      amount: 5_400,
+    });
+
+    for (const result of [otherAmount, otherOrderResult, missingOrder]) {
+      expect(result).toEqual({ kind: 'conflict', payment: first.payment });
+    }
+    expect(await payments.listByOrder(otherOrder.id)).toEqual([]);
+    expect((await createOrdersRepository(handle.db).findById(otherOrder.id))?.status).toBe(
+      'pending',
+    );
+  });
+
+  it('reports order_not_found and writes nothing when the order does not exist', async () => {
+    const eventId = nextEventId();
+
+    expect(
+      await payments.recordPayment({ providerEventId: eventId, orderId: 999_999, amount: 10 }),
+    ).toEqual({
+      kind: 'order_not_found',
+    });
+    expect(await payments.countByEventId(eventId)).toBe(0);
+
+    // The failed transaction was rolled back cleanly: the same event can still be recorded.
+    const order = await newOrder();
+    const retry = await payments.recordPayment({
+      providerEventId: eventId,
+      orderId: order.id,
+      amount: 10,
+    });
+    expect(retry.kind).toBe('created');
+  });
+
+  it('gives exactly one of 50 concurrent calls for one event the created result, through several handles', async () => {
+    const order = await newOrder();
+    const input = { providerEventId: nextEventId(), orderId: order.id, amount: 5_400 };
+    // Extra handles are separate pools on PostgreSQL; on SQLite they share the file's connection
+    // in this process (separate processes: sqlite-processes.test.ts).
+    const others: DatabaseHandle[] = [createDatabase(handle.url), createDatabase(handle.url)];
+    try {
+      const repositories = [payments, ...others.map((o) => createPaymentsRepository(o.db))];
+      const results: RecordPaymentResult[] = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          repositories[i % repositories.length]!.recordPayment(input),
+        ),
+      );
+
+      const kinds = results.map((r) => r.kind);
+      expect(kinds.filter((k) => k === 'created')).toHaveLength(1);
+      expect(kinds.filter((k) => k === 'existing')).toHaveLength(49);
+      const ids = new Set(results.map((r) => ('payment' in r ? r.payment.id : undefined)));
+      expect(ids.size).toBe(1);
+      expect(await payments.countByEventId(input.providerEventId)).toBe(1);
+    } finally {
+      await Promise.all(others.map((o) => o.close()));
+    }
+  });
+
+  it('lists the payments of an order oldest first, and only those', async () => {
+    const order = await newOrder();
+    const unrelated = await newOrder();
+    const first = nextEventId();
+    const second = nextEventId();
+    await payments.recordPayment({ providerEventId: first, orderId: order.id, amount: 100 });
+    await payments.recordPayment({
+      providerEventId: nextEventId(),
+      orderId: unrelated.id,
+      amount: 100,
+    });
+    await payments.recordPayment({ providerEventId: second, orderId: order.id, amount: 200 });
+
+    const listed = await payments.listByOrder(order.id);
+
+    expect(listed.map((p) => [p.providerEventId, p.amount])).toEqual([
+      [first, 100],
+      [second, 200],
+    ]);
+    expect(await payments.listByOrder(999_999)).toEqual([]);
+  });
+});
