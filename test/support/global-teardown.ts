@@ -1,0 +1,7 @@
+import type { TestPostgres } from './postgres';
+
+/** Stops what global-setup started; runs even when tests fail. */
+export default async function globalTeardown(): Promise<void> {
+  const postgres = (globalThis as { __testPostgres?: TestPostgres }).__testPostgres;
+  await postgres?.stop();
+}

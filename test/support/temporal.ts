@@ -1,0 +1,33 @@
+import { type DevServerConfig, TestWorkflowEnvironment } from '@temporalio/testing';
+import { devServerExecutable, testServerExecutable } from '../../src/temporal/provision';
+
+/**
+ * Temporal environments for tests, on the servers provisioning found: the executables named by
+ * TEMPORAL_TEST_SERVER_PATH / TEMPORAL_CLI_PATH (global-setup sets them), otherwise the SDK's
+ * download, otherwise the project's own build. Call `teardown()` in afterAll.
+ */
+
+/** The time-skipping test server: timers and `env.sleep` jump ahead instead of waiting. */
+export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
+  return TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: await testServerExecutable() },
+  });
+}
+
+export interface DevServerEnvOptions {
+  namespace?: string;
+  searchAttributes?: DevServerConfig['searchAttributes'];
+}
+
+/** A real Temporal dev server, in memory, on a random free port, without Web UI. */
+export async function createDevServerEnv(
+  options: DevServerEnvOptions = {},
+): Promise<TestWorkflowEnvironment> {
+  return TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: await devServerExecutable(),
+      namespace: options.namespace,
+      searchAttributes: options.searchAttributes,
+    },
+  });
+}
