@@ -1,0 +1,99 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
+import type { createOrdersRepository, createPaymentsRepository } from '../db';
+import { FailureType } from '../shared/errors';
+import { shipmentIdempotencyKey } from '../shared/constants';
+import type { PaymentWorkflowInput } from '../shared/payment';
+import type { ShipmentReceipt, WarehouseClient } from './warehouse-client';
+
+export interface PaymentActivityDeps {
+  payments: ReturnType<typeof createPaymentsRepository>;
+  orders: ReturnType<typeof createOrdersRepository>;
+  warehouse: WarehouseClient;
+}
+
+/** Outcome of recording a payment: `created` gates every follow-up effect. */
+export interface RecordPaymentResult {
+  paymentId: number;
+  created: boolean;
+}
+
+export type ShipmentStatus = 'requested' | 'failed';
+
+/**
+ * Activities of the payment flow. Each does one external effect and is safe to run more than
+ * once: activities are at-least-once, like the seed's queued jobs.
+ */
+export function createPaymentActivities(deps: PaymentActivityDeps) {
+  return {
+    /**
+     * Records the payment for one provider event: insert-or-get on the UNIQUE provider_event_id,
+     * telling whether this call created the row. Only the call that created it may go on to
+     * fulfil the order; a redelivery or a retry after a crash finds the row and stops there.
+     */
+    async recordPayment(input: PaymentWorkflowInput): Promise<RecordPaymentResult> {
+      const log = Context.current().log;
+      const result = await deps.payments.recordPayment({
+        providerEventId: input.eventId,
+        orderId: input.orderId,
+        amount: input.amount,
+      });
+      switch (result.kind) {
+        case 'created':
+        case 'existing': {
+          const created = result.kind === 'created';
+          log.info(created ? 'payment recorded' : 'payment already recorded', {
+            eventId: input.eventId,
+            orderId: input.orderId,
+            paymentId: result.payment.id,
+          });
+          return { paymentId: result.payment.id, created };
+        }
+        case 'order_not_found':
+          throw ApplicationFailure.create({
+            type: FailureType.OrderNotFound,
+            message: `order ${input.orderId} does not exist`,
+            details: [{ eventId: input.eventId, orderId: input.orderId }],
+            nonRetryable: true,
+          });
+        case 'conflict':
+          throw ApplicationFailure.create({
+            type: FailureType.PaymentEventConflict,
+            message: `event ${input.eventId} was already recorded for order ${result.payment.orderId} with amount ${result.payment.amount}`,
+            details: [{ eventId: input.eventId, received: input, recorded: result.payment }],
+            nonRetryable: true,
+          });
+      }
+    },
+
+    /**
+     * Asks the warehouse to ship the order. The idempotency key is derived from the order, so a
+     * retry (or a late original that outlived its timeout) names the same shipment and the
+     * warehouse creates it once.
+     */
+    async notifyWarehouse(input: { orderId: number }): Promise<ShipmentReceipt> {
+      const ctx = Context.current();
+      const receipt = await deps.warehouse.requestShipment({
+        orderId: input.orderId,
+        idempotencyKey: shipmentIdempotencyKey(input.orderId),
+        signal: ctx.cancellationSignal,
+      });
+      ctx.log.info('warehouse notified', { orderId: input.orderId, ...receipt });
+      return receipt;
+    },
+
+    /** Records where the order's shipment stands; idempotent (setting the same status twice is harmless). */
+    async setShipmentStatus(input: { orderId: number; status: ShipmentStatus }): Promise<void> {
+      const updated = await deps.orders.setShipmentStatus(input.orderId, input.status);
+      if (!updated) {
+        throw ApplicationFailure.create({
+          type: FailureType.OrderNotFound,
+          message: `order ${input.orderId} does not exist`,
+          nonRetryable: true,
+        });
+      }
+    },
+  };
+}
+
+export type PaymentActivities = ReturnType<typeof createPaymentActivities>;

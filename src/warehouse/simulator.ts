@@ -1,0 +1,173 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { z } from 'zod';
+
+/**
+ * A local stand-in for the warehouse partner API, for development and tests. It behaves like a
+ * well-made partner API (idempotency keys honoured, replays answered with the original result)
+ * and can be switched into the failure modes that the payment flow must survive.
+ */
+
+export type WarehouseMode =
+  | { kind: 'ok' }
+  /** 4xx: the request is wrong and will stay wrong. */
+  | { kind: 'reject'; status: number }
+  /** 429 with a Retry-After header, in seconds or as an HTTP date. */
+  | { kind: 'rate_limit'; retryAfter: string }
+  /** 5xx: the partner is down. */
+  | { kind: 'unavailable'; status: number }
+  /** Answers correctly, but only after a delay (to provoke client timeouts). */
+  | { kind: 'slow'; delayMs: number };
+
+/** One request as the warehouse saw it, whatever it answered. */
+export interface ReceivedRequest {
+  at: string;
+  idempotencyKey: string | undefined;
+  orderId: unknown;
+  status: number;
+}
+
+export interface Shipment {
+  shipmentId: string;
+  orderId: number;
+  idempotencyKey: string;
+  createdAt: string;
+}
+
+export interface WarehouseSimulator {
+  app: FastifyInstance;
+  /** Every request received, in order (including rejected and replayed ones). */
+  readonly requests: ReceivedRequest[];
+  /** Shipments actually created: one per idempotency key. */
+  readonly shipments: ReadonlyMap<string, Shipment>;
+  /** Switch the failure mode; with `times`, the mode applies to that many requests, then back to ok. */
+  setMode(mode: WarehouseMode, times?: number): void;
+  reset(): void;
+  listen(port: number, host?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+const shipmentBody = z.object({ order_id: z.number().int().positive() });
+
+const modeBody = z.object({
+  mode: z.discriminatedUnion('kind', [
+    z.object({ kind: z.literal('ok') }),
+    z.object({ kind: z.literal('reject'), status: z.number().int().min(400).max(499) }),
+    z.object({ kind: z.literal('rate_limit'), retryAfter: z.string().min(1) }),
+    z.object({ kind: z.literal('unavailable'), status: z.number().int().min(500).max(599) }),
+    z.object({ kind: z.literal('slow'), delayMs: z.number().int().min(0).max(600_000) }),
+  ]),
+  times: z.number().int().positive().optional(),
+});
+
+export function createWarehouseSimulator(): WarehouseSimulator {
+  const app = Fastify({ logger: false });
+  const requests: ReceivedRequest[] = [];
+  const shipments = new Map<string, Shipment>();
+  let mode: WarehouseMode = { kind: 'ok' };
+  let remaining: number | undefined;
+  let nextShipment = 1;
+
+  // The failure mode for this request; a counted mode falls back to ok once used up.
+  const takeMode = (): WarehouseMode => {
+    const current = mode;
+    if (remaining !== undefined && --remaining <= 0) {
+      mode = { kind: 'ok' };
+      remaining = undefined;
+    }
+    return current;
+  };
+
+  app.post('/v1/shipments', async (request, reply) => {
+    const key = request.headers['idempotency-key'];
+    const idempotencyKey = typeof key === 'string' && key.length > 0 ? key : undefined;
+    const body = request.body as { order_id?: unknown } | undefined;
+    const record = (status: number) =>
+      requests.push({
+        at: new Date().toISOString(),
+        idempotencyKey,
+        orderId: body?.order_id,
+        status,
+      });
+
+    const current = takeMode();
+    if (current.kind === 'slow') await new Promise((r) => setTimeout(r, current.delayMs));
+    if (current.kind === 'reject') {
+      record(current.status);
+      return reply.code(current.status).send({ error: 'rejected by simulator' });
+    }
+    if (current.kind === 'rate_limit') {
+      record(429);
+      return reply.code(429).header('retry-after', current.retryAfter).send({ error: 'slow down' });
+    }
+    if (current.kind === 'unavailable') {
+      record(current.status);
+      return reply.code(current.status).send({ error: 'unavailable' });
+    }
+
+    const parsed = shipmentBody.safeParse(body);
+    if (!idempotencyKey || !parsed.success) {
+      record(400);
+      return reply.code(400).send({ error: 'order_id and an Idempotency-Key header are required' });
+    }
+    const existing = shipments.get(idempotencyKey);
+    if (existing) {
+      record(200);
+      return reply.code(200).header('idempotent-replayed', 'true').send(toWire(existing));
+    }
+    const shipment: Shipment = {
+      shipmentId: `shp_${nextShipment++}`,
+      orderId: parsed.data.order_id,
+      idempotencyKey,
+      createdAt: new Date().toISOString(),
+    };
+    shipments.set(idempotencyKey, shipment);
+    record(201);
+    return reply.code(201).send(toWire(shipment));
+  });
+
+  // Control endpoints, so a developer can switch failure modes of a running stack with curl.
+  app.put('/_simulator/mode', async (request, reply) => {
+    const parsed = modeBody.safeParse(request.body);
+    if (!parsed.success) return reply.code(400).send({ error: parsed.error.issues[0]?.message });
+    simulator.setMode(parsed.data.mode, parsed.data.times);
+    return { mode, times: remaining ?? null };
+  });
+  app.get('/_simulator/requests', async () => ({
+    requests,
+    shipments: [...shipments.values()].map(toWire),
+  }));
+  app.delete('/_simulator/requests', async (_request, reply) => {
+    simulator.reset();
+    return reply.code(204).send();
+  });
+
+  const simulator: WarehouseSimulator = {
+    app,
+    requests,
+    shipments,
+    setMode(next, times) {
+      mode = next;
+      remaining = times;
+    },
+    reset() {
+      requests.length = 0;
+      shipments.clear();
+      mode = { kind: 'ok' };
+      remaining = undefined;
+    },
+    async listen(port, host = '127.0.0.1') {
+      await app.listen({ port, host });
+      const address = app.server.address();
+      const actualPort = typeof address === 'object' && address ? address.port : port;
+      return `http://${host}:${actualPort}`;
+    },
+    async close() {
+      await app.close();
+    },
+  };
+  return simulator;
+}
+
+function toWire(s: Shipment) {
+  return { shipment_id: s.shipmentId, order_id: s.orderId, created_at: s.createdAt };
+}

@@ -1,0 +1,2 @@
+// Every workflow the workers register, exported by its wire name.
+export { paymentWorkflow } from './payment';
