@@ -1,0 +1,53 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+
+/** An error whose message is safe and useful to show the client, with its status code. */
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+/**
+ * The one error policy of the HTTP layer: client errors carry a reason, server errors carry no
+ * internals (the details go to the log, with the request ID to find them).
+ */
+export function registerErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
+    const status = error.statusCode ?? 500;
+    if (error instanceof HttpError) {
+      void reply.headers(error.headers);
+    }
+    if (status >= 500) {
+      request.log.error({ err: error }, 'request failed');
+      const message = status === 503 ? error.message : 'internal error';
+      return reply.code(status).send({ error: message, request_id: request.id });
+    }
+    request.log.info({ status, reason: error.message }, 'request rejected');
+    return reply.code(status).send({ error: clientMessage(error) });
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ error: `no route for ${request.method} ${request.url.split('?')[0]}` }),
+  );
+}
+
+function clientMessage(error: FastifyError | HttpError): string {
+  if (error instanceof HttpError) return error.message;
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return 'request body is too large';
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return 'unsupported content type';
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return 'request body is empty';
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return 'request body is not valid JSON';
+    default:
+      return error.message;
+  }
+}

@@ -1,0 +1,105 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { createOrdersRepository, createPaymentsRepository } from '../../db';
+import { HttpError } from '../errors';
+import { formatIssues } from '../validation';
+
+export interface OrdersRouteOptions {
+  orders: ReturnType<typeof createOrdersRepository>;
+  payments: ReturnType<typeof createPaymentsRepository>;
+}
+
+const createOrderSchema = z.object({
+  user_id: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+  customer_email: z.email().max(320),
+  total_amount: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+});
+
+// Printable ASCII, bounded: keys are stored and compared, never interpreted.
+const idempotencyKeySchema = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1-255 printable ASCII characters');
+
+const orderIdSchema = z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+
+/**
+ * Orders, so a user can run the whole flow. Creation honours an Idempotency-Key header: the same
+ * key with the same request returns the first order (no second row), the same key with a
+ * different request is refused with 422 rather than silently returning someone else's order.
+ */
+export async function ordersRoutes(app: FastifyInstance, options: OrdersRouteOptions) {
+  app.post('/api/v1/orders', { bodyLimit: 16 * 1024 }, async (request, reply) => {
+    const body = createOrderSchema.safeParse(request.body);
+    if (!body.success) throw new HttpError(400, formatIssues(body.error));
+
+    const rawKey = request.headers['idempotency-key'];
+    let idempotencyKey: string | undefined;
+    if (rawKey !== undefined) {
+      const key = idempotencyKeySchema.safeParse(rawKey);
+      if (!key.success) throw new HttpError(400, formatIssues(key.error));
+      idempotencyKey = key.data;
+    }
+
+    const result = await options.orders.createWithIdempotencyKey({
+      userId: body.data.user_id,
+      customerEmail: body.data.customer_email,
+      totalAmount: body.data.total_amount,
+      idempotencyKey,
+      fingerprint: idempotencyKey === undefined ? undefined : fingerprintOf(body.data),
+    });
+    switch (result.kind) {
+      case 'created':
+        return reply
+          .code(201)
+          .header('location', `/api/v1/orders/${result.order.id}`)
+          .send(orderToWire(result.order));
+      case 'replayed':
+        return reply
+          .code(200)
+          .header('idempotent-replayed', 'true')
+          .send(orderToWire(result.order));
+      case 'key_reused_with_different_request':
+        throw new HttpError(422, 'Idempotency-Key was already used with a different request body');
+    }
+  });
+
+  app.get('/api/v1/orders/:id', async (request) => {
+    const id = orderIdSchema.safeParse((request.params as { id: string }).id);
+    if (!id.success) throw new HttpError(400, 'order id must be a positive integer');
+    const order = await options.orders.findById(id.data);
+    if (!order) throw new HttpError(404, `order ${id.data} not found`);
+    const payments = await options.payments.listByOrder(order.id);
+    return {
+      ...orderToWire(order),
+      payments: payments.map((p) => ({
+        id: p.id,
+        provider_event_id: p.providerEventId,
+        amount: p.amount,
+        created_at: p.createdAt,
+      })),
+    };
+  });
+}
+
+type Order = NonNullable<Awaited<ReturnType<OrdersRouteOptions['orders']['findById']>>>;
+
+function orderToWire(order: Order) {
+  return {
+    id: order.id,
+    user_id: order.userId,
+    customer_email: order.customerEmail,
+    status: order.status,
+    total_amount: order.totalAmount,
+    shipment_status: order.shipmentStatus,
+    confirmation_sent_at: order.confirmationSentAt,
+    created_at: order.createdAt,
+    updated_at: order.updatedAt,
+  };
+}
+
+/** Canonical fingerprint of a validated request: key order and whitespace do not matter. */
+function fingerprintOf(body: z.infer<typeof createOrderSchema>): string {
+  const canonical = JSON.stringify([body.user_id, body.customer_email, body.total_amount]);
+  return createHash('sha256').update(canonical).digest('hex');
+}

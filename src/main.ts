@@ -1,0 +1,131 @@
+import { NativeConnection } from '@temporalio/worker';
+import { loadConfig } from './config';
+import {
+  createDatabase,
+  createOrdersRepository,
+  createPaymentsRepository,
+  migrateToLatest,
+} from './db';
+import { buildApp } from './http/app';
+import { PAYMENT_WEBHOOK_PATH } from './http/routes/payment-webhook';
+import { createLogger } from './logger';
+import { onShutdownSignal } from './process/shutdown';
+import { createLazyClient } from './temporal/client';
+import { startDevServer } from './temporal/dev-server';
+import { createPaymentStarter } from './temporal/payment-starter';
+import { installTemporalRuntime } from './temporal/runtime';
+import { createWarehouseSimulator } from './warehouse/simulator';
+import { activityDepsFromConfig, createPaymentWorker } from './worker';
+
+/**
+ * `npm start`: the whole system on one machine with embedded defaults. Starts (unless configured
+ * otherwise) the Temporal dev server with file persistence and its Web UI, migrates the
+ * database, and runs the warehouse simulator, the worker and the HTTP server in this process.
+ * Ctrl-C stops everything in reverse order.
+ */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config, 'dev-stack');
+  installTemporalRuntime(logger);
+  const cleanups: Array<{ name: string; run: () => Promise<void> }> = [];
+  const stopAll = async () => {
+    for (const { name, run } of cleanups.reverse()) {
+      try {
+        await run();
+      } catch (err) {
+        logger.error({ err, component: name }, 'error while stopping');
+      }
+    }
+  };
+  onShutdownSignal(async (signal) => {
+    logger.info({ signal }, 'stopping: draining HTTP, finishing in-flight activities');
+    await stopAll();
+    logger.info('stopped');
+    process.exit(0);
+  });
+
+  try {
+    let temporalAddress = config.TEMPORAL_ADDRESS;
+    let uiUrl: string | undefined;
+    if (!temporalAddress) {
+      const devServer = await startDevServer({
+        port: 7233,
+        uiPort: config.TEMPORAL_UI_PORT,
+        dbFilename: config.TEMPORAL_DEV_DB,
+        namespace: config.TEMPORAL_NAMESPACE,
+        log: (line) => logger.info({ component: 'temporal-dev-server' }, line),
+      });
+      cleanups.push({ name: 'temporal dev server', run: () => devServer.shutdown() });
+      temporalAddress = devServer.address;
+      uiUrl = devServer.uiUrl;
+    }
+
+    const db = createDatabase(config.DATABASE_URL);
+    cleanups.push({ name: 'database', run: () => db.close() });
+    const applied = await migrateToLatest(db.db);
+    logger.info({ applied }, 'database migrated');
+
+    const warehouseUrl =
+      config.WAREHOUSE_API_URL ??
+      (await (async () => {
+        const simulator = createWarehouseSimulator();
+        cleanups.push({ name: 'warehouse simulator', run: () => simulator.close() });
+        return simulator.listen(config.WAREHOUSE_SIMULATOR_PORT);
+      })());
+
+    const connection = await NativeConnection.connect({ address: temporalAddress });
+    cleanups.push({ name: 'worker connection', run: () => connection.close() });
+    const worker = await createPaymentWorker({
+      connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      activities: activityDepsFromConfig(config, db, warehouseUrl),
+    });
+    const workerRun = worker.run();
+    cleanups.push({
+      name: 'worker',
+      run: async () => {
+        worker.shutdown();
+        await workerRun;
+      },
+    });
+
+    const client = createLazyClient({
+      address: temporalAddress,
+      namespace: config.TEMPORAL_NAMESPACE,
+    });
+    cleanups.push({ name: 'client connection', run: () => client.connection.close() });
+    const app = await buildApp({
+      config,
+      logger,
+      payments: createPaymentStarter(client, { startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS }),
+      ordersRepository: createOrdersRepository(db.db),
+      paymentsRepository: createPaymentsRepository(db.db),
+    });
+    await app.listen({ port: config.PORT, host: config.HOST });
+    cleanups.push({ name: 'http server', run: () => app.close() });
+
+    const apiUrl = `http://${config.HOST}:${config.PORT}`;
+    process.stdout.write(
+      [
+        '',
+        'Order payments is running:',
+        `  API              ${apiUrl}/api/v1/orders`,
+        `  Payment webhook  ${apiUrl}${PAYMENT_WEBHOOK_PATH}`,
+        `  Temporal         ${temporalAddress} (namespace ${config.TEMPORAL_NAMESPACE})`,
+        `  Temporal Web UI  ${uiUrl ?? '(not available: see docs/temporal-servers.md)'}`,
+        `  Warehouse API    ${warehouseUrl}${config.WAREHOUSE_API_URL ? '' : ' (simulator)'}`,
+        `  Database         ${config.DATABASE_URL}`,
+        '',
+        'Try it: npm run demo   (in another terminal)   Stop: Ctrl-C',
+        '',
+      ].join('\n'),
+    );
+    await workerRun;
+  } catch (err) {
+    logger.error({ err }, 'failed to start');
+    await stopAll();
+    process.exit(1);
+  }
+}
+
+void main();
