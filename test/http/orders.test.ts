@@ -1,0 +1,139 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/http/app';
+import { createLogger } from '../../src/logger';
+import {
+  createOrdersRepository,
+  createPaymentsRepository,
+  type DatabaseHandle,
+} from '../../src/db';
+import type { PaymentStarter } from '../../src/temporal/payment-starter';
+import { testDatabases } from '../support/databases';
+
+const noPayments: PaymentStarter = {
+  start: () => Promise.reject(new Error('orders tests start no payments')),
+};
+
+describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
+  let db: DatabaseHandle;
+  let app: FastifyInstance;
+
+  beforeAll(async () => {
+    db = await create();
+    app = await buildApp({
+      config: { PAYMENT_WEBHOOK_SECRET: 'unused', WEBHOOK_BODY_LIMIT_BYTES: 65536 },
+      logger: createLogger({ LOG_LEVEL: 'silent' }),
+      payments: noPayments,
+      ordersRepository: createOrdersRepository(db.db),
+      paymentsRepository: createPaymentsRepository(db.db),
+    });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.close();
+  });
+
+  const body = { user_id: 7, customer_email: 'buyer@example.com', total_amount: 5400 };
+  const post = (payload: unknown, key?: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/api/v1/orders',
+      payload: payload as object,
+      headers: key === undefined ? {} : { 'idempotency-key': key },
+    });
+  const countOrders = async () =>
+    Number(
+      (
+        await db.db
+          .selectFrom('orders')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+
+  it('creates an order with 201, a Location header and the stored fields', async () => {
+    const res = await post(body, 'create-1');
+    expect(res.statusCode).toBe(201);
+    const order = res.json<{ id: number }>();
+    expect(order).toMatchObject({
+      ...body,
+      status: 'pending',
+      shipment_status: null,
+      confirmation_sent_at: null,
+    });
+    expect(res.headers.location).toBe(`/api/v1/orders/${order.id}`);
+
+    const fetched = await app.inject({ method: 'GET', url: `/api/v1/orders/${order.id}` });
+    expect(fetched.json()).toMatchObject({ id: order.id, payments: [] });
+  });
+
+  it('returns the same order for the same key and body, without a second row', async () => {
+    const before = await countOrders();
+    const first = await post(body, 'same-key');
+    // Same request, keys in another order: the fingerprint is over the validated values.
+    const again = await post(
+      { total_amount: 5400, customer_email: 'buyer@example.com', user_id: 7 },
+      'same-key',
+    );
+    expect(first.statusCode).toBe(201);
+    expect(again.statusCode).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json<{ id: number }>().id).toBe(first.json<{ id: number }>().id);
+    expect(await countOrders()).toBe(before + 1);
+  });
+
+  it('refuses the same key with a different body with 422 and creates nothing', async () => {
+    await post(body, 'reused-key');
+    const before = await countOrders();
+    const res = await post({ ...body, total_amount: 1 }, 'reused-key');
+    expect(res.statusCode).toBe(422);
+    expect(res.json<{ error: string }>().error).toMatch(/Idempotency-Key/);
+    expect(await countOrders()).toBe(before);
+  });
+
+  it('creates exactly one order when the same key arrives concurrently', async () => {
+    const before = await countOrders();
+    const replies = await Promise.all(
+      Array.from({ length: 20 }, () => post(body, 'concurrent-key')),
+    );
+    expect(replies.filter((r) => r.statusCode === 201)).toHaveLength(1);
+    expect(replies.filter((r) => r.statusCode === 200)).toHaveLength(19);
+    expect(new Set(replies.map((r) => r.json<{ id: number }>().id)).size).toBe(1);
+    expect(await countOrders()).toBe(before + 1);
+  });
+
+  it('creates distinct orders without a key', async () => {
+    const a = await post(body);
+    const b = await post(body);
+    expect(a.json<{ id: number }>().id).not.toBe(b.json<{ id: number }>().id);
+  });
+
+  it.each([
+    ['a missing email', { user_id: 7, total_amount: 5400 }],
+    ['a bad email', { ...body, customer_email: 'not-an-email' }],
+    ['a zero amount', { ...body, total_amount: 0 }],
+    ['a string user id', { ...body, user_id: '7' }],
+  ])('rejects %s with 400 and a reason', async (_label, payload) => {
+    const res = await post(payload, 'invalid');
+    expect(res.statusCode).toBe(400);
+    expect(res.json<{ error: string }>().error).toMatch(/user_id|customer_email|total_amount/);
+  });
+
+  it('rejects malformed JSON with 400 and an unprintable key with 400', async () => {
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/api/v1/orders',
+      payload: '{"user_id":',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(bad.statusCode).toBe(400);
+    const badKey = await post(body, 'has space');
+    expect(badKey.statusCode).toBe(400);
+  });
+
+  it('answers 404 for an unknown order and 400 for a non-numeric id', async () => {
+    expect((await app.inject({ method: 'GET', url: '/api/v1/orders/999999' })).statusCode).toBe(
+      404,
+    );
+    expect((await app.inject({ method: 'GET', url: '/api/v1/orders/abc' })).statusCode).toBe(400);
+  });
+});

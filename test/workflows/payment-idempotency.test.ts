@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { createActivities } from '../../src/activities';
+import { createWarehouseClient } from '../../src/activities/warehouse-client';
+import {
+  createOrdersRepository,
+  createPaymentsRepository,
+  type DatabaseHandle,
+} from '../../src/db';
+import { paymentWorkflow } from '../../src/workflows';
+import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import { testDatabases } from '../support/databases';
+import { createTimeSkippingEnv } from '../support/temporal';
+
+// The seed's idempotency test, end to end through Temporal: the same payment event processed
+// twice gives one payment row AND exactly one warehouse notification. The second assertion is
+// the one that matters: the unique constraint alone keeps one row, but only the "created" gate
+// stops the second run from notifying the warehouse again.
+let env: TestWorkflowEnvironment;
+let bundle: WorkflowBundleWithSourceMap;
+let warehouse: WarehouseSimulator;
+let warehouseUrl: string;
+
+beforeAll(async () => {
+  env = await createTimeSkippingEnv();
+  bundle = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../../src/workflows'),
+    logger: quietLogger,
+  });
+  warehouse = createWarehouseSimulator();
+  warehouseUrl = await warehouse.listen(0);
+});
+
+afterAll(async () => {
+  await warehouse?.close();
+  await env?.teardown();
+});
+
+const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
+
+describe.each(testDatabases)('processing the same payment event twice ($name)', ({ create }) => {
+  let db: DatabaseHandle;
+  beforeEach(async () => {
+    db = await create();
+    warehouse.reset();
+  });
+  afterEach(async () => {
+    await db.close();
+  });
+
+  it('records one payment and notifies the warehouse exactly once', async () => {
+    const orders = createOrdersRepository(db.db);
+    const payments = createPaymentsRepository(db.db);
+    const created = await orders.createWithIdempotencyKey({
+      userId: 1,
+      customerEmail: 'a@example.com',
+      totalAmount: 5400,
+    });
+    const orderId = created.order.id;
+    const taskQueue = `test-${randomUUID()}`;
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: bundle,
+      activities: createActivities({
+        payments,
+        orders,
+        warehouse: createWarehouseClient({ baseUrl: warehouseUrl, timeoutMs: 5000 }),
+      }),
+    });
+    const input = { eventId: `evt_${randomUUID()}`, orderId, amount: 5400 };
+
+    // Two executions of the same event, one after the other: what a redelivery looks like once
+    // the first run is gone from Temporal (for example past the namespace's retention).
+    const [first, second] = await worker.runUntil(async () => {
+      const a = await env.client.workflow.execute(paymentWorkflow, {
+        taskQueue,
+        workflowId: `first-${input.eventId}`,
+        args: [input],
+        workflowExecutionTimeout: '1 hour',
+      });
+      const b = await env.client.workflow.execute(paymentWorkflow, {
+        taskQueue,
+        workflowId: `second-${input.eventId}`,
+        args: [input],
+        workflowExecutionTimeout: '1 hour',
+      });
+      return [a, b];
+    });
+
+    // The unique constraint keeps one row whatever the workflow does...
+    expect(await payments.listByOrder(orderId)).toHaveLength(1);
+    // ...and only the "created" gate keeps the warehouse from being told twice.
+    expect(warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
+    expect(first).toMatchObject({ created: true, shipmentRequested: true });
+    expect(second).toMatchObject({
+      created: false,
+      shipmentRequested: false,
+      paymentId: first.paymentId,
+    });
+    expect((await orders.findById(orderId))?.shipmentStatus).toBe('requested');
+  });
+});
