@@ -19,7 +19,9 @@ const optionalUrl = blankToUndefined.pipe(z.url().optional());
 const schema = z
   .object({
     NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
-    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    LOG_LEVEL: z
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .default('info'),
     HOST: z.string().default('127.0.0.1'),
     PORT: port(3000),
     DATABASE_URL: z
@@ -35,7 +37,12 @@ const schema = z
     /** Deadline for starting a workflow from the webhook; past it the provider gets a 503 and retries. */
     TEMPORAL_START_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
     PAYMENT_WEBHOOK_SECRET: z.string().min(1).default(DEV_WEBHOOK_SECRET),
-    WEBHOOK_BODY_LIMIT_BYTES: z.coerce.number().int().min(256).max(10 * 1024 * 1024).default(64 * 1024),
+    WEBHOOK_BODY_LIMIT_BYTES: z.coerce
+      .number()
+      .int()
+      .min(256)
+      .max(10 * 1024 * 1024)
+      .default(64 * 1024),
     WAREHOUSE_API_URL: optionalUrl,
     WAREHOUSE_SIMULATOR_PORT: port(4001),
     WAREHOUSE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
@@ -48,7 +55,8 @@ const schema = z
       ctx.addIssue({
         code: 'custom',
         path: ['PAYMENT_WEBHOOK_SECRET'],
-        message: 'set the provider secret (16+ characters) in production; the dev default is public',
+        message:
+          'set the provider secret (16+ characters) in production; the dev default is public',
       });
     }
     if (!c.TEMPORAL_ADDRESS) {
@@ -70,11 +78,14 @@ const schema = z
 function optionalUrlLikeAddress() {
   // host:port, as the Temporal client expects it (no scheme).
   return blankToUndefined.pipe(
-      z
-        .string()
-        .regex(/^[A-Za-z0-9.-]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/, 'must be host:port, e.g. 127.0.0.1:7233')
-        .optional(),
-    );
+    z
+      .string()
+      .regex(
+        /^[A-Za-z0-9.-]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/,
+        'must be host:port, e.g. 127.0.0.1:7233',
+      )
+      .optional(),
+  );
 }
 
 export type Config = Readonly<z.infer<typeof schema>>;
