@@ -45,8 +45,11 @@ const schema = z
       .default(64 * 1024),
     WAREHOUSE_API_URL: optionalUrl,
     WAREHOUSE_SIMULATOR_PORT: port(4001),
-    WAREHOUSE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+    /** Must stay below the warehouse activity's 8 s start-to-close timeout (src/workflows/payment.ts). */
+    WAREHOUSE_TIMEOUT_MS: z.coerce.number().int().min(100).max(7_000).default(5_000),
     ALERT_WEBHOOK_URL: optionalUrl,
+    /** Base URL of the Temporal Web UI for links in alerts; the embedded dev server's by default. */
+    TEMPORAL_UI_URL: optionalUrl,
     SMTP_URL: optionalUrl,
   })
   .superRefine((c, ctx) => {

@@ -20,6 +20,9 @@ export interface RecordPaymentResult {
 
 export type ShipmentStatus = 'requested' | 'failed';
 
+/** A third of the 3 s heartbeat timeout that workflows give warehouse calls. */
+const HEARTBEAT_INTERVAL_MS = 1_000;
+
 /**
  * Activities of the payment flow. Each does one external effect and is safe to run more than
  * once: activities are at-least-once, like the seed's queued jobs.
@@ -73,13 +76,20 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
      */
     async notifyWarehouse(input: { orderId: number }): Promise<ShipmentReceipt> {
       const ctx = Context.current();
-      const receipt = await deps.warehouse.requestShipment({
-        orderId: input.orderId,
-        idempotencyKey: shipmentIdempotencyKey(input.orderId),
-        signal: ctx.cancellationSignal,
-      });
-      ctx.log.info('warehouse notified', { orderId: input.orderId, ...receipt });
-      return receipt;
+      // Heartbeat while the partner thinks: a worker that dies mid-call is noticed by the
+      // server after the heartbeat timeout, not after the whole start-to-close timeout.
+      const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_INTERVAL_MS);
+      try {
+        const receipt = await deps.warehouse.requestShipment({
+          orderId: input.orderId,
+          idempotencyKey: shipmentIdempotencyKey(input.orderId),
+          signal: ctx.cancellationSignal,
+        });
+        ctx.log.info('warehouse notified', { orderId: input.orderId, ...receipt });
+        return receipt;
+      } finally {
+        clearInterval(heartbeat);
+      }
     },
 
     /** Records where the order's shipment stands; idempotent (setting the same status twice is harmless). */

@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { FailureType } from '../shared/errors';
+import { FailureType, type RateLimitDetails } from '../shared/errors';
 import { parseRetryAfterMs } from './retry-after';
 
 /** What the warehouse answered for one shipment request. */
@@ -20,7 +20,7 @@ export interface WarehouseClient {
 /**
  * HTTP client for the warehouse partner API. It turns every answer into either a receipt or an
  * ApplicationFailure whose type says how to retry: rejected requests are non-retryable, 429
- * carries the partner's Retry-After as `nextRetryDelay`, everything else is a retryable outage.
+ * carries the partner's Retry-After in its details, everything else is a retryable outage.
  */
 export function createWarehouseClient(options: {
   baseUrl: string;
@@ -63,13 +63,13 @@ export function createWarehouseClient(options: {
       const details = [{ orderId, status: response.status, body: text.slice(0, 500) }];
 
       if (response.status === 429) {
-        const retryAfterMs = parseRetryAfterMs(response.headers.get('retry-after'));
+        const retryAfter = response.headers.get('retry-after');
+        // Undefined when absent or unreadable: the retry budget then uses its own fallback wait.
+        const rateLimit: RateLimitDetails = { retryAfterMs: parseRetryAfterMs(retryAfter) };
         throw ApplicationFailure.create({
           type: FailureType.WarehouseRateLimited,
-          message: `warehouse rate-limited the request (Retry-After: ${response.headers.get('retry-after') ?? 'none'})`,
-          details,
-          // Undefined falls back to the retry policy's own backoff.
-          nextRetryDelay: retryAfterMs,
+          message: `warehouse rate-limited the request (Retry-After: ${retryAfter ?? 'none'})`,
+          details: [{ ...details[0], ...rateLimit }],
         });
       }
       if (response.status >= 400 && response.status < 500 && response.status !== 408) {

@@ -36,6 +36,7 @@ const POOL_CONNECT_TIMEOUT_MS = 10_000;
 // Writers wait this long for SQLite's single write lock (another process on the same file)
 // before failing with SQLITE_BUSY.
 const SQLITE_BUSY_TIMEOUT_MS = 5_000;
+const POSTGRES_STATEMENT_TIMEOUT_MS = 5_000;
 const SQLITE_MEMORY = ':memory:';
 
 /**
@@ -117,6 +118,9 @@ function openPostgres(connectionString: string, options: DatabaseOptions): Datab
     max: options.poolMax ?? DEFAULT_POOL_MAX,
     connectionTimeoutMillis: POOL_CONNECT_TIMEOUT_MS,
     application_name: 'order-payments',
+    // A stuck statement is abandoned by the server well before the activity's start-to-close
+    // timeout (10 s), so a retry never runs beside a query that is still going.
+    statement_timeout: POSTGRES_STATEMENT_TIMEOUT_MS,
     types: isoTimestampTypes,
   });
   // Without a listener, an error on an idle client (e.g. the server restarting) is an unhandled

@@ -1,7 +1,8 @@
 /**
  * Failure types, the one place where they are named. They are thrown as
- * `ApplicationFailure.create({ type, nonRetryable, ... })` by activities and matched by type in
- * workflows, retry policies and tests. Matching is by these strings, never by class names.
+ * `ApplicationFailure.create({ type, nonRetryable, ... })` by activities and workflows and
+ * matched by type in workflows, retry budgets, alerts and tests. Matching is by these strings,
+ * never by class names.
  */
 export const FailureType = {
   /** The order named by a payment does not exist: retrying cannot make it appear. */
@@ -10,17 +11,39 @@ export const FailureType = {
   PaymentEventConflict: 'PaymentEventConflict',
   /** The warehouse rejected the request (4xx other than 408/429): the request itself is wrong. */
   WarehouseRejected: 'WarehouseRejected',
-  /** The warehouse is unavailable (5xx, timeout, network): worth retrying. */
+  /** The warehouse is unavailable (5xx, 408, timeout, network): worth retrying. */
   WarehouseUnavailable: 'WarehouseUnavailable',
   /** The warehouse asked us to slow down (429): retry after the time it names. */
   WarehouseRateLimited: 'WarehouseRateLimited',
+  /** The alert sink refused the alert (4xx other than 408/429). */
+  AlertSinkRejected: 'AlertSinkRejected',
+  /** The alert sink is unavailable (5xx, 408, timeout, network). */
+  AlertSinkUnavailable: 'AlertSinkUnavailable',
+  /** The alert sink asked us to slow down (429). */
+  AlertSinkRateLimited: 'AlertSinkRateLimited',
+  /** A step used up its retry budget (tries, exceptions or deadline); the last failure is its cause. */
+  RetriesExhausted: 'RetriesExhausted',
+  /** The order could not be handed to the warehouse; compensation ran (shipment_status = failed). */
+  FulfilmentFailed: 'FulfilmentFailed',
 } as const;
 
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 
-/** Failure types that no retry can fix; listed in retry policies as `nonRetryableErrorTypes`. */
+/** Failure types that no retry can fix. */
 export const NON_RETRYABLE_FAILURE_TYPES: readonly FailureType[] = [
   FailureType.OrderNotFound,
   FailureType.PaymentEventConflict,
   FailureType.WarehouseRejected,
+  FailureType.AlertSinkRejected,
 ];
+
+/** Failure types that mean "wait as told, then try again": they are not counted as exceptions. */
+export const RATE_LIMITED_FAILURE_TYPES: readonly FailureType[] = [
+  FailureType.WarehouseRateLimited,
+  FailureType.AlertSinkRateLimited,
+];
+
+/** Details carried by rate-limit failures, so workflows can read the wait without parsing text. */
+export interface RateLimitDetails {
+  retryAfterMs?: number;
+}

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { ApplicationFailure, type WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { ActivityFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Activities } from '../../src/activities';
+import type { FailureAlert } from '../../src/shared/alert';
+import { failureAlertWorkflowId } from '../../src/shared/alert';
 import { FailureType } from '../../src/shared/errors';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
-import { paymentWorkflow } from '../../src/workflows';
 import { createTimeSkippingEnv } from '../support/temporal';
 
 // The payment workflow's decisions in the time-skipping test server, with mocked activities
@@ -14,144 +15,294 @@ import { createTimeSkippingEnv } from '../support/temporal';
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
 
-beforeAll(async () => {
+const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
+
+// A fresh test server per test (under a second each): after a workflow that fails and starts
+// its alert as an abandoned child, the Java test server keeps time skipping locked for the
+// next workflows (seen with temporal-test-server 1.35.0), so tests must not share one.
+beforeEach(async () => {
   env = await createTimeSkippingEnv();
+});
+
+afterEach(async () => {
+  await env?.teardown();
+});
+
+beforeAll(async () => {
   bundle = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
+    workflowsPath: require.resolve('./fixtures/workflows'),
+    workflowInterceptorModules: [require.resolve('../../src/workflows/interceptors')],
     logger: quietLogger,
   });
 });
 
-afterAll(async () => {
-  await env?.teardown();
-});
+interface Call {
+  name: keyof Activities;
+  args: unknown[];
+  /** The test server's clock, which time-skipping moves; Date.now() here would not. */
+  at: number;
+}
 
-const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
-
-type Calls = Array<{ name: keyof Activities; args: unknown[]; at: number }>;
-
-/** Activities that record every call (with the server's time) and behave as each test says. */
-function mockActivities(
-  overrides: Partial<Record<keyof Activities, (...args: never[]) => unknown>>,
-  calls: Calls,
-) {
+/** Activities that record every call and behave as each test says. */
+function mockActivities(overrides: Partial<Activities>, calls: Call[]): Activities {
   const defaults: Activities = {
     recordPayment: async () => ({ paymentId: 7, created: true }),
     notifyWarehouse: async () => ({ shipmentId: 'shp_1', replayed: false }),
     setShipmentStatus: async () => undefined,
+    deliverAlert: async () => ({ delivered: true }),
   };
-  const activities = { ...defaults, ...overrides } as Activities;
+  const activities = { ...defaults, ...overrides };
   return Object.fromEntries(
     Object.entries(activities).map(([name, fn]) => [
       name,
       async (...args: unknown[]) => {
-        // The test server's clock, which time-skipping moves; Date.now() here would not.
         calls.push({ name: name as keyof Activities, args, at: await env.currentTimeMs() });
         return (fn as (...a: unknown[]) => unknown)(...args);
       },
     ]),
-  ) as Activities;
+  ) as unknown as Activities;
 }
 
-async function run(input: PaymentWorkflowInput, activities: Activities) {
+const unavailable = () =>
+  ApplicationFailure.create({
+    type: FailureType.WarehouseUnavailable,
+    message: 'warehouse answered 503',
+  });
+const rateLimited = (retryAfterMs: number) =>
+  ApplicationFailure.create({
+    type: FailureType.WarehouseRateLimited,
+    message: 'warehouse rate-limited the request',
+    details: [{ retryAfterMs }],
+  });
+
+/** Runs the payment workflow to its end; returns the result or the failure, and every call. */
+async function runPayment(activities: Partial<Activities>) {
+  const calls: Call[] = [];
   const taskQueue = `test-${randomUUID()}`;
+  const input: PaymentWorkflowInput = { eventId: randomUUID(), orderId: 12, amount: 5400 };
+  const workflowId = `payment-${input.eventId}`;
   const worker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: bundle,
-    activities,
+    activities: mockActivities(activities, calls),
   });
-  return worker.runUntil(
-    env.client.workflow.execute(paymentWorkflow, {
-      workflowId: `payment-${input.eventId}`,
+  const outcome = await worker.runUntil(async () => {
+    const handle = await env.client.workflow.start('paymentWorkflow', {
+      workflowId,
       taskQueue,
       args: [input],
       // A bug must fail the test quickly, not hang it.
       workflowExecutionTimeout: '1 day',
-    }),
-  );
+    });
+    const result = await handle.result().catch((err: unknown) => err);
+    // The alert workflow (if any) runs on the same task queue: let it finish too.
+    const alert = await env.client.workflow
+      .getHandle(failureAlertWorkflowId(workflowId, handle.firstExecutionRunId))
+      .result()
+      .catch(() => undefined);
+    return { result, alert, runId: handle.firstExecutionRunId };
+  });
+  const warehouseCalls = calls.filter((c) => c.name === 'notifyWarehouse');
+  const waits = warehouseCalls.slice(1).map((c, i) => c.at - warehouseCalls[i]!.at);
+  return { ...outcome, calls, warehouseCalls, waits, workflowId, input };
 }
 
-const input: PaymentWorkflowInput = { eventId: 'evt_1', orderId: 12, amount: 5400 };
+/** Unwraps a workflow failure down the chain: FulfilmentFailed → RetriesExhausted → activity → cause. */
+function failureChain(err: unknown): Array<{ type: string | undefined; details?: unknown[] }> {
+  expect(err).toBeInstanceOf(WorkflowFailedError);
+  const chain: Array<{ type: string | undefined; details?: unknown[] }> = [];
+  for (
+    let e: Error | undefined = (err as WorkflowFailedError).cause;
+    e;
+    e = e.cause as Error | undefined
+  ) {
+    if (e instanceof ApplicationFailure)
+      chain.push({ type: e.type ?? undefined, details: e.details ?? undefined });
+    else if (e instanceof ActivityFailure) chain.push({ type: `activity:${e.activityType}` });
+    else chain.push({ type: e.name });
+  }
+  return chain;
+}
+
+/** Asserts each wait is the expected one (time-skipping lands on the timer, give or take a second). */
+function expectWaits(actual: number[], expectedSeconds: number[]) {
+  expect(actual).toHaveLength(expectedSeconds.length);
+  actual.forEach((ms, i) => {
+    expect(ms).toBeGreaterThanOrEqual(expectedSeconds[i]! * 1000);
+    expect(ms).toBeLessThan(expectedSeconds[i]! * 1000 + 1500);
+  });
+}
 
 describe('paymentWorkflow', () => {
   it('records the payment, asks the warehouse to ship once, then marks the shipment requested', async () => {
-    const calls: Calls = [];
-    const result = await run({ ...input, eventId: randomUUID() }, mockActivities({}, calls));
+    const run = await runPayment({});
 
-    expect(result).toEqual({ paymentId: 7, created: true, shipmentRequested: true });
-    expect(calls.map((c) => c.name)).toEqual([
+    expect(run.result).toEqual({ paymentId: 7, created: true, shipmentRequested: true });
+    expect(run.calls.map((c) => c.name)).toEqual([
       'recordPayment',
       'notifyWarehouse',
       'setShipmentStatus',
     ]);
-    expect(calls[1]!.args).toEqual([{ orderId: 12 }]);
-    expect(calls[2]!.args).toEqual([{ orderId: 12, status: 'requested' }]);
+    expect(run.calls[1]!.args).toEqual([{ orderId: 12 }]);
+    expect(run.calls[2]!.args).toEqual([{ orderId: 12, status: 'requested' }]);
+    expect(run.alert).toBeUndefined();
   });
 
   it('does nothing more when the payment was already recorded (not created by this call)', async () => {
-    const calls: Calls = [];
-    const result = await run(
-      { ...input, eventId: randomUUID() },
-      mockActivities({ recordPayment: async () => ({ paymentId: 7, created: false }) }, calls),
-    );
+    const run = await runPayment({ recordPayment: async () => ({ paymentId: 7, created: false }) });
 
-    expect(result).toEqual({ paymentId: 7, created: false, shipmentRequested: false });
-    expect(calls.map((c) => c.name)).toEqual(['recordPayment']);
+    expect(run.result).toEqual({ paymentId: 7, created: false, shipmentRequested: false });
+    expect(run.calls.map((c) => c.name)).toEqual(['recordPayment']);
   });
 
-  it('retries a warehouse outage with growing waits and succeeds when the warehouse is back', async () => {
-    const calls: Calls = [];
-    let attempts = 0;
-    const result = await run(
-      { ...input, eventId: randomUUID() },
-      mockActivities(
-        {
-          notifyWarehouse: async () => {
-            attempts += 1;
-            if (attempts < 3)
-              throw ApplicationFailure.create({
-                type: FailureType.WarehouseUnavailable,
-                message: '503',
-              });
-            return { shipmentId: 'shp_1', replayed: false };
-          },
-        },
-        calls,
-      ),
-    );
+  it('retries an outage like Tries(5) + Backoff([10, 30, 120]): five attempts, waiting 10, 30, 120, 120 s', async () => {
+    const run = await runPayment({
+      notifyWarehouse: async () => {
+        throw unavailable();
+      },
+    });
 
-    expect(result.shipmentRequested).toBe(true);
-    const warehouseCalls = calls.filter((c) => c.name === 'notifyWarehouse');
-    expect(warehouseCalls).toHaveLength(3);
-    // Time-skipped waits: at least the first retry interval between attempts.
-    expect(warehouseCalls[1]!.at - warehouseCalls[0]!.at).toBeGreaterThanOrEqual(10_000);
+    expect(run.warehouseCalls).toHaveLength(5);
+    expectWaits(run.waits, [10, 30, 120, 120]);
+    expect(failureChain(run.result).map((f) => f.type)).toEqual([
+      FailureType.FulfilmentFailed,
+      FailureType.RetriesExhausted,
+      'activity:notifyWarehouse',
+      FailureType.WarehouseUnavailable,
+    ]);
+  });
+
+  it('succeeds on a later attempt when the warehouse comes back', async () => {
+    let attempts = 0;
+    const run = await runPayment({
+      notifyWarehouse: async () => {
+        attempts += 1;
+        if (attempts < 3) throw unavailable();
+        return { shipmentId: 'shp_1', replayed: false };
+      },
+    });
+
+    expect(run.result).toMatchObject({ shipmentRequested: true });
+    expectWaits(run.waits, [10, 30]);
+    expect(run.calls.at(-1)!.args).toEqual([{ orderId: 12, status: 'requested' }]);
+  });
+
+  it('gives up at once on a rejected request (4xx): one attempt, no retry', async () => {
+    const run = await runPayment({
+      notifyWarehouse: async () => {
+        throw ApplicationFailure.create({
+          type: FailureType.WarehouseRejected,
+          message: 'warehouse rejected the shipment request with 400',
+          nonRetryable: true,
+        });
+      },
+    });
+
+    expect(run.warehouseCalls).toHaveLength(1);
+    const chain = failureChain(run.result);
+    expect(chain[0]!.type).toBe(FailureType.FulfilmentFailed);
+    expect(chain.at(-1)!.type).toBe(FailureType.WarehouseRejected);
+  });
+
+  it('waits as long as Retry-After says on 429, then retries', async () => {
+    let attempts = 0;
+    const run = await runPayment({
+      notifyWarehouse: async () => {
+        attempts += 1;
+        if (attempts === 1) throw rateLimited(45_000);
+        if (attempts === 2) throw rateLimited(300_000);
+        return { shipmentId: 'shp_1', replayed: false };
+      },
+    });
+
+    expect(run.result).toMatchObject({ shipmentRequested: true });
+    expectWaits(run.waits, [45, 300]);
+  });
+
+  it('starts no attempt later than 30 minutes after the first (retryUntil), before the tries run out', async () => {
+    const run = await runPayment({
+      notifyWarehouse: async () => {
+        throw rateLimited(14 * 60_000);
+      },
+    });
+
+    // Attempts at 0, 14 and 28 minutes; a fourth would start at 42 minutes: past the deadline.
+    expect(run.warehouseCalls).toHaveLength(3);
+    expectWaits(run.waits, [840, 840]);
+    const exhausted = failureChain(run.result)[1]!;
+    expect(exhausted.type).toBe(FailureType.RetriesExhausted);
+    expect(exhausted.details?.[0]).toMatchObject({ reason: 'deadline', attempts: 3 });
+  });
+
+  it('compensates when the warehouse finally fails: shipment_status=failed, cause and attempts kept', async () => {
+    const run = await runPayment({
+      notifyWarehouse: async () => {
+        throw unavailable();
+      },
+    });
+
+    expect(run.calls.at(-2)?.name).toBe('setShipmentStatus');
+    expect(run.calls.filter((c) => c.name === 'setShipmentStatus').map((c) => c.args)).toEqual([
+      [{ orderId: 12, status: 'failed' }],
+    ]);
+    const [fulfilment] = failureChain(run.result);
+    expect(fulfilment!.details?.[0]).toMatchObject({
+      orderId: 12,
+      eventId: run.input.eventId,
+      step: 'notify-warehouse',
+      reason: 'max_attempts',
+      attempts: 5,
+      exceptions: 5,
+      lastFailureType: FailureType.WarehouseUnavailable,
+      lastFailureMessage: 'warehouse answered 503',
+    });
   });
 
   it('fails with the OrderNotFound cause, without retrying, when the order does not exist', async () => {
-    const calls: Calls = [];
-    const err = await run(
-      { ...input, eventId: randomUUID() },
-      mockActivities(
-        {
-          recordPayment: async () => {
-            throw ApplicationFailure.create({
-              type: FailureType.OrderNotFound,
-              message: 'order 12 does not exist',
-              nonRetryable: true,
-            });
-          },
-        },
-        calls,
-      ),
-    ).catch((e: unknown) => e as WorkflowFailedError);
-
-    expect(err).toMatchObject({ name: 'WorkflowFailedError' });
-    const activityFailure = (err as WorkflowFailedError).cause;
-    expect(activityFailure).toBeInstanceOf(ActivityFailure);
-    expect((activityFailure as ActivityFailure).cause).toMatchObject({
-      type: FailureType.OrderNotFound,
+    const run = await runPayment({
+      recordPayment: async () => {
+        throw ApplicationFailure.create({
+          type: FailureType.OrderNotFound,
+          message: 'order 12 does not exist',
+          nonRetryable: true,
+        });
+      },
     });
-    expect(calls.map((c) => c.name)).toEqual(['recordPayment']);
+
+    expect(failureChain(run.result).map((f) => f.type)).toEqual([
+      'activity:recordPayment',
+      FailureType.OrderNotFound,
+    ]);
+    expect(run.calls.filter((c) => c.name !== 'deliverAlert').map((c) => c.name)).toEqual([
+      'recordPayment',
+    ]);
+  });
+
+  it('raises exactly one alert for a failed payment, with the cause, attempts and order', async () => {
+    const run = await runPayment({
+      notifyWarehouse: async () => {
+        throw unavailable();
+      },
+    });
+
+    const alerts = run.calls.filter((c) => c.name === 'deliverAlert');
+    expect(alerts).toHaveLength(1);
+    expect(alerts[0]!.args[0]).toMatchObject<Partial<FailureAlert>>({
+      workflowType: 'paymentWorkflow',
+      workflowId: run.workflowId,
+      runId: run.runId,
+      orderId: 12,
+      failureType: FailureType.FulfilmentFailed,
+      rootCauseType: FailureType.WarehouseUnavailable,
+      rootCauseMessage: 'warehouse answered 503',
+      attempts: 5,
+    });
+    expect(run.alert).toEqual({ delivered: true });
+  });
+
+  it('raises no alert when the payment completes', async () => {
+    const run = await runPayment({});
+    expect(run.calls.filter((c) => c.name === 'deliverAlert')).toHaveLength(0);
   });
 });

@@ -1,0 +1,125 @@
+import { randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { durationToMs } from '../support/durations';
+import { createActivities } from '../../src/activities';
+import { createWarehouseClient } from '../../src/activities/warehouse-client';
+import {
+  createOrdersRepository,
+  createPaymentsRepository,
+  type DatabaseHandle,
+} from '../../src/db';
+import { RetryBudgets } from '../../src/shared/retry-budget';
+import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import { testDatabases } from '../support/databases';
+import { createTimeSkippingEnv } from '../support/temporal';
+
+// Timeouts with the real activities: a hung warehouse call is abandoned and retried, and the
+// late original, when it finally reaches the warehouse, cannot create a second shipment.
+let env: TestWorkflowEnvironment;
+let bundle: WorkflowBundleWithSourceMap;
+let warehouse: WarehouseSimulator;
+let warehouseUrl: string;
+let db: DatabaseHandle;
+
+const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
+
+beforeAll(async () => {
+  env = await createTimeSkippingEnv();
+  bundle = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../../src/workflows'),
+    workflowInterceptorModules: [require.resolve('../../src/workflows/interceptors')],
+    logger: quietLogger,
+  });
+  warehouse = createWarehouseSimulator();
+  warehouseUrl = await warehouse.listen(0);
+  db = await testDatabases[0]!.create();
+});
+
+afterAll(async () => {
+  await db?.close();
+  await warehouse?.close();
+  await env?.teardown();
+});
+
+async function payOnce(warehouseTimeoutMs: number) {
+  const orders = createOrdersRepository(db.db);
+  const { order } = await orders.createWithIdempotencyKey({
+    userId: 1,
+    customerEmail: 'a@example.com',
+    totalAmount: 100,
+  });
+  const taskQueue = `test-${randomUUID()}`;
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: bundle,
+    activities: createActivities({
+      orders,
+      payments: createPaymentsRepository(db.db),
+      warehouse: createWarehouseClient({ baseUrl: warehouseUrl, timeoutMs: warehouseTimeoutMs }),
+      alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
+    }),
+  });
+  const workflowId = `payment-${randomUUID()}`;
+  const result = await worker.runUntil(
+    env.client.workflow.execute('paymentWorkflow', {
+      workflowId,
+      taskQueue,
+      args: [{ eventId: workflowId, orderId: order.id, amount: 100 }],
+      workflowExecutionTimeout: '1 hour',
+    }),
+  );
+  return { orderId: order.id, result, workflowId };
+}
+
+describe('warehouse call timeouts', () => {
+  it('abandons a hung call, retries it, and the late original creates no second shipment', async () => {
+    warehouse.reset();
+    // The first request hangs for 1.5 s; the client gives up after 300 ms.
+    warehouse.setMode({ kind: 'slow', delayMs: 1_500 }, 1);
+
+    const { orderId, result } = await payOnce(300);
+    expect(result).toMatchObject({ shipmentRequested: true });
+
+    // Let the late original reach the warehouse's idempotency check.
+    await waitFor(() => warehouse.requests.length === 2);
+    expect(warehouse.requests.map((r) => r.status).sort()).toEqual([200, 201]);
+    expect([...warehouse.shipments.values()].filter((s) => s.orderId === orderId)).toHaveLength(1);
+    expect((await createOrdersRepository(db.db).findById(orderId))?.shipmentStatus).toBe(
+      'requested',
+    );
+  });
+
+  it('gives every activity a start-to-close timeout, the warehouse call one shorter than its first backoff and a heartbeat timeout', async () => {
+    warehouse.reset();
+    const { workflowId } = await payOnce(1_000);
+    const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+    const scheduled = (history.events ?? []).flatMap((e) =>
+      e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes] : [],
+    );
+    expect(scheduled.map((a) => a.activityType?.name)).toEqual([
+      'recordPayment',
+      'notifyWarehouse',
+      'setShipmentStatus',
+    ]);
+    for (const activity of scheduled) {
+      expect(durationToMs(activity.startToCloseTimeout)).toBeGreaterThan(0);
+      expect(durationToMs(activity.startToCloseTimeout)).toBeLessThanOrEqual(10_000);
+    }
+    const notify = scheduled[1]!;
+    expect(durationToMs(notify.startToCloseTimeout)).toBeLessThan(
+      RetryBudgets.warehouseNotification.backoffMs[0],
+    );
+    expect(durationToMs(notify.heartbeatTimeout)).toBeGreaterThan(0);
+    expect(notify.retryPolicy?.maximumAttempts).toBe(1);
+  });
+});
+
+async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
