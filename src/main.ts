@@ -78,7 +78,10 @@ async function main(): Promise<void> {
     const worker = await createPaymentWorker({
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
-      activities: activityDepsFromConfig(config, db, warehouseUrl),
+      activities: activityDepsFromConfig(config, db, {
+        warehouseUrl,
+        temporalUiUrl: config.TEMPORAL_UI_URL ?? uiUrl,
+      }),
     });
     const workerRun = worker.run();
     cleanups.push({

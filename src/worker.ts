@@ -2,7 +2,12 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import { createActivities, type ActivityDeps } from './activities';
 import { createWarehouseClient } from './activities/warehouse-client';
 import { loadConfig, type Config } from './config';
-import { createDatabase, createOrdersRepository, createPaymentsRepository } from './db';
+import {
+  createDatabase,
+  createOrdersRepository,
+  createPaymentsRepository,
+  type DatabaseHandle,
+} from './db';
 import { createLogger } from './logger';
 import { PAYMENTS_TASK_QUEUE } from './shared/constants';
 import { installTemporalRuntime } from './temporal/runtime';
@@ -27,24 +32,27 @@ export async function createPaymentWorker(options: PaymentWorkerOptions): Promis
     namespace: options.namespace,
     taskQueue: options.taskQueue ?? PAYMENTS_TASK_QUEUE,
     workflowsPath: require.resolve('./workflows'),
+    // One alert for every workflow that ends Failed, whatever its type (src/workflows/interceptors.ts).
+    interceptors: { workflowModules: [require.resolve('./workflows/interceptors')] },
     activities: createActivities(options.activities),
     ...options.overrides,
   });
 }
 
-/** Wires the activities' dependencies from configuration. */
+/** Wires the activities' dependencies from configuration and the URLs the process resolved. */
 export function activityDepsFromConfig(
   config: Config,
-  db: ReturnType<typeof createDatabase>,
-  warehouseUrl: string,
+  db: DatabaseHandle,
+  urls: { warehouseUrl: string; temporalUiUrl: string | undefined },
 ): ActivityDeps {
   return {
     payments: createPaymentsRepository(db.db),
     orders: createOrdersRepository(db.db),
     warehouse: createWarehouseClient({
-      baseUrl: warehouseUrl,
+      baseUrl: urls.warehouseUrl,
       timeoutMs: config.WAREHOUSE_TIMEOUT_MS,
     }),
+    alerts: { alertWebhookUrl: config.ALERT_WEBHOOK_URL, temporalUiUrl: urls.temporalUiUrl },
   };
 }
 
@@ -64,7 +72,10 @@ async function main(): Promise<void> {
     const worker = await createPaymentWorker({
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
-      activities: activityDepsFromConfig(config, db, config.WAREHOUSE_API_URL),
+      activities: activityDepsFromConfig(config, db, {
+        warehouseUrl: config.WAREHOUSE_API_URL,
+        temporalUiUrl: config.TEMPORAL_UI_URL,
+      }),
     });
     onShutdownSignal((signal) => {
       logger.info({ signal }, 'shutting down worker: finishing in-flight activities');

@@ -47,6 +47,8 @@ export function createPaymentStarter(
             args: [input],
             workflowIdConflictPolicy: 'FAIL',
             workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            // Shown in workflow lists (Web UI, operator CLI) without reading the history.
+            memo: { orderId: input.orderId, eventId: input.eventId },
           }),
         );
         return { workflowId, duplicate: false };

@@ -51,6 +51,7 @@ describe.each(testDatabases)('payment flow end to end over HTTP ($name)', ({ cre
         orders,
         payments,
         warehouse: createWarehouseClient({ baseUrl: warehouseUrl, timeoutMs: 5000 }),
+        alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
       },
     });
     workerRun = worker.run();

@@ -67,6 +67,7 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
         payments,
         orders,
         warehouse: createWarehouseClient({ baseUrl: warehouseUrl, timeoutMs: 5000 }),
+        alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
       }),
     });
     const input = { eventId: `evt_${randomUUID()}`, orderId, amount: 5400 };

@@ -1,0 +1,33 @@
+/** Workflow type of the alert workflow: failures of this type raise no alert of their own. */
+export const FAILURE_ALERT_WORKFLOW_TYPE = 'failureAlertWorkflow';
+
+/** Workflow ID of the one alert for one failed run: Temporal refuses a second one. */
+export function failureAlertWorkflowId(workflowId: string, runId: string): string {
+  return `alert-${workflowId}-${runId}`;
+}
+
+/** Everything an on-call person needs to see about one failed workflow run. */
+export interface FailureAlert {
+  namespace: string;
+  workflowType: string;
+  workflowId: string;
+  runId: string;
+  taskQueue: string;
+  orderId: number | null;
+  failureType: string | null;
+  failureMessage: string;
+  /** The innermost cause (e.g. the warehouse's 503 under FulfilmentFailed). */
+  rootCauseType: string | null;
+  rootCauseMessage: string | null;
+  /** Attempts of the step that failed, when the failure says so. */
+  attempts: number | null;
+  /** Workflow time of the failure, ISO 8601. */
+  failedAt: string;
+}
+
+/** What became of an alert's delivery to the sink. */
+export interface AlertDelivery {
+  delivered: boolean;
+  /** Why nothing was sent, when nothing was. */
+  skipped?: 'no-sink-configured';
+}

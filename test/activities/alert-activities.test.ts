@@ -1,0 +1,128 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createAlertActivities } from '../../src/activities/alert-activities';
+import type { FailureAlert } from '../../src/shared/alert';
+import { FailureType } from '../../src/shared/errors';
+
+// deliverAlert against a local HTTP sink: what a Slack-compatible receiver gets, and how each
+// answer is classified for the retry budget.
+interface Received {
+  headers: IncomingMessage['headers'];
+  body: { text: string; alert: Record<string, unknown> };
+}
+let sink: Server;
+let sinkUrl: string;
+let received: Received[];
+let answer: { status: number; headers?: Record<string, string> };
+
+beforeAll(async () => {
+  sink = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (chunk: Buffer) => (raw += chunk.toString()));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body: JSON.parse(raw) as Received['body'] });
+      res.writeHead(answer.status, answer.headers).end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}/hooks/alerts`;
+});
+afterAll(async () => {
+  await new Promise((resolve) => sink.close(resolve));
+});
+beforeEach(() => {
+  received = [];
+  answer = { status: 200 };
+});
+
+const alert: FailureAlert = {
+  namespace: 'default',
+  workflowType: 'paymentWorkflow',
+  workflowId: 'payment-evt_1',
+  runId: 'run-1',
+  taskQueue: 'payments',
+  orderId: 12,
+  failureType: FailureType.FulfilmentFailed,
+  failureMessage: 'order 12 could not be handed to the warehouse',
+  rootCauseType: FailureType.WarehouseUnavailable,
+  rootCauseMessage: 'warehouse answered 503',
+  attempts: 5,
+  failedAt: '2026-11-29T12:00:00.000Z',
+};
+
+const deliver = (alertWebhookUrl: string | undefined) => {
+  const activities = createAlertActivities({
+    alertWebhookUrl,
+    temporalUiUrl: 'http://localhost:8233/',
+  });
+  return new MockActivityEnvironment().run((a: FailureAlert) => activities.deliverAlert(a), alert);
+};
+
+async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  return err as ApplicationFailure;
+}
+
+describe('deliverAlert', () => {
+  it('POSTs Slack-compatible JSON with every field and a Web UI link', async () => {
+    await expect(deliver(sinkUrl)).resolves.toEqual({ delivered: true });
+
+    expect(received).toHaveLength(1);
+    const [{ headers, body }] = received as [Received];
+    expect(headers['content-type']).toBe('application/json');
+    expect(headers['idempotency-key']).toBe('alert-payment-evt_1-run-1');
+    const link = 'http://localhost:8233/namespaces/default/workflows/payment-evt_1/run-1/history';
+    expect(body.text).toContain(
+      'paymentWorkflow payment-evt_1 (order 12) failed after 5 attempt(s)',
+    );
+    expect(body.text).toContain(`<${link}|Open in Temporal Web UI>`);
+    expect(body.alert).toEqual({
+      namespace: 'default',
+      workflow_type: 'paymentWorkflow',
+      workflow_id: 'payment-evt_1',
+      run_id: 'run-1',
+      task_queue: 'payments',
+      order_id: 12,
+      failure_type: 'FulfilmentFailed',
+      failure_message: 'order 12 could not be handed to the warehouse',
+      root_cause_type: 'WarehouseUnavailable',
+      root_cause_message: 'warehouse answered 503',
+      attempts: 5,
+      failed_at: '2026-11-29T12:00:00.000Z',
+      web_ui_url: link,
+    });
+  });
+
+  it('sends nothing when no sink is configured (the alert workflow still logs it)', async () => {
+    await expect(deliver(undefined)).resolves.toEqual({
+      delivered: false,
+      skipped: 'no-sink-configured',
+    });
+    expect(received).toHaveLength(0);
+  });
+
+  it('reports a 429 as rate-limited with the Retry-After wait', async () => {
+    answer = { status: 429, headers: { 'retry-after': '30' } };
+    const failure = await failureOf(deliver(sinkUrl));
+    expect(failure.type).toBe(FailureType.AlertSinkRateLimited);
+    expect(failure.details?.[0]).toEqual({ retryAfterMs: 30_000 });
+  });
+
+  it('reports a 5xx as unavailable and a 4xx as rejected for good', async () => {
+    answer = { status: 503 };
+    expect(await failureOf(deliver(sinkUrl))).toMatchObject({
+      type: FailureType.AlertSinkUnavailable,
+      nonRetryable: false,
+    });
+    answer = { status: 404 };
+    expect(await failureOf(deliver(sinkUrl))).toMatchObject({
+      type: FailureType.AlertSinkRejected,
+      nonRetryable: true,
+    });
+  });
+});
