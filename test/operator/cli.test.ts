@@ -1,0 +1,92 @@
+import { EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, main } from '../../src/cli/ops';
+import { formatTable } from '../../src/operator/table';
+import { captureIo } from './helpers';
+
+// The CLI's command line, without a Temporal server: every usage error must be reported with
+// exit code 2 before any connection is tried. The environment points at a port where nothing
+// listens, so a command that wrongly went on to connect would end with 1 instead.
+const unreachable = { TEMPORAL_ADDRESS: '127.0.0.1:9' };
+
+async function run(argv: string[], overrides: Parameters<typeof captureIo>[0] = {}) {
+  const io = captureIo({ env: unreachable, ...overrides });
+  const code = await main(argv, io);
+  return { code, stdout: io.stdout(), stderr: io.stderr() };
+}
+
+describe('ops help', () => {
+  it('prints the commands for --help, -h and help, with exit code 0', async () => {
+    for (const argv of [['--help'], ['-h'], ['help']]) {
+      const result = await run(argv);
+      expect(result.code).toBe(EXIT_OK);
+      expect(result.stdout).toContain('Commands:');
+      for (const command of ['failed', 'retry', 'flush', 'stuck']) {
+        expect(result.stdout).toContain(`  ${command} `);
+      }
+    }
+  });
+
+  it('prints one command help for "<command> --help" and "help <command>"', async () => {
+    const viaFlag = await run(['flush', '--help']);
+    const viaHelp = await run(['help', 'flush']);
+    expect(viaFlag).toMatchObject({ code: EXIT_OK, stderr: '' });
+    expect(viaFlag.stdout).toBe(viaHelp.stdout);
+    expect(viaFlag.stdout).toContain('the server forgets the workflow ID');
+    expect((await run(['retry', '-h'])).stdout).toContain('npm run ops -- retry all');
+    expect((await run(['stuck', '--help'])).stdout).toContain('--min-attempts');
+  });
+});
+
+describe('ops usage errors (exit 2, nothing sent)', () => {
+  it.each([
+    [[], 'Usage: npm run ops'],
+    [['nope'], 'Unknown command "nope"'],
+    [['failed', '--limit', '0'], '--limit must be a whole number of 1 or more'],
+    [['failed', '--limit', 'ten'], '--limit must be a whole number'],
+    [['failed', '--bogus'], "Unknown option '--bogus'"],
+    [['failed', 'extra'], 'Unexpected argument "extra"'],
+    [['failed', '--type'], "Option '-t, --type <value>' argument missing"],
+    [['retry'], 'Name the workflow to retry, or "all"'],
+    [['retry', 'payment-a', 'payment-b'], 'Unexpected argument "payment-b"'],
+    [['retry', 'payment-a', '--type', 'paymentWorkflow'], '--type filters "retry all"'],
+    [['stuck', '--min-attempts', '-1'], "Option '--min-attempts' argument is ambiguous"],
+    [['stuck', '--min-attempts=-1'], '--min-attempts must be a whole number'],
+    [['stuck', '--min-attempts', '2.5'], '--min-attempts must be a whole number'],
+    [['flush'], 'without a terminal to confirm on, pass --yes'],
+  ])('%j', async (argv, message) => {
+    const result = await run(argv);
+    expect(result.code).toBe(EXIT_USAGE);
+    expect(result.stderr).toContain(message);
+    expect(result.stdout).toBe('');
+  });
+});
+
+describe('ops problems (exit 1)', () => {
+  it('reports an invalid configuration by variable', async () => {
+    const result = await run(['failed'], { env: { TEMPORAL_ADDRESS: 'not an address' } });
+    expect(result.code).toBe(EXIT_PROBLEM);
+    expect(result.stderr).toContain('TEMPORAL_ADDRESS: must be host:port');
+  });
+
+  it('says where it tried to connect when Temporal is unreachable', async () => {
+    const result = await run(['failed']);
+    expect(result.code).toBe(EXIT_PROBLEM);
+    expect(result.stderr).toContain('Cannot reach Temporal at 127.0.0.1:9');
+  });
+});
+
+describe('formatTable', () => {
+  it('aligns columns, cuts long cells and keeps each row on one line', () => {
+    const table = formatTable(
+      [{ header: 'ID' }, { header: 'MESSAGE', maxWidth: 10 }, { header: 'AT' }],
+      [
+        ['a', 'short', '1'],
+        ['longer-id', 'a message that is\ntoo long', '2'],
+      ],
+    );
+    expect(table.split('\n')).toEqual([
+      'ID         MESSAGE     AT',
+      'a          short       1',
+      'longer-id  a message…  2',
+    ]);
+  });
+});

@@ -1,0 +1,136 @@
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { main } from '../../src/cli/ops';
+import { findStuckWork, type StuckWork } from '../../src/operator/stuck';
+import { createDevServerEnv } from '../support/temporal';
+import {
+  captureIo,
+  cliEnv,
+  eventually,
+  FULFILMENT_WORKFLOW_TYPE,
+  type PaymentStack,
+  startPayment,
+  startPaymentStack,
+  startTestWorkflowWorker,
+} from './helpers';
+import { badDeployWorkflow, impatientShipmentWorkflow, waitingWorkflow } from './workflows';
+
+// `ops stuck` on a dev server: running workflows whose work keeps failing, while the warehouse
+// answers 503 to every request in this file.
+let env: TestWorkflowEnvironment;
+let stack: PaymentStack;
+let worker: Awaited<ReturnType<typeof startTestWorkflowWorker>>;
+
+beforeAll(async () => {
+  env = await createDevServerEnv();
+  stack = await startPaymentStack(env);
+  stack.warehouse.setMode({ kind: 'unavailable', status: 503 });
+  worker = await startTestWorkflowWorker(env, stack);
+});
+
+afterAll(async () => {
+  await worker?.close();
+  await stack?.close();
+  await env?.teardown();
+});
+
+let counter = 0;
+const workflowId = (name: string) => `${name}-${process.pid}-${Date.now()}-${++counter}`;
+
+const stuckFor = (all: StuckWork[], id: string) => all.filter((s) => s.workflowId === id);
+
+it('lists an activity that the server keeps retrying, from the given attempt on', async () => {
+  const waiting = await env.client.workflow.start(waitingWorkflow, {
+    taskQueue: worker.taskQueue,
+    workflowId: workflowId('waiting'),
+  });
+  const handle = await env.client.workflow.start(impatientShipmentWorkflow, {
+    taskQueue: worker.taskQueue,
+    workflowId: workflowId('impatient'),
+    args: [{ orderId: 4242 }],
+  });
+
+  const [entry] = await eventually(async () => {
+    const found = stuckFor(await findStuckWork(env.client), handle.workflowId);
+    expect(found).toHaveLength(1);
+    return found;
+  });
+  expect(entry).toMatchObject({
+    type: 'impatientShipmentWorkflow',
+    stuckOn: { kind: 'activity', activityType: 'notifyWarehouse' },
+    lastFailure: {
+      rootCause: { type: 'WarehouseUnavailable', message: 'warehouse answered 503' },
+    },
+  });
+  expect(entry?.attempts).toBeGreaterThanOrEqual(3);
+
+  // A healthy running workflow is not stuck; nor is this one below its attempt count.
+  const all = await findStuckWork(env.client, { minAttempts: 10_000 });
+  expect(stuckFor(all, handle.workflowId)).toEqual([]);
+  expect(stuckFor(all, waiting.workflowId)).toEqual([]);
+});
+
+it('lists an order whose warehouse step the workflow retries itself, with its next attempt', async () => {
+  const payment = await startPayment(env, stack);
+
+  // After the first failed attempt the workflow waits 10 s on a timer: attempt 2 comes next.
+  const [entry] = await eventually(async () => {
+    const found = stuckFor(await findStuckWork(env.client, { minAttempts: 2 }), payment.workflowId);
+    expect(found).toHaveLength(1);
+    return found;
+  });
+  expect(entry).toMatchObject({
+    type: FULFILMENT_WORKFLOW_TYPE,
+    stuckOn: {
+      kind: 'activity',
+      activityType: 'notifyWarehouse',
+      activityId: 'notify-warehouse#2',
+    },
+    attempts: 2,
+    lastFailure: { rootCause: { type: 'WarehouseUnavailable' } },
+  });
+  const waitMs = (entry?.nextAttemptAt?.getTime() ?? 0) - Date.now();
+  expect(waitMs).toBeGreaterThan(0);
+  expect(waitMs).toBeLessThanOrEqual(10_000);
+  // Attempt 2 is below the default threshold of 3.
+  expect(stuckFor(await findStuckWork(env.client), payment.workflowId)).toEqual([]);
+
+  const io = captureIo({ env: cliEnv(env) });
+  expect(await main(['stuck', '--min-attempts', '2', '--type', FULFILMENT_WORKFLOW_TYPE], io)).toBe(
+    0,
+  );
+  const line = io
+    .stdout()
+    .split('\n')
+    .find((l) => l.startsWith(payment.workflowId));
+  expect(line).toMatch(
+    / orderWorkflow +notifyWarehouse +2 +WarehouseUnavailable: warehouse answered 503 +\d{4}-/,
+  );
+});
+
+it('lists a workflow whose workflow task keeps failing', async () => {
+  const handle = await env.client.workflow.start(badDeployWorkflow, {
+    taskQueue: worker.taskQueue,
+    workflowId: workflowId('bad-deploy'),
+  });
+
+  const [entry] = await eventually(async () => {
+    const found = stuckFor(await findStuckWork(env.client), handle.workflowId);
+    expect(found).toHaveLength(1);
+    return found;
+  });
+  expect(entry).toMatchObject({
+    type: 'badDeployWorkflow',
+    stuckOn: { kind: 'workflow task' },
+    lastFailure: { message: 'bad deploy: this code cannot run' },
+  });
+  expect(entry?.attempts).toBeGreaterThan(1);
+
+  const io = captureIo({ env: cliEnv(env) });
+  expect(await main(['stuck'], io)).toBe(0);
+  const line = io
+    .stdout()
+    .split('\n')
+    .find((l) => l.startsWith(handle.workflowId));
+  expect(line).toContain('workflow task');
+  expect(line).toContain('bad deploy: this code cannot run');
+});

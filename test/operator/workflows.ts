@@ -1,0 +1,77 @@
+import { ApplicationFailure, proxyActivities, sleep } from '@temporalio/workflow';
+import type { Activities } from '../../src/activities';
+import type { StepActivities } from './step-activities';
+
+// Test-only workflows for the operator inbox: shapes of failure and stuck work that the payment
+// workflow does not produce, or not within a test's time.
+
+const steps = proxyActivities<StepActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { maximumAttempts: 1 },
+});
+
+/**
+ * Charges in two attempts of its own (activity IDs `charge#1`, `charge#2`, as
+ * src/workflows/retry.ts names them), then runs a compensation that fails too, and fails with the
+ * charge's failure as the cause. The last activity that failed is the compensation; the step to
+ * retry is the charge, from its first attempt.
+ */
+export async function chargeWorkflow(): Promise<string> {
+  await steps.prepare();
+  let lastFailure: unknown;
+  for (let attempt = 1; attempt <= 2; attempt++) {
+    const { charge } = proxyActivities<StepActivities>({
+      startToCloseTimeout: '10 seconds',
+      activityId: `charge#${attempt}`,
+      retry: { maximumAttempts: 1 },
+    });
+    try {
+      return await charge();
+    } catch (err) {
+      lastFailure = err;
+    }
+  }
+  try {
+    await steps.refund();
+  } catch {
+    // A failed compensation is logged by the worker; the charge stays the failure to report.
+  }
+  throw ApplicationFailure.create({
+    type: 'ChargeFailed',
+    message: 'the charge failed twice',
+    nonRetryable: true,
+    cause: lastFailure instanceof Error ? lastFailure : undefined,
+  });
+}
+
+/** Fails in its own code, after one activity: no activity failure in the cause chain. */
+export async function invalidInputWorkflow(): Promise<void> {
+  await steps.prepare();
+  throw ApplicationFailure.create({
+    type: 'InvalidInput',
+    message: 'the input is invalid',
+    nonRetryable: true,
+  });
+}
+
+// Server-side retries every 100 ms without end, so attempts pile up within a second.
+const { notifyWarehouse } = proxyActivities<Activities>({
+  startToCloseTimeout: '5 seconds',
+  retry: { initialInterval: '100 milliseconds', backoffCoefficient: 1 },
+});
+
+/** Asks the warehouse to ship, retrying by the server's retry policy until it answers. */
+export async function impatientShipmentWorkflow(input: { orderId: number }): Promise<void> {
+  await notifyWarehouse(input);
+}
+
+/** Code that cannot run: a plain Error fails the workflow task, which the server retries forever. */
+export async function badDeployWorkflow(): Promise<void> {
+  await Promise.resolve();
+  throw new Error('bad deploy: this code cannot run');
+}
+
+/** Running and healthy: waits on a timer. */
+export async function waitingWorkflow(): Promise<void> {
+  await sleep('1 hour');
+}
