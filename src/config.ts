@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 /**
@@ -7,6 +8,18 @@ import { z } from 'zod';
  */
 
 const DEV_WEBHOOK_SECRET = 'dev-webhook-secret';
+
+/**
+ * Defaults of the webhook's hardening settings, exported so `buildApp` falls back to the same
+ * values when a caller (a test, a script) passes only the settings it cares about.
+ */
+export const WEBHOOK_SECURITY_DEFAULTS = Object.freeze({
+  WEBHOOK_SIGNATURE_SCHEME: 'plain',
+  WEBHOOK_TOLERANCE_SECONDS: 300,
+  WEBHOOK_AUTH_FAILURE_LIMIT: 20,
+  WEBHOOK_AUTH_FAILURE_WINDOW_SECONDS: 60,
+  WEBHOOK_AUTH_FAILURE_MAX_CLIENTS: 10_000,
+} as const);
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 /** Unset and empty both mean "not configured" (an empty line in a .env file is common). */
@@ -43,6 +56,54 @@ const schema = z
       .min(256)
       .max(10 * 1024 * 1024)
       .default(64 * 1024),
+    /** The secret being rotated out: accepted alongside the current one until the provider has switched. */
+    PAYMENT_WEBHOOK_SECRET_PREVIOUS: blankToUndefined,
+    /** `plain`: HMAC of the raw body (the contract). `timestamped`: HMAC of `<timestamp>.<raw body>`. */
+    WEBHOOK_SIGNATURE_SCHEME: z
+      .enum(['plain', 'timestamped'], {
+        message: 'must be plain (HMAC of the raw body) or timestamped (HMAC of <timestamp>.<body>)',
+      })
+      .default(WEBHOOK_SECURITY_DEFAULTS.WEBHOOK_SIGNATURE_SCHEME),
+    /** How far X-Payment-Timestamp may be from our clock (either way) under the timestamped scheme. */
+    WEBHOOK_TOLERANCE_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(
+        3600,
+        'must be at most 3600: a wider window lets a leaked request be replayed for longer',
+      )
+      .default(WEBHOOK_SECURITY_DEFAULTS.WEBHOOK_TOLERANCE_SECONDS),
+    /** Failed signature checks allowed per client IP and window before 429; 0 turns the limit off. */
+    WEBHOOK_AUTH_FAILURE_LIMIT: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(100_000)
+      .default(WEBHOOK_SECURITY_DEFAULTS.WEBHOOK_AUTH_FAILURE_LIMIT),
+    WEBHOOK_AUTH_FAILURE_WINDOW_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(86_400)
+      .default(WEBHOOK_SECURITY_DEFAULTS.WEBHOOK_AUTH_FAILURE_WINDOW_SECONDS),
+    /** Bounds the limiter's memory: past this many client IPs, the longest-quiet one is forgotten. */
+    WEBHOOK_AUTH_FAILURE_MAX_CLIENTS: z.coerce
+      .number()
+      .int()
+      .min(100)
+      .max(1_000_000)
+      .default(WEBHOOK_SECURITY_DEFAULTS.WEBHOOK_AUTH_FAILURE_MAX_CLIENTS),
+    /**
+     * Which reverse proxies may set X-Forwarded-For: a hop count or a list of addresses/CIDRs.
+     * Unset: the socket's peer is the client, which behind a proxy makes every client one IP.
+     */
+    HTTP_TRUST_PROXY: blankToUndefined
+      .refine((v) => v === undefined || parseTrustProxy(v) !== undefined, {
+        message:
+          'must be a hop count (e.g. 1) or comma-separated proxy addresses/CIDRs (e.g. 10.0.0.0/8,127.0.0.1)',
+      })
+      .transform((v) => (v === undefined ? false : (parseTrustProxy(v) ?? false))),
     WAREHOUSE_API_URL: optionalUrl,
     WAREHOUSE_SIMULATOR_PORT: port(4001),
     /** Must stay below the warehouse activity's 8 s start-to-close timeout (src/workflows/payment.ts). */
@@ -51,9 +112,35 @@ const schema = z
     /** Base URL of the Temporal Web UI for links in alerts; the embedded dev server's by default. */
     TEMPORAL_UI_URL: optionalUrl,
     SMTP_URL: optionalUrl,
+    /** Sender of order confirmations; its domain also names the deterministic Message-IDs. */
+    MAIL_FROM: z.string().min(3).default('Order Payments <orders@order-payments.local>'),
+    /** Port of the local SMTP sink that `npm start` runs when SMTP_URL is unset. */
+    SMTP_SINK_PORT: port(2525),
+    /** Makes each stock aggregation take at least this long: shows the schedule's overlap policy. */
+    STOCK_AGGREGATION_DELAY_MS: z.coerce.number().int().min(0).max(15 * 60_000).default(0),
   })
   .superRefine((c, ctx) => {
+    if (
+      c.PAYMENT_WEBHOOK_SECRET_PREVIOUS !== undefined &&
+      c.PAYMENT_WEBHOOK_SECRET_PREVIOUS === c.PAYMENT_WEBHOOK_SECRET
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['PAYMENT_WEBHOOK_SECRET_PREVIOUS'],
+        message:
+          'equals PAYMENT_WEBHOOK_SECRET: set it to the secret being rotated out, or unset it',
+      });
+    }
     if (c.NODE_ENV !== 'production') return;
+    const previous = c.PAYMENT_WEBHOOK_SECRET_PREVIOUS;
+    if (previous !== undefined && (previous === DEV_WEBHOOK_SECRET || previous.length < 16)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['PAYMENT_WEBHOOK_SECRET_PREVIOUS'],
+        message:
+          'in production the previous secret must be a real one (16+ characters), not the dev default',
+      });
+    }
     if (c.PAYMENT_WEBHOOK_SECRET === DEV_WEBHOOK_SECRET || c.PAYMENT_WEBHOOK_SECRET.length < 16) {
       ctx.addIssue({
         code: 'custom',
@@ -67,6 +154,13 @@ const schema = z
         code: 'custom',
         path: ['TEMPORAL_ADDRESS'],
         message: 'set it in production; the embedded dev server is for development only',
+      });
+    }
+    if (!c.SMTP_URL) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SMTP_URL'],
+        message: 'set it in production (smtp://user:pass@host:587); the local SMTP sink is for development only',
       });
     }
     if (!c.WAREHOUSE_API_URL) {
@@ -89,6 +183,27 @@ function optionalUrlLikeAddress() {
       )
       .optional(),
   );
+}
+
+/**
+ * `false` (no proxy), a hop count, or proxy addresses/CIDRs, as Fastify's `trustProxy` takes
+ * them; undefined when the value is not understood.
+ */
+function parseTrustProxy(value: string): false | number | string[] | undefined {
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value);
+    if (hops > 10) return undefined;
+    return hops === 0 ? false : hops;
+  }
+  const entries = value.split(',').map((e) => e.trim());
+  const isAddressOrCidr = (entry: string) => {
+    const [address = '', bits, ...rest] = entry.split('/');
+    const family = isIP(address);
+    if (family === 0 || rest.length > 0) return false;
+    if (bits === undefined) return true;
+    return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+  };
+  return entries.every(isAddressOrCidr) ? entries : undefined;
 }
 
 export type Config = Readonly<z.infer<typeof schema>>;

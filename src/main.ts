@@ -14,6 +14,8 @@ import { createLazyClient } from './temporal/client';
 import { startDevServer } from './temporal/dev-server';
 import { createPaymentStarter } from './temporal/payment-starter';
 import { installTemporalRuntime } from './temporal/runtime';
+import { startSmtpSink } from './mail/smtp-sink';
+import { ensureStockAggregationSchedule } from './temporal/schedules';
 import { createWarehouseSimulator } from './warehouse/simulator';
 import { activityDepsFromConfig, createPaymentWorker } from './worker';
 
@@ -73,6 +75,24 @@ async function main(): Promise<void> {
         return simulator.listen(config.WAREHOUSE_SIMULATOR_PORT);
       })());
 
+    const smtpUrl =
+      config.SMTP_URL ??
+      (await (async () => {
+        const sink = await startSmtpSink({ port: config.SMTP_SINK_PORT });
+        cleanups.push({ name: 'smtp sink', run: () => sink.close() });
+        sink.onMessage = (mail) =>
+          logger.info(
+            {
+              component: 'smtp-sink',
+              to: mail.envelopeTo,
+              subject: mail.subject,
+              messageId: mail.messageId,
+            },
+            'mail received',
+          );
+        return sink.url;
+      })());
+
     const connection = await NativeConnection.connect({ address: temporalAddress });
     cleanups.push({ name: 'worker connection', run: () => connection.close() });
     const worker = await createPaymentWorker({
@@ -81,6 +101,7 @@ async function main(): Promise<void> {
       activities: activityDepsFromConfig(config, db, {
         warehouseUrl,
         temporalUiUrl: config.TEMPORAL_UI_URL ?? uiUrl,
+        smtpUrl,
       }),
     });
     const workerRun = worker.run();
@@ -97,6 +118,8 @@ async function main(): Promise<void> {
       namespace: config.TEMPORAL_NAMESPACE,
     });
     cleanups.push({ name: 'client connection', run: () => client.connection.close() });
+    const schedule = await ensureStockAggregationSchedule(client);
+    logger.info(schedule, 'stock aggregation schedule in place');
     const app = await buildApp({
       config,
       logger,
@@ -117,6 +140,8 @@ async function main(): Promise<void> {
         `  Temporal         ${temporalAddress} (namespace ${config.TEMPORAL_NAMESPACE})`,
         `  Temporal Web UI  ${uiUrl ?? '(not available: see docs/temporal-servers.md)'}`,
         `  Warehouse API    ${warehouseUrl}${config.WAREHOUSE_API_URL ? '' : ' (simulator)'}`,
+        `  SMTP             ${config.SMTP_URL ? 'configured' : `${smtpUrl} (local sink: mails are logged)`}`,
+        `  Schedule         ${schedule.scheduleId} (stock aggregation, every 5 minutes)`,
         `  Database         ${config.DATABASE_URL}`,
         '',
         'Try it: npm run demo   (in another terminal)   Stop: Ctrl-C',

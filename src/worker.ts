@@ -1,11 +1,14 @@
+import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
 import { createWarehouseClient } from './activities/warehouse-client';
 import { loadConfig, type Config } from './config';
 import {
   createDatabase,
+  createLoyaltyRepository,
   createOrdersRepository,
   createPaymentsRepository,
+  createStockRepository,
   type DatabaseHandle,
 } from './db';
 import { createLogger } from './logger';
@@ -13,10 +16,13 @@ import { PAYMENTS_TASK_QUEUE } from './shared/constants';
 import { installTemporalRuntime } from './temporal/runtime';
 import { onShutdownSignal } from './process/shutdown';
 
+export type WorkerActivityDeps = Omit<ActivityDeps, 'client'>;
+
 export interface PaymentWorkerOptions {
   connection: NativeConnection;
   namespace: string;
-  activities: ActivityDeps;
+  /** Everything but the Temporal client, which is made on the worker's own connection. */
+  activities: WorkerActivityDeps;
   taskQueue?: string;
   /** Extra Worker options (tests: a prebuilt bundle, shorter shutdown grace time…). */
   overrides?: Partial<WorkerOptions>;
@@ -34,7 +40,10 @@ export async function createPaymentWorker(options: PaymentWorkerOptions): Promis
     workflowsPath: require.resolve('./workflows'),
     // One alert for every workflow that ends Failed, whatever its type (src/workflows/interceptors.ts).
     interceptors: { workflowModules: [require.resolve('./workflows/interceptors')] },
-    activities: createActivities(options.activities),
+    activities: createActivities({
+      ...options.activities,
+      client: new Client({ connection: options.connection, namespace: options.namespace }),
+    }),
     ...options.overrides,
   });
 }
@@ -43,11 +52,15 @@ export async function createPaymentWorker(options: PaymentWorkerOptions): Promis
 export function activityDepsFromConfig(
   config: Config,
   db: DatabaseHandle,
-  urls: { warehouseUrl: string; temporalUiUrl: string | undefined },
-): ActivityDeps {
+  urls: { warehouseUrl: string; temporalUiUrl: string | undefined; smtpUrl: string },
+): WorkerActivityDeps {
   return {
     payments: createPaymentsRepository(db.db),
     orders: createOrdersRepository(db.db),
+    loyalty: createLoyaltyRepository(db.db),
+    stock: createStockRepository(db.db),
+    stockAggregationDelayMs: config.STOCK_AGGREGATION_DELAY_MS,
+    mail: { smtpUrl: urls.smtpUrl, from: config.MAIL_FROM },
     warehouse: createWarehouseClient({
       baseUrl: urls.warehouseUrl,
       timeoutMs: config.WAREHOUSE_TIMEOUT_MS,
@@ -60,9 +73,9 @@ export function activityDepsFromConfig(
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config, 'worker');
-  if (!config.TEMPORAL_ADDRESS || !config.WAREHOUSE_API_URL) {
+  if (!config.TEMPORAL_ADDRESS || !config.WAREHOUSE_API_URL || !config.SMTP_URL) {
     throw new Error(
-      'the standalone worker needs TEMPORAL_ADDRESS and WAREHOUSE_API_URL; `npm start` runs the embedded dev stack',
+      'the standalone worker needs TEMPORAL_ADDRESS, WAREHOUSE_API_URL and SMTP_URL; `npm start` runs the embedded dev stack',
     );
   }
   installTemporalRuntime(logger);
@@ -75,6 +88,7 @@ async function main(): Promise<void> {
       activities: activityDepsFromConfig(config, db, {
         warehouseUrl: config.WAREHOUSE_API_URL,
         temporalUiUrl: config.TEMPORAL_UI_URL,
+        smtpUrl: config.SMTP_URL,
       }),
     });
     onShutdownSignal((signal) => {

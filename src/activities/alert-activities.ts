@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
-import type { AlertDelivery, FailureAlert } from '../shared/alert';
+import type { AlertDelivery, Alert } from '../shared/alert';
 import { FailureType, type RateLimitDetails } from '../shared/errors';
 import { parseRetryAfterMs } from './retry-after';
 
@@ -15,7 +15,7 @@ export interface AlertActivityDeps {
 /** Link to one run's history in the Temporal Web UI. */
 export function webUiLink(
   uiUrl: string,
-  alert: Pick<FailureAlert, 'namespace' | 'workflowId' | 'runId'>,
+  alert: Pick<Alert, 'namespace' | 'workflowId' | 'runId'>,
 ): string {
   const base = uiUrl.replace(/\/+$/, '');
   const ns = encodeURIComponent(alert.namespace);
@@ -26,12 +26,16 @@ export function webUiLink(
  * The JSON posted to the sink: Slack reads `text` (with a link in its <url|label> syntax); other
  * receivers get every field under `alert`.
  */
-export function alertPayload(alert: FailureAlert, uiUrl: string | undefined) {
+export function alertPayload(alert: Alert, uiUrl: string | undefined) {
   const link = uiUrl ? webUiLink(uiUrl, alert) : null;
   const order = alert.orderId === null ? '' : ` (order ${alert.orderId})`;
   const attempts = alert.attempts === null ? '' : ` after ${alert.attempts} attempt(s)`;
+  const headline =
+    alert.kind === 'refund_review'
+      ? `:warning: refund review needed${order}, found by ${alert.workflowType} ${alert.workflowId}`
+      : `:rotating_light: ${alert.workflowType} ${alert.workflowId}${order} failed${attempts}`;
   const text = [
-    `:rotating_light: ${alert.workflowType} ${alert.workflowId}${order} failed${attempts}`,
+    headline,
     `${alert.failureType ?? 'Failure'}: ${alert.failureMessage}`,
     link ? `<${link}|Open in Temporal Web UI>` : undefined,
   ]
@@ -40,6 +44,7 @@ export function alertPayload(alert: FailureAlert, uiUrl: string | undefined) {
   return {
     text,
     alert: {
+      kind: alert.kind,
       namespace: alert.namespace,
       workflow_type: alert.workflowType,
       workflow_id: alert.workflowId,
@@ -67,7 +72,7 @@ export function createAlertActivities(deps: AlertActivityDeps) {
      * activity's completion can still repeat an alert (the workflow ID guarantees one delivery
      * attempt sequence per failed run, not the sink's behaviour).
      */
-    async deliverAlert(alert: FailureAlert): Promise<AlertDelivery> {
+    async deliverAlert(alert: Alert): Promise<AlertDelivery> {
       if (!deps.alertWebhookUrl) return { delivered: false, skipped: 'no-sink-configured' };
       const ctx = Context.current();
       const timeout = AbortSignal.timeout(timeoutMs);

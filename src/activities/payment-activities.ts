@@ -16,6 +16,8 @@ export interface PaymentActivityDeps {
 export interface RecordPaymentResult {
   paymentId: number;
   created: boolean;
+  /** This payment moved the order from pending to paid: it owns the fulfilment. */
+  firstForOrder: boolean;
 }
 
 export type ShipmentStatus = 'requested' | 'failed';
@@ -50,7 +52,11 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
             orderId: input.orderId,
             paymentId: result.payment.id,
           });
-          return { paymentId: result.payment.id, created };
+          return {
+            paymentId: result.payment.id,
+            created,
+            firstForOrder: result.kind === 'created' && result.firstForOrder,
+          };
         }
         case 'order_not_found':
           throw ApplicationFailure.create({

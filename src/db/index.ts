@@ -21,4 +21,12 @@ export {
   type RecordPaymentInput,
   type RecordPaymentResult,
 } from './repositories/payments';
+export {
+  createLoyaltyRepository,
+  type AwardForOrderInput,
+  type AwardForOrderResult,
+  type LoyaltyLedgerEntry,
+  type LoyaltyRepository,
+} from './repositories/loyalty';
+export * from './repositories/stock';
 export type { Database, OrderStatus, ShipmentStatus } from './schema';

@@ -2,6 +2,9 @@ import { inspect } from 'node:util';
 import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import type { Database } from './schema';
 import * as m0001 from './migrations/0001_create_orders_and_payments';
+import * as m0002 from './migrations/0002_order_refund_review';
+import * as m0003 from './migrations/0003_loyalty_points';
+import * as m0004 from './migrations/0004_stock_snapshots';
 
 /**
  * Every migration, by name, in order. Imported rather than found by scanning a folder, so the
@@ -10,6 +13,9 @@ import * as m0001 from './migrations/0001_create_orders_and_payments';
  */
 const migrations: Readonly<Record<string, Migration>> = {
   '0001_create_orders_and_payments': m0001,
+  '0002_order_refund_review': m0002,
+  '0003_loyalty_points': m0003,
+  '0004_stock_snapshots': m0004,
 };
 
 const provider: MigrationProvider = {

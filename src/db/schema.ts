@@ -30,6 +30,8 @@ export interface OrdersTable {
   idempotency_fingerprint: string | null;
   confirmation_sent_at: ColumnType<string | null, string | null | undefined, string | null>;
   shipment_status: ShipmentStatus | null;
+  /** Set when a second, different payment arrived for the order: a person must review a refund. */
+  refund_review_requested_at: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -47,7 +49,42 @@ export interface PaymentsTable {
 export interface Database {
   orders: OrdersTable;
   payments: PaymentsTable;
+  loyalty_accounts: LoyaltyAccountsTable;
+  loyalty_ledger: LoyaltyLedgerTable;
+  stock_snapshots: StockSnapshotsTable;
 }
 
 export type OrderRow = Selectable<OrdersTable>;
 export type PaymentRow = Selectable<PaymentsTable>;
+
+/** One count of paid orders and shipment states, written by the `aggregate-stock` schedule. */
+export interface StockSnapshotsTable {
+  id: Generated<number>;
+  /** The moment the snapshot stands for (the scheduled run's time); UNIQUE, so retries reuse it. */
+  taken_at: string;
+  orders_paid: number;
+  shipments_requested: number;
+  shipments_failed: number;
+  created_at: Timestamp;
+}
+
+/** One account per user, created by the first award. */
+export interface LoyaltyAccountsTable {
+  user_id: number;
+  /** Never below zero (CHECK). Only moves together with a new ledger row. */
+  balance: ColumnType<number, number | undefined, number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** Every award (or reversal) of points; UNIQUE (order_id, reason) makes each one happen once. */
+export interface LoyaltyLedgerTable {
+  id: Generated<number>;
+  user_id: number;
+  order_id: number;
+  points: number;
+  reason: string;
+  created_at: Timestamp;
+}
+
+export type LoyaltyLedgerRow = Selectable<LoyaltyLedgerTable>;

@@ -1,13 +1,22 @@
 /** Workflow type of the alert workflow: failures of this type raise no alert of their own. */
-export const FAILURE_ALERT_WORKFLOW_TYPE = 'failureAlertWorkflow';
+export const ALERT_WORKFLOW_TYPE = 'alertWorkflow';
 
 /** Workflow ID of the one alert for one failed run: Temporal refuses a second one. */
 export function failureAlertWorkflowId(workflowId: string, runId: string): string {
   return `alert-${workflowId}-${runId}`;
 }
 
-/** Everything an on-call person needs to see about one failed workflow run. */
-export interface FailureAlert {
+/** Workflow ID of the one refund-review alert for one extra payment of an order. */
+export function refundReviewAlertWorkflowId(orderId: number, eventId: string): string {
+  return `alert-refund-review-order-${orderId}-${eventId}`;
+}
+
+/** A workflow ended Failed; or a double charge needs a person to review a refund. */
+export type AlertKind = 'workflow_failed' | 'refund_review';
+
+/** Everything an on-call person needs to see about one failed run or one double charge. */
+export interface Alert {
+  kind: AlertKind;
   namespace: string;
   workflowType: string;
   workflowId: string;

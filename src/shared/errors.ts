@@ -25,6 +25,10 @@ export const FailureType = {
   RetriesExhausted: 'RetriesExhausted',
   /** The order could not be handed to the warehouse; compensation ran (shipment_status = failed). */
   FulfilmentFailed: 'FulfilmentFailed',
+  /** The mail server could not take the mail now (connection, timeout, 4xx reply): retry. */
+  MailUnavailable: 'MailUnavailable',
+  /** The mail server refused the mail for good (5xx reply), or it cannot be sent as built. */
+  MailRejected: 'MailRejected',
 } as const;
 
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
@@ -35,6 +39,7 @@ export const NON_RETRYABLE_FAILURE_TYPES: readonly FailureType[] = [
   FailureType.PaymentEventConflict,
   FailureType.WarehouseRejected,
   FailureType.AlertSinkRejected,
+  FailureType.MailRejected,
 ];
 
 /** Failure types that mean "wait as told, then try again": they are not counted as exceptions. */

@@ -11,6 +11,6 @@ export interface PaymentWorkflowResult {
   paymentId: number;
   /** False when another execution already recorded this event: nothing further was done. */
   created: boolean;
-  /** True when this execution asked the warehouse to ship the order. */
-  shipmentRequested: boolean;
+  /** The order workflow this payment was handed to (null when not created by this execution). */
+  orderWorkflowId: string | null;
 }

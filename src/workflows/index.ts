@@ -1,3 +1,5 @@
 // Every workflow the workers register, exported by its wire name.
 export { paymentWorkflow } from './payment';
-export { failureAlertWorkflow } from './alert';
+export { orderWorkflow } from './order';
+export { alertWorkflow } from './alert';
+export { aggregateStockWorkflow } from './stock';

@@ -12,12 +12,8 @@ import {
   type WorkflowInboundCallsInterceptor,
   type WorkflowInterceptorsFactory,
 } from '@temporalio/workflow';
-import {
-  FAILURE_ALERT_WORKFLOW_TYPE,
-  failureAlertWorkflowId,
-  type FailureAlert,
-} from '../shared/alert';
-import type { failureAlertWorkflow } from './alert';
+import { ALERT_WORKFLOW_TYPE, failureAlertWorkflowId, type Alert } from '../shared/alert';
+import type { alertWorkflow } from './alert';
 
 /**
  * The seed's Queue::failing, for every workflow type the workers run: when a workflow is about
@@ -35,7 +31,7 @@ class FailureAlertInterceptor implements WorkflowInboundCallsInterceptor {
       if (
         err instanceof TemporalFailure &&
         !isCancellation(err) &&
-        workflowInfo().workflowType !== FAILURE_ALERT_WORKFLOW_TYPE
+        workflowInfo().workflowType !== ALERT_WORKFLOW_TYPE
       ) {
         await raiseAlert(describeFailure(err, input.args));
       }
@@ -44,9 +40,9 @@ class FailureAlertInterceptor implements WorkflowInboundCallsInterceptor {
   }
 }
 
-async function raiseAlert(alert: FailureAlert): Promise<void> {
+async function raiseAlert(alert: Alert): Promise<void> {
   try {
-    await startChild<typeof failureAlertWorkflow>(FAILURE_ALERT_WORKFLOW_TYPE, {
+    await startChild<typeof alertWorkflow>(ALERT_WORKFLOW_TYPE, {
       workflowId: failureAlertWorkflowId(alert.workflowId, alert.runId),
       args: [alert],
       // The failed workflow closes at once; its alert lives on and retries on its own.
@@ -58,7 +54,7 @@ async function raiseAlert(alert: FailureAlert): Promise<void> {
   }
 }
 
-function describeFailure(err: TemporalFailure, args: unknown[]): FailureAlert {
+function describeFailure(err: TemporalFailure, args: unknown[]): Alert {
   const info = workflowInfo();
   let root: Error = err;
   let attempts: number | null = null;
@@ -72,6 +68,7 @@ function describeFailure(err: TemporalFailure, args: unknown[]): FailureAlert {
       attempts = attemptsFrom(current.details);
   }
   return {
+    kind: 'workflow_failed',
     namespace: info.namespace,
     workflowType: info.workflowType,
     workflowId: info.workflowId,

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createAlertActivities } from '../../src/activities/alert-activities';
-import type { FailureAlert } from '../../src/shared/alert';
+import type { Alert } from '../../src/shared/alert';
 import { FailureType } from '../../src/shared/errors';
 
 // deliverAlert against a local HTTP sink: what a Slack-compatible receiver gets, and how each
@@ -36,7 +36,8 @@ beforeEach(() => {
   answer = { status: 200 };
 });
 
-const alert: FailureAlert = {
+const alert: Alert = {
+  kind: 'workflow_failed',
   namespace: 'default',
   workflowType: 'paymentWorkflow',
   workflowId: 'payment-evt_1',
@@ -56,7 +57,7 @@ const deliver = (alertWebhookUrl: string | undefined) => {
     alertWebhookUrl,
     temporalUiUrl: 'http://localhost:8233/',
   });
-  return new MockActivityEnvironment().run((a: FailureAlert) => activities.deliverAlert(a), alert);
+  return new MockActivityEnvironment().run((a: Alert) => activities.deliverAlert(a), alert);
 };
 
 async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
@@ -82,6 +83,7 @@ describe('deliverAlert', () => {
     );
     expect(body.text).toContain(`<${link}|Open in Temporal Web UI>`);
     expect(body.alert).toEqual({
+      kind: 'workflow_failed',
       namespace: 'default',
       workflow_type: 'paymentWorkflow',
       workflow_id: 'payment-evt_1',

@@ -51,6 +51,7 @@ describe.each(testDatabases)('orders repository ($name)', ({ create }) => {
         idempotencyFingerprint: null,
         confirmationSentAt: null,
         shipmentStatus: null,
+        refundReviewRequestedAt: null,
         createdAt: expect.stringMatching(ISO_UTC),
         updatedAt: expect.stringMatching(ISO_UTC),
       },

@@ -42,6 +42,7 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
 
     expect(result).toEqual({
       kind: 'created',
+      firstForOrder: true,
       payment: {
         id: expect.any(Number),
         orderId: order.id,
@@ -54,6 +55,41 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     const paidOrder = await createOrdersRepository(handle.db).findById(order.id);
     expect(paidOrder?.status).toBe('paid');
     expect(Date.parse(paidOrder!.updatedAt)).toBeGreaterThanOrEqual(Date.parse(order.updatedAt));
+  });
+
+  it('claims the order for the first payment only: a second, different event is a double charge', async () => {
+    const order = await newOrder();
+    const eventId = nextEventId();
+    const first = await payments.recordPayment({
+      providerEventId: `${eventId}_a`,
+      orderId: order.id,
+      amount: 5_400,
+    });
+    const second = await payments.recordPayment({
+      providerEventId: `${eventId}_b`,
+      orderId: order.id,
+      amount: 5_400,
+    });
+    expect(first).toMatchObject({ kind: 'created', firstForOrder: true });
+    expect(second).toMatchObject({ kind: 'created', firstForOrder: false });
+    expect(await payments.listByOrder(order.id)).toHaveLength(2);
+  });
+
+  it('gives the order to exactly one of many different payments recorded at once', async () => {
+    const order = await newOrder();
+    const eventId = nextEventId();
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        payments.recordPayment({
+          providerEventId: `${eventId}_${i}`,
+          orderId: order.id,
+          amount: 5_400,
+        }),
+      ),
+    );
+    const firsts = results.filter((r) => r.kind === 'created' && r.firstForOrder);
+    expect(results.every((r) => r.kind === 'created')).toBe(true);
+    expect(firsts).toHaveLength(1);
   });
 
   it('returns the recorded payment as existing when the same event comes again', async () => {

@@ -11,9 +11,12 @@ import {
   type DatabaseHandle,
 } from '../../src/db';
 import { paymentWorkflowId } from '../../src/shared/constants';
+import { orderWorkflowId } from '../../src/shared/order';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
 import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
-import { createWarehouseClient } from '../../src/activities/warehouse-client';
+import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { createLoyaltyRepository } from '../../src/db';
+import { testActivityDeps } from '../support/activity-deps';
 import { createPaymentWorker } from '../../src/worker';
 import { testDatabases } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
@@ -33,6 +36,7 @@ afterAll(async () => {
 describe.each(testDatabases)('payment flow end to end over HTTP ($name)', ({ create }) => {
   let db: DatabaseHandle;
   let warehouse: WarehouseSimulator;
+  let smtp: SmtpSink;
   let app: FastifyInstance;
   let worker: Worker;
   let workerRun: Promise<void>;
@@ -42,17 +46,13 @@ describe.each(testDatabases)('payment flow end to end over HTTP ($name)', ({ cre
     db = await create();
     warehouse = createWarehouseSimulator();
     const warehouseUrl = await warehouse.listen(0);
+    smtp = await startSmtpSink();
     const orders = createOrdersRepository(db.db);
     const payments = createPaymentsRepository(db.db);
     worker = await createPaymentWorker({
       connection: env.nativeConnection,
       namespace: env.namespace ?? 'default',
-      activities: {
-        orders,
-        payments,
-        warehouse: createWarehouseClient({ baseUrl: warehouseUrl, timeoutMs: 5000 }),
-        alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
-      },
+      activities: testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
     });
     workerRun = worker.run();
     app = await buildApp({
@@ -69,6 +69,7 @@ describe.each(testDatabases)('payment flow end to end over HTTP ($name)', ({ cre
     await app?.close();
     worker?.shutdown();
     await workerRun;
+    await smtp?.close();
     await warehouse?.close();
     await db?.close();
   });
@@ -110,7 +111,8 @@ describe.each(testDatabases)('payment flow end to end over HTTP ($name)', ({ cre
     expect(await deliver()).toEqual({ status: 200, body: { status: 'accepted' } });
 
     const result = await env.client.workflow.getHandle(paymentWorkflowId(eventId)).result();
-    expect(result).toMatchObject({ created: true, shipmentRequested: true });
+    expect(result).toMatchObject({ created: true, orderWorkflowId: orderWorkflowId(orderId) });
+    await env.client.workflow.getHandle(orderWorkflowId(orderId)).result();
 
     const view = await http(`/api/v1/orders/${orderId}`);
     expect(view.body).toMatchObject({ id: orderId, status: 'paid', shipment_status: 'requested' });
@@ -119,5 +121,10 @@ describe.each(testDatabases)('payment flow end to end over HTTP ($name)', ({ cre
     ]);
     expect(warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
     expect(warehouse.shipments.size).toBe(1);
+    // The rest of the fulfilment, once: the confirmation mail and the loyalty points.
+    expect(smtp.messages.map((m) => m.messageId)).toEqual([
+      `<order-${orderId}-confirmation@test.local>`,
+    ]);
+    expect(await createLoyaltyRepository(db.db).balanceOf(1)).toBe(100);
   });
 });

@@ -3,7 +3,7 @@ import { ApplicationFailure } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Activities } from '../../src/activities';
-import { failureAlertWorkflowId, type FailureAlert } from '../../src/shared/alert';
+import { failureAlertWorkflowId, type Alert } from '../../src/shared/alert';
 import { FailureType } from '../../src/shared/errors';
 import { sdkLogEntries } from '../support/sdk-logs';
 import { createTimeSkippingEnv } from '../support/temporal';
@@ -33,14 +33,14 @@ type DeliverAlert = Activities['deliverAlert'];
 
 /** Runs a test workflow that fails, with `deliverAlert` as given; returns what happened. */
 async function failAndAlert(deliverAlert: DeliverAlert) {
-  const deliveries: Array<{ alert: FailureAlert; at: number }> = [];
+  const deliveries: Array<{ alert: Alert; at: number }> = [];
   const taskQueue = `test-${randomUUID()}`;
   const worker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: bundle,
     activities: {
-      deliverAlert: async (alert: FailureAlert) => {
+      deliverAlert: async (alert: Alert) => {
         deliveries.push({ alert, at: await env.currentTimeMs() });
         return deliverAlert(alert);
       },
@@ -91,7 +91,7 @@ describe('failure alerts', () => {
 
     expect(run.delivery).toEqual({ delivered: true });
     expect(run.deliveries).toHaveLength(1);
-    expect(run.deliveries[0]!.alert).toMatchObject<Partial<FailureAlert>>({
+    expect(run.deliveries[0]!.alert).toMatchObject<Partial<Alert>>({
       workflowType: 'alwaysFailingWorkflow',
       workflowId: run.workflowId,
       runId: run.runId,

@@ -2,16 +2,18 @@ import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
-import { createWarehouseClient } from '../../src/activities/warehouse-client';
 import {
   createOrdersRepository,
   createPaymentsRepository,
   type DatabaseHandle,
 } from '../../src/db';
+import { orderWorkflowId } from '../../src/shared/order';
 import { paymentWorkflow } from '../../src/workflows';
 import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
 import { testDatabases } from '../support/databases';
 import { createTimeSkippingEnv } from '../support/temporal';
+import { testActivityDeps } from '../support/activity-deps';
+import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
 
 // The seed's idempotency test, end to end through Temporal: the same payment event processed
 // twice gives one payment row AND exactly one warehouse notification. The second assertion is
@@ -21,6 +23,7 @@ let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
 let warehouse: WarehouseSimulator;
 let warehouseUrl: string;
+let smtp: SmtpSink;
 
 beforeAll(async () => {
   env = await createTimeSkippingEnv();
@@ -30,9 +33,11 @@ beforeAll(async () => {
   });
   warehouse = createWarehouseSimulator();
   warehouseUrl = await warehouse.listen(0);
+  smtp = await startSmtpSink();
 });
 
 afterAll(async () => {
+  await smtp?.close();
   await warehouse?.close();
   await env?.teardown();
 });
@@ -64,10 +69,8 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
       taskQueue,
       workflowBundle: bundle,
       activities: createActivities({
-        payments,
-        orders,
-        warehouse: createWarehouseClient({ baseUrl: warehouseUrl, timeoutMs: 5000 }),
-        alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
+        ...testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
+        client: env.client,
       }),
     });
     const input = { eventId: `evt_${randomUUID()}`, orderId, amount: 5400 };
@@ -87,6 +90,8 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
         args: [input],
         workflowExecutionTimeout: '1 hour',
       });
+      // The order's own workflow does the fulfilment: wait for it to finish.
+      await env.client.workflow.getHandle(orderWorkflowId(orderId)).result();
       return [a, b];
     });
 
@@ -94,12 +99,13 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
     expect(await payments.listByOrder(orderId)).toHaveLength(1);
     // ...and only the "created" gate keeps the warehouse from being told twice.
     expect(warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
-    expect(first).toMatchObject({ created: true, shipmentRequested: true });
+    expect(first).toMatchObject({ created: true, orderWorkflowId: orderWorkflowId(orderId) });
     expect(second).toMatchObject({
       created: false,
-      shipmentRequested: false,
+      orderWorkflowId: null,
       paymentId: first.paymentId,
     });
+    expect((await orders.findById(orderId))?.refundReviewRequestedAt).toBeNull();
     expect((await orders.findById(orderId))?.shipmentStatus).toBe('requested');
   });
 });

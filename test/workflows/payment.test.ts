@@ -4,10 +4,11 @@ import { ActivityFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Activities } from '../../src/activities';
-import type { FailureAlert } from '../../src/shared/alert';
+import type { Alert } from '../../src/shared/alert';
 import { failureAlertWorkflowId } from '../../src/shared/alert';
 import { FailureType } from '../../src/shared/errors';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
+import { paymentRecordedSignal, type OrderPaymentEvent } from '../../src/shared/order';
 import { createTimeSkippingEnv } from '../support/temporal';
 
 // The payment workflow's decisions in the time-skipping test server, with mocked activities
@@ -46,9 +47,19 @@ interface Call {
 /** Activities that record every call and behave as each test says. */
 function mockActivities(overrides: Partial<Activities>, calls: Call[]): Activities {
   const defaults: Activities = {
-    recordPayment: async () => ({ paymentId: 7, created: true }),
+    recordPayment: async () => ({ paymentId: 7, created: true, firstForOrder: true }),
+    handOverToOrder: async () => undefined,
     notifyWarehouse: async () => ({ shipmentId: 'shp_1', replayed: false }),
     setShipmentStatus: async () => undefined,
+    requestRefundReview: async () => undefined,
+    sendOrderConfirmation: async () => ({
+      sent: true,
+      messageId: '<order-12-confirmation@test.local>',
+    }),
+    awardLoyaltyPoints: async () => ({ awarded: true, points: 100, balance: 100 }),
+    aggregateStock: async () => {
+      throw new Error('not used here');
+    },
     deliverAlert: async () => ({ delivered: true }),
   };
   const activities = { ...defaults, ...overrides };
@@ -75,12 +86,15 @@ const rateLimited = (retryAfterMs: number) =>
     details: [{ retryAfterMs }],
   });
 
-/** Runs the payment workflow to its end; returns the result or the failure, and every call. */
-async function runPayment(activities: Partial<Activities>) {
+/** Runs a workflow to its end with mocked activities; returns the result or failure, and every call. */
+async function run(
+  activities: Partial<Activities>,
+  start: (
+    taskQueue: string,
+  ) => Promise<{ workflowId: string; runId: string; result(): Promise<unknown> }>,
+) {
   const calls: Call[] = [];
   const taskQueue = `test-${randomUUID()}`;
-  const input: PaymentWorkflowInput = { eventId: randomUUID(), orderId: 12, amount: 5400 };
-  const workflowId = `payment-${input.eventId}`;
   const worker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue,
@@ -88,24 +102,68 @@ async function runPayment(activities: Partial<Activities>) {
     activities: mockActivities(activities, calls),
   });
   const outcome = await worker.runUntil(async () => {
+    const handle = await start(taskQueue);
+    const result = await handle.result().catch((err: unknown) => err);
+    // The alert workflow (if any) runs on the same task queue: let it finish too.
+    const alert = await env.client.workflow
+      .getHandle(failureAlertWorkflowId(handle.workflowId, handle.runId))
+      .result()
+      .catch(() => undefined);
+    return { result, alert, runId: handle.runId, workflowId: handle.workflowId };
+  });
+  const warehouseCalls = calls.filter((c) => c.name === 'notifyWarehouse');
+  const waits = warehouseCalls.slice(1).map((c, i) => c.at - warehouseCalls[i]!.at);
+  return { ...outcome, calls, warehouseCalls, waits };
+}
+
+const paymentInput = (): PaymentWorkflowInput => ({
+  eventId: randomUUID(),
+  orderId: 12,
+  amount: 5400,
+});
+
+/** The payment workflow for one fresh event. */
+function runPayment(activities: Partial<Activities>, input = paymentInput()) {
+  return run(activities, async (taskQueue) => {
     const handle = await env.client.workflow.start('paymentWorkflow', {
-      workflowId,
+      workflowId: `payment-${input.eventId}`,
       taskQueue,
       args: [input],
       // A bug must fail the test quickly, not hang it.
       workflowExecutionTimeout: '1 day',
     });
-    const result = await handle.result().catch((err: unknown) => err);
-    // The alert workflow (if any) runs on the same task queue: let it finish too.
-    const alert = await env.client.workflow
-      .getHandle(failureAlertWorkflowId(workflowId, handle.firstExecutionRunId))
-      .result()
-      .catch(() => undefined);
-    return { result, alert, runId: handle.firstExecutionRunId };
+    return {
+      workflowId: handle.workflowId,
+      runId: handle.firstExecutionRunId,
+      result: () => handle.result(),
+    };
   });
-  const warehouseCalls = calls.filter((c) => c.name === 'notifyWarehouse');
-  const waits = warehouseCalls.slice(1).map((c, i) => c.at - warehouseCalls[i]!.at);
-  return { ...outcome, calls, warehouseCalls, waits, workflowId, input };
+}
+
+/** The order workflow of order 12, fed one payment event as the payment workflow does. */
+function runOrder(activities: Partial<Activities>, event: Partial<OrderPaymentEvent> = {}) {
+  const paymentEvent: OrderPaymentEvent = {
+    eventId: randomUUID(),
+    paymentId: 7,
+    amount: 5400,
+    firstForOrder: true,
+    ...event,
+  };
+  return run(activities, async (taskQueue) => {
+    const handle = await env.client.workflow.signalWithStart('orderWorkflow', {
+      workflowId: `order-12-${randomUUID()}`,
+      taskQueue,
+      args: [{ orderId: 12 }],
+      signal: paymentRecordedSignal,
+      signalArgs: [paymentEvent],
+      workflowExecutionTimeout: '1 day',
+    });
+    return {
+      workflowId: handle.workflowId,
+      runId: handle.signaledRunId,
+      result: () => handle.result(),
+    };
+  }).then((r) => ({ ...r, eventId: paymentEvent.eventId }));
 }
 
 /** Unwraps a workflow failure down the chain: FulfilmentFailed → RetriesExhausted → activity → cause. */
@@ -135,128 +193,28 @@ function expectWaits(actual: number[], expectedSeconds: number[]) {
 }
 
 describe('paymentWorkflow', () => {
-  it('records the payment, asks the warehouse to ship once, then marks the shipment requested', async () => {
-    const run = await runPayment({});
+  it('records the payment and hands it to the order workflow with the first-payment flag', async () => {
+    const input = paymentInput();
+    const run = await runPayment({}, input);
 
-    expect(run.result).toEqual({ paymentId: 7, created: true, shipmentRequested: true });
-    expect(run.calls.map((c) => c.name)).toEqual([
-      'recordPayment',
-      'notifyWarehouse',
-      'setShipmentStatus',
+    expect(run.result).toEqual({ paymentId: 7, created: true, orderWorkflowId: 'order-12' });
+    expect(run.calls.map((c) => c.name)).toEqual(['recordPayment', 'handOverToOrder']);
+    expect(run.calls[1]!.args).toEqual([
+      {
+        orderId: 12,
+        event: { eventId: input.eventId, paymentId: 7, amount: 5400, firstForOrder: true },
+      },
     ]);
-    expect(run.calls[1]!.args).toEqual([{ orderId: 12 }]);
-    expect(run.calls[2]!.args).toEqual([{ orderId: 12, status: 'requested' }]);
     expect(run.alert).toBeUndefined();
   });
 
   it('does nothing more when the payment was already recorded (not created by this call)', async () => {
-    const run = await runPayment({ recordPayment: async () => ({ paymentId: 7, created: false }) });
+    const run = await runPayment({
+      recordPayment: async () => ({ paymentId: 7, created: false, firstForOrder: false }),
+    });
 
-    expect(run.result).toEqual({ paymentId: 7, created: false, shipmentRequested: false });
+    expect(run.result).toEqual({ paymentId: 7, created: false, orderWorkflowId: null });
     expect(run.calls.map((c) => c.name)).toEqual(['recordPayment']);
-  });
-
-  it('retries an outage like Tries(5) + Backoff([10, 30, 120]): five attempts, waiting 10, 30, 120, 120 s', async () => {
-    const run = await runPayment({
-      notifyWarehouse: async () => {
-        throw unavailable();
-      },
-    });
-
-    expect(run.warehouseCalls).toHaveLength(5);
-    expectWaits(run.waits, [10, 30, 120, 120]);
-    expect(failureChain(run.result).map((f) => f.type)).toEqual([
-      FailureType.FulfilmentFailed,
-      FailureType.RetriesExhausted,
-      'activity:notifyWarehouse',
-      FailureType.WarehouseUnavailable,
-    ]);
-  });
-
-  it('succeeds on a later attempt when the warehouse comes back', async () => {
-    let attempts = 0;
-    const run = await runPayment({
-      notifyWarehouse: async () => {
-        attempts += 1;
-        if (attempts < 3) throw unavailable();
-        return { shipmentId: 'shp_1', replayed: false };
-      },
-    });
-
-    expect(run.result).toMatchObject({ shipmentRequested: true });
-    expectWaits(run.waits, [10, 30]);
-    expect(run.calls.at(-1)!.args).toEqual([{ orderId: 12, status: 'requested' }]);
-  });
-
-  it('gives up at once on a rejected request (4xx): one attempt, no retry', async () => {
-    const run = await runPayment({
-      notifyWarehouse: async () => {
-        throw ApplicationFailure.create({
-          type: FailureType.WarehouseRejected,
-          message: 'warehouse rejected the shipment request with 400',
-          nonRetryable: true,
-        });
-      },
-    });
-
-    expect(run.warehouseCalls).toHaveLength(1);
-    const chain = failureChain(run.result);
-    expect(chain[0]!.type).toBe(FailureType.FulfilmentFailed);
-    expect(chain.at(-1)!.type).toBe(FailureType.WarehouseRejected);
-  });
-
-  it('waits as long as Retry-After says on 429, then retries', async () => {
-    let attempts = 0;
-    const run = await runPayment({
-      notifyWarehouse: async () => {
-        attempts += 1;
-        if (attempts === 1) throw rateLimited(45_000);
-        if (attempts === 2) throw rateLimited(300_000);
-        return { shipmentId: 'shp_1', replayed: false };
-      },
-    });
-
-    expect(run.result).toMatchObject({ shipmentRequested: true });
-    expectWaits(run.waits, [45, 300]);
-  });
-
-  it('starts no attempt later than 30 minutes after the first (retryUntil), before the tries run out', async () => {
-    const run = await runPayment({
-      notifyWarehouse: async () => {
-        throw rateLimited(14 * 60_000);
-      },
-    });
-
-    // Attempts at 0, 14 and 28 minutes; a fourth would start at 42 minutes: past the deadline.
-    expect(run.warehouseCalls).toHaveLength(3);
-    expectWaits(run.waits, [840, 840]);
-    const exhausted = failureChain(run.result)[1]!;
-    expect(exhausted.type).toBe(FailureType.RetriesExhausted);
-    expect(exhausted.details?.[0]).toMatchObject({ reason: 'deadline', attempts: 3 });
-  });
-
-  it('compensates when the warehouse finally fails: shipment_status=failed, cause and attempts kept', async () => {
-    const run = await runPayment({
-      notifyWarehouse: async () => {
-        throw unavailable();
-      },
-    });
-
-    expect(run.calls.at(-2)?.name).toBe('setShipmentStatus');
-    expect(run.calls.filter((c) => c.name === 'setShipmentStatus').map((c) => c.args)).toEqual([
-      [{ orderId: 12, status: 'failed' }],
-    ]);
-    const [fulfilment] = failureChain(run.result);
-    expect(fulfilment!.details?.[0]).toMatchObject({
-      orderId: 12,
-      eventId: run.input.eventId,
-      step: 'notify-warehouse',
-      reason: 'max_attempts',
-      attempts: 5,
-      exceptions: 5,
-      lastFailureType: FailureType.WarehouseUnavailable,
-      lastFailureMessage: 'warehouse answered 503',
-    });
   });
 
   it('fails with the OrderNotFound cause, without retrying, when the order does not exist', async () => {
@@ -278,9 +236,137 @@ describe('paymentWorkflow', () => {
       'recordPayment',
     ]);
   });
+});
 
-  it('raises exactly one alert for a failed payment, with the cause, attempts and order', async () => {
-    const run = await runPayment({
+describe('orderWorkflow', () => {
+  it('asks the warehouse to ship once, then marks the shipment requested', async () => {
+    const run = await runOrder({});
+
+    expect(run.result).toEqual({
+      orderId: 12,
+      processed: [{ eventId: run.eventId, outcome: 'fulfilled' }],
+    });
+    expect(run.calls.map((c) => c.name)).toEqual([
+      'notifyWarehouse',
+      'setShipmentStatus',
+      'sendOrderConfirmation',
+      'awardLoyaltyPoints',
+    ]);
+    expect(run.calls.map((c) => c.args)).toEqual([
+      [{ orderId: 12 }],
+      [{ orderId: 12, status: 'requested' }],
+      [{ orderId: 12 }],
+      [{ orderId: 12 }],
+    ]);
+    expect(run.alert).toBeUndefined();
+  });
+
+  it('retries an outage like Tries(5) + Backoff([10, 30, 120]): five attempts, waiting 10, 30, 120, 120 s', async () => {
+    const run = await runOrder({
+      notifyWarehouse: async () => {
+        throw unavailable();
+      },
+    });
+
+    expect(run.warehouseCalls).toHaveLength(5);
+    expectWaits(run.waits, [10, 30, 120, 120]);
+    expect(failureChain(run.result).map((f) => f.type)).toEqual([
+      FailureType.FulfilmentFailed,
+      FailureType.RetriesExhausted,
+      'activity:notifyWarehouse',
+      FailureType.WarehouseUnavailable,
+    ]);
+  });
+
+  it('succeeds on a later attempt when the warehouse comes back', async () => {
+    let attempts = 0;
+    const run = await runOrder({
+      notifyWarehouse: async () => {
+        attempts += 1;
+        if (attempts < 3) throw unavailable();
+        return { shipmentId: 'shp_1', replayed: false };
+      },
+    });
+
+    expect(run.result).toMatchObject({ processed: [{ outcome: 'fulfilled' }] });
+    expectWaits(run.waits, [10, 30]);
+    expect(run.calls.find((c) => c.name === 'setShipmentStatus')!.args).toEqual([
+      { orderId: 12, status: 'requested' },
+    ]);
+  });
+
+  it('gives up at once on a rejected request (4xx): one attempt, no retry', async () => {
+    const run = await runOrder({
+      notifyWarehouse: async () => {
+        throw ApplicationFailure.create({
+          type: FailureType.WarehouseRejected,
+          message: 'warehouse rejected the shipment request with 400',
+          nonRetryable: true,
+        });
+      },
+    });
+
+    expect(run.warehouseCalls).toHaveLength(1);
+    const chain = failureChain(run.result);
+    expect(chain[0]!.type).toBe(FailureType.FulfilmentFailed);
+    expect(chain.at(-1)!.type).toBe(FailureType.WarehouseRejected);
+  });
+
+  it('waits as long as Retry-After says on 429, then retries', async () => {
+    let attempts = 0;
+    const run = await runOrder({
+      notifyWarehouse: async () => {
+        attempts += 1;
+        if (attempts === 1) throw rateLimited(45_000);
+        if (attempts === 2) throw rateLimited(300_000);
+        return { shipmentId: 'shp_1', replayed: false };
+      },
+    });
+
+    expect(run.result).toMatchObject({ processed: [{ outcome: 'fulfilled' }] });
+    expectWaits(run.waits, [45, 300]);
+  });
+
+  it('starts no attempt later than 30 minutes after the first (retryUntil), before the tries run out', async () => {
+    const run = await runOrder({
+      notifyWarehouse: async () => {
+        throw rateLimited(14 * 60_000);
+      },
+    });
+
+    // Attempts at 0, 14 and 28 minutes; a fourth would start at 42 minutes: past the deadline.
+    expect(run.warehouseCalls).toHaveLength(3);
+    expectWaits(run.waits, [840, 840]);
+    const exhausted = failureChain(run.result)[1]!;
+    expect(exhausted.type).toBe(FailureType.RetriesExhausted);
+    expect(exhausted.details?.[0]).toMatchObject({ reason: 'deadline', attempts: 3 });
+  });
+
+  it('compensates when the warehouse finally fails: shipment_status=failed, cause and attempts kept', async () => {
+    const run = await runOrder({
+      notifyWarehouse: async () => {
+        throw unavailable();
+      },
+    });
+
+    expect(run.calls.filter((c) => c.name === 'setShipmentStatus').map((c) => c.args)).toEqual([
+      [{ orderId: 12, status: 'failed' }],
+    ]);
+    const [fulfilment] = failureChain(run.result);
+    expect(fulfilment!.details?.[0]).toMatchObject({
+      orderId: 12,
+      eventId: run.eventId,
+      step: 'notify-warehouse',
+      reason: 'max_attempts',
+      attempts: 5,
+      exceptions: 5,
+      lastFailureType: FailureType.WarehouseUnavailable,
+      lastFailureMessage: 'warehouse answered 503',
+    });
+  });
+
+  it('raises exactly one alert for a failed order workflow, with the cause, attempts and order', async () => {
+    const run = await runOrder({
       notifyWarehouse: async () => {
         throw unavailable();
       },
@@ -288,8 +374,9 @@ describe('paymentWorkflow', () => {
 
     const alerts = run.calls.filter((c) => c.name === 'deliverAlert');
     expect(alerts).toHaveLength(1);
-    expect(alerts[0]!.args[0]).toMatchObject<Partial<FailureAlert>>({
-      workflowType: 'paymentWorkflow',
+    expect(alerts[0]!.args[0]).toMatchObject<Partial<Alert>>({
+      kind: 'workflow_failed',
+      workflowType: 'orderWorkflow',
       workflowId: run.workflowId,
       runId: run.runId,
       orderId: 12,
@@ -301,8 +388,29 @@ describe('paymentWorkflow', () => {
     expect(run.alert).toEqual({ delivered: true });
   });
 
-  it('raises no alert when the payment completes', async () => {
-    const run = await runPayment({});
+  it('flags a further payment as a double charge: refund review and an alert, no second shipment', async () => {
+    const run = await runOrder({}, { firstForOrder: false });
+
+    expect(run.result).toEqual({
+      orderId: 12,
+      processed: [{ eventId: run.eventId, outcome: 'refund_review' }],
+    });
+    expect(run.calls.map((c) => c.name).filter((n) => n !== 'deliverAlert')).toEqual([
+      'requestRefundReview',
+    ]);
+    const review = await env.client.workflow
+      .getHandle(`alert-refund-review-order-12-${run.eventId}`)
+      .result();
+    expect(review).toEqual({ delivered: true });
+    expect(run.calls.find((c) => c.name === 'deliverAlert')?.args[0]).toMatchObject({
+      kind: 'refund_review',
+      orderId: 12,
+      failureType: 'DoubleCharge',
+    });
+  });
+
+  it('raises no alert when the order is fulfilled', async () => {
+    const run = await runOrder({});
     expect(run.calls.filter((c) => c.name === 'deliverAlert')).toHaveLength(0);
   });
 });

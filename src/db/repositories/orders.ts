@@ -14,6 +14,8 @@ export interface Order {
   idempotencyFingerprint: string | null;
   confirmationSentAt: string | null;
   shipmentStatus: ShipmentStatus | null;
+  /** Set when a double charge needs a person to review a refund. */
+  refundReviewRequestedAt: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -49,6 +51,8 @@ export interface OrdersRepository {
    * it, so of several racing callers exactly one learns that it was first.
    */
   markConfirmationSent(orderId: number): Promise<boolean>;
+  /** Flags the order for a refund review (a double charge); true only for the call that set it. */
+  requestRefundReview(orderId: number): Promise<boolean>;
 }
 
 /** `db` must not be a transaction: creating an order opens its own. */
@@ -124,6 +128,17 @@ export function createOrdersRepository(db: Kysely<Database>): OrdersRepository {
         .executeTakeFirst();
       return result.numUpdatedRows > 0n;
     },
+
+    async requestRefundReview(orderId) {
+      const now = new Date().toISOString();
+      const result = await db
+        .updateTable('orders')
+        .set({ refund_review_requested_at: now, updated_at: now })
+        .where('id', '=', orderId)
+        .where('refund_review_requested_at', 'is', null)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
   };
 }
 
@@ -151,6 +166,7 @@ function toOrder(row: OrderRow): Order {
     idempotencyFingerprint: row.idempotency_fingerprint,
     confirmationSentAt: row.confirmation_sent_at,
     shipmentStatus: row.shipment_status,
+    refundReviewRequestedAt: row.refund_review_requested_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

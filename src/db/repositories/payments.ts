@@ -20,8 +20,12 @@ export interface RecordPaymentInput {
 }
 
 export type RecordPaymentResult =
-  /** This call recorded the event and marked the order paid: the one that may start follow-up work. */
-  | { kind: 'created'; payment: Payment }
+  /**
+   * This call recorded the event: the one that may start follow-up work. `firstForOrder` is true
+   * for the one payment that moved the order from pending to paid (it owns the fulfilment);
+   * false for a further payment of an already paid order (a double charge).
+   */
+  | { kind: 'created'; payment: Payment; firstForOrder: boolean }
   /** The event was already recorded with the same order and amount: a redelivery or a retry. */
   | { kind: 'existing'; payment: Payment }
   /** No such order; nothing was written. */
@@ -65,12 +69,20 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
             .executeTakeFirst();
 
           if (inserted) {
-            await trx
+            // A conditional update is the claim: of two payments for one order committing at
+            // once, PostgreSQL re-checks the WHERE after the row lock and SQLite serialises the
+            // writes, so exactly one sees the order still pending.
+            const claimed = await trx
               .updateTable('orders')
               .set({ status: 'paid', updated_at: now })
               .where('id', '=', input.orderId)
-              .execute();
-            return { kind: 'created', payment: toPayment(inserted) };
+              .where('status', '=', 'pending')
+              .executeTakeFirst();
+            return {
+              kind: 'created',
+              payment: toPayment(inserted),
+              firstForOrder: claimed.numUpdatedRows > 0n,
+            };
           }
 
           const recorded = await trx

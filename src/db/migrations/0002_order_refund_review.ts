@@ -1,0 +1,22 @@
+import { PostgresAdapter, type Kysely } from 'kysely';
+
+/**
+ * A second, different payment for an order that is already paid (a double charge) is kept, and
+ * the order is flagged for a person to review and refund it. The flag is a timestamp: when it
+ * was raised, null when nothing needs review.
+ */
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyDb = Kysely<any>;
+
+export async function up(db: AnyDb): Promise<void> {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  await db.schema
+    .alterTable('orders')
+    .addColumn('refund_review_requested_at', postgres ? 'timestamptz' : 'text')
+    .execute();
+}
+
+export async function down(db: AnyDb): Promise<void> {
+  await db.schema.alterTable('orders').dropColumn('refund_review_requested_at').execute();
+}

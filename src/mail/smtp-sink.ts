@@ -1,0 +1,277 @@
+import type { AddressInfo } from 'node:net';
+import { SMTPServer, type SMTPServerDataStream } from 'smtp-server';
+
+/**
+ * A local SMTP peer for development and tests: it speaks real SMTP on loopback, keeps every
+ * message it accepts in memory, and can be told to refuse or to answer slowly, so retries and
+ * timeouts can be exercised against a real protocol exchange. Not a mail server: nothing is
+ * relayed, nothing is written to disk.
+ */
+
+/** One message the sink accepted. Headers are read minimally: single-part text bodies only. */
+export interface ReceivedMail {
+  /** MAIL FROM of the SMTP envelope (empty string for the null sender). */
+  envelopeFrom: string;
+  /** RCPT TO addresses of the SMTP envelope. */
+  envelopeTo: string[];
+  subject: string | undefined;
+  /** The Message-ID header as sent, angle brackets included. */
+  messageId: string | undefined;
+  /** Header values by lower-case name; a repeated header keeps its first value. */
+  headers: Record<string, string>;
+  /**
+   * The body, transfer encoding undone, line ends as `\n`, without the final line break SMTP
+   * adds (multipart bodies stay raw).
+   */
+  text: string;
+  /** The message exactly as received (dot-stuffing undone by the server). */
+  raw: string;
+  receivedAt: string;
+}
+
+/** An SMTP error reply: 4xx is temporary (try again later), 5xx permanent. */
+export interface SmtpReply {
+  code: number;
+  message?: string;
+}
+
+/** How the sink answers each message once it has received it whole. */
+export type SmtpSinkMode =
+  /** 250 after `delayMs` (default 0). A delayed message is kept on receipt, like a slow MTA that has already queued it. */
+  | { kind: 'accept'; delayMs?: number }
+  /** Refuses every message with this reply; nothing is kept. */
+  | ({ kind: 'reject' } & SmtpReply);
+
+export interface SmtpSink {
+  /** `smtp://<host>:<port>`, ready for nodemailer's `createTransport`. */
+  readonly url: string;
+  readonly port: number;
+  /** Accepted messages, oldest first. */
+  readonly messages: ReceivedMail[];
+  /** Called with each accepted message (the dev stack logs them). */
+  onMessage: ((mail: ReceivedMail) => void) | undefined;
+  /** How many messages were refused so far. */
+  readonly rejectedCount: number;
+  /** Refuses the next `count` messages with `reply`, then answers by the mode again. */
+  failNext(count: number, reply: SmtpReply): void;
+  /** Sets how later messages are answered (after any `failNext` refusals are used up). */
+  setMode(mode: SmtpSinkMode): void;
+  /** Forgets received messages and pending refusals and accepts again at once. */
+  reset(): void;
+  /** Stops listening and ends open sessions; answers delayed replies at once. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+export interface SmtpSinkOptions {
+  /** Default 0: any free port. */
+  port?: number;
+  /** Default 127.0.0.1: the sink takes mail from anyone who can reach it, so keep it on loopback. */
+  host?: string;
+}
+
+const DEFAULT_HOST = '127.0.0.1';
+const MAX_MESSAGE_BYTES = 10 * 1024 * 1024;
+// After close(), sessions a client left open get this long before they are cut.
+const CLOSE_GRACE_MS = 1_000;
+
+/** Starts the sink and resolves once it listens. */
+export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<SmtpSink> {
+  const host = options.host ?? DEFAULT_HOST;
+  const messages: ReceivedMail[] = [];
+  const pendingReplies = new Set<{ timer: NodeJS.Timeout; reply: () => void }>();
+  const failures: SmtpReply[] = [];
+  let mode: SmtpSinkMode = { kind: 'accept' };
+  let rejectedCount = 0;
+
+  const answer = (raw: Buffer, envelopeFrom: string, envelopeTo: string[]) => {
+    const failure = failures.shift() ?? (mode.kind === 'reject' ? mode : undefined);
+    if (failure) {
+      rejectedCount += 1;
+      return { error: smtpError(failure), delayMs: 0 };
+    }
+    const mail = parseMail(raw, envelopeFrom, envelopeTo);
+    messages.push(mail);
+    sink.onMessage?.(mail);
+    return { error: null, delayMs: mode.kind === 'accept' ? (mode.delayMs ?? 0) : 0 };
+  };
+
+  const server = new SMTPServer({
+    secure: false,
+    // Plain SMTP on loopback: no certificate to provide, no TLS handshake in tests. AUTH is
+    // accepted with any credentials so an SMTP_URL with user:pass still works against the sink.
+    disabledCommands: ['STARTTLS'],
+    authOptional: true,
+    allowInsecureAuth: true,
+    onAuth: (auth, _session, callback) => callback(null, { user: auth.username ?? 'anonymous' }),
+    // A reverse DNS lookup per connection would only slow every test down.
+    disableReverseLookup: true,
+    size: MAX_MESSAGE_BYTES,
+    closeTimeout: CLOSE_GRACE_MS,
+    logger: false,
+    banner: 'order-payments SMTP sink',
+    onData(stream: SMTPServerDataStream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('error', (error) => callback(error));
+      stream.on('end', () => {
+        if (stream.sizeExceeded) {
+          callback(smtpError({ code: 552, message: 'message too big' }));
+          return;
+        }
+        const { mailFrom, rcptTo } = session.envelope;
+        const { error, delayMs } = answer(
+          Buffer.concat(chunks),
+          mailFrom ? mailFrom.address : '',
+          rcptTo.map((r) => r.address),
+        );
+        if (delayMs <= 0) {
+          callback(error);
+          return;
+        }
+        const pending = {
+          reply: () => {
+            pendingReplies.delete(pending);
+            callback(error);
+          },
+          timer: setTimeout(() => pending.reply(), delayMs),
+        };
+        pendingReplies.add(pending);
+      });
+    },
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  // Errors of single sessions (a client that hung up mid-command) are theirs, not the sink's.
+  server.on('error', () => undefined);
+  const port = (server.server.address() as AddressInfo).port;
+
+  let closing: Promise<void> | undefined;
+  const sink: SmtpSink = {
+    onMessage: undefined,
+    url: `smtp://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    port,
+    messages,
+    get rejectedCount() {
+      return rejectedCount;
+    },
+    failNext(count, reply) {
+      checkReply(reply);
+      if (!Number.isInteger(count) || count < 0) {
+        throw new Error(`failNext count must be a non-negative integer (got ${count})`);
+      }
+      for (let i = 0; i < count; i += 1) failures.push({ ...reply });
+    },
+    setMode(next) {
+      if (next.kind === 'reject') checkReply(next);
+      mode = { ...next };
+    },
+    reset() {
+      messages.length = 0;
+      failures.length = 0;
+      rejectedCount = 0;
+      mode = { kind: 'accept' };
+    },
+    close() {
+      return (closing ??= new Promise<void>((resolve) => {
+        for (const pending of pendingReplies) {
+          clearTimeout(pending.timer);
+          pending.reply();
+        }
+        server.close(() => resolve());
+      }));
+    },
+  };
+  return sink;
+}
+
+function checkReply(reply: SmtpReply): void {
+  if (!Number.isInteger(reply.code) || reply.code < 400 || reply.code > 599) {
+    throw new Error(`an SMTP error reply is 4xx or 5xx (got ${reply.code})`);
+  }
+}
+
+function smtpError(reply: SmtpReply): Error {
+  const fallback = reply.code < 500 ? 'try again later' : 'message refused';
+  return Object.assign(new Error(reply.message ?? fallback), { responseCode: reply.code });
+}
+
+function parseMail(raw: Buffer, envelopeFrom: string, envelopeTo: string[]): ReceivedMail {
+  const source = raw.toString('utf8');
+  const split = /\r?\n\r?\n/.exec(source);
+  const head = split ? source.slice(0, split.index) : source;
+  const body = split ? source.slice(split.index + split[0].length) : '';
+
+  const headers: Record<string, string> = {};
+  // Folded header lines continue with whitespace (RFC 5322 2.2.3).
+  for (const line of head.replace(/\r?\n(?=[ \t])/g, '').split(/\r?\n/)) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    headers[name] ??= line.slice(colon + 1).trim();
+  }
+
+  const subject = headers['subject'];
+  return {
+    envelopeFrom,
+    envelopeTo,
+    subject: subject === undefined ? undefined : decodeEncodedWords(subject),
+    messageId: headers['message-id'],
+    headers,
+    // SMTP ends the data with a line break whether or not the text had one; drop it.
+    text: decodeBody(body, headers).replace(/\r\n/g, '\n').replace(/\n$/, ''),
+    raw: source,
+    receivedAt: new Date().toISOString(),
+  };
+}
+
+function decodeBody(body: string, headers: Record<string, string>): string {
+  const contentType = headers['content-type'] ?? 'text/plain';
+  if (/^multipart\//i.test(contentType)) return body;
+  const charset = /charset="?([^";\s]+)"?/i.exec(contentType)?.[1];
+  const encoding = (headers['content-transfer-encoding'] ?? '7bit').toLowerCase();
+  if (encoding === 'base64')
+    return toText(Buffer.from(body.replace(/\s+/g, ''), 'base64'), charset);
+  if (encoding === 'quoted-printable') return toText(decodeQuotedPrintable(body), charset);
+  return body;
+}
+
+/** RFC 2045 6.7: `=XX` is a byte, `=` at a line end is a soft line break. */
+function decodeQuotedPrintable(text: string): Buffer {
+  const unwrapped = text.replace(/[ \t]+(?=\r?\n)/g, '').replace(/=\r?\n/g, '');
+  const bytes: number[] = [];
+  for (let i = 0; i < unwrapped.length; i += 1) {
+    const hex = unwrapped.slice(i + 1, i + 3);
+    if (unwrapped[i] === '=' && /^[0-9A-Fa-f]{2}$/.test(hex)) {
+      bytes.push(parseInt(hex, 16));
+      i += 2;
+    } else {
+      bytes.push(...Buffer.from(unwrapped[i]!, 'utf8'));
+    }
+  }
+  return Buffer.from(bytes);
+}
+
+/** RFC 2047 encoded words (`=?UTF-8?Q?...?=`, `=?UTF-8?B?...?=`) in a header value. */
+function decodeEncodedWords(value: string): string {
+  return value
+    .replace(/(\?=)\s+(?==\?)/g, '$1')
+    .replace(
+      /=\?([^?]+)\?([BbQq])\?([^?]*)\?=/g,
+      (_match, charset: string, kind: string, text: string) =>
+        kind.toUpperCase() === 'B'
+          ? toText(Buffer.from(text, 'base64'), charset)
+          : toText(decodeQuotedPrintable(text.replace(/_/g, ' ')), charset),
+    );
+}
+
+function toText(bytes: Buffer, charset: string | undefined): string {
+  return /^(iso-8859-1|latin1|us-ascii)$/i.test(charset ?? '')
+    ? bytes.toString('latin1')
+    : bytes.toString('utf8');
+}

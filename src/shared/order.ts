@@ -1,0 +1,48 @@
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+
+/**
+ * The order entity workflow: one per order, the only place where work on that order runs, one
+ * step at a time (the seed's WithoutOverlapping($orderId), without a lock cache). Payments reach
+ * it as signals; different orders are different workflows and run in parallel.
+ */
+
+/** Workflow ID of the entity workflow of one order. */
+export function orderWorkflowId(orderId: number): string {
+  return `order-${orderId}`;
+}
+
+/** A payment that was just recorded for the order, handed over by its payment workflow. */
+export interface OrderPaymentEvent {
+  eventId: string;
+  paymentId: number;
+  amount: number;
+  /**
+   * True for the payment that moved the order from pending to paid (decided atomically in the
+   * database): it owns the fulfilment. Any further payment is a double charge to review.
+   */
+  firstForOrder: boolean;
+}
+
+export interface OrderWorkflowInput {
+  orderId: number;
+  /** Carried over by continue-as-new: events not yet processed, and those already seen. */
+  pending?: OrderPaymentEvent[];
+  seenEventIds?: string[];
+}
+
+export interface OrderWorkflowResult {
+  orderId: number;
+  /** What this run did, in order. */
+  processed: Array<{ eventId: string; outcome: 'fulfilled' | 'refund_review' }>;
+}
+
+/** Where the order workflow stands; answered by the `state` query (Web UI, CLI). */
+export interface OrderWorkflowState {
+  orderId: number;
+  current: string | null;
+  pending: string[];
+  processed: OrderWorkflowResult['processed'];
+}
+
+export const paymentRecordedSignal = defineSignal<[OrderPaymentEvent]>('paymentRecorded');
+export const orderStateQuery = defineQuery<OrderWorkflowState>('state');

@@ -1,0 +1,242 @@
+import { createServer } from 'node:net';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger, type LogEntry } from '@temporalio/worker';
+import {
+  createMailActivities,
+  type MailActivityDeps,
+  type SendOrderConfirmationResult,
+} from '../../src/activities/mail-activities';
+import { createOrdersRepository, type OrdersRepository } from '../../src/db/repositories/orders';
+import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { FailureType } from '../../src/shared/errors';
+import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+
+// sendOrderConfirmation against a real database and a real SMTP session with the local sink:
+// the confirmation_sent_at guard, the deterministic Message-ID, and how SMTP failures are
+// classified for the retry policy.
+const FROM = 'Shop <shop@example.com>';
+
+// The activities' warnings, kept instead of printed, for the tests that assert on them.
+let warnings: LogEntry[] = [];
+const logger = new DefaultLogger('WARN', (entry) => warnings.push(entry));
+
+async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ApplicationFailure);
+  return error as ApplicationFailure;
+}
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
+  let handle: TestDatabaseHandle;
+  let sink: SmtpSink;
+  let orders: OrdersRepository;
+
+  beforeAll(async () => {
+    [handle, sink] = await Promise.all([create(), startSmtpSink()]);
+    orders = createOrdersRepository(handle.db);
+  });
+  afterAll(() => Promise.all([handle?.close(), sink?.close()]));
+  beforeEach(() => {
+    sink.reset();
+    warnings = [];
+  });
+
+  async function newOrderId(): Promise<number> {
+    const { order } = await orders.createWithIdempotencyKey({
+      userId: 7,
+      customerEmail: 'buyer@example.com',
+      totalAmount: 5_400,
+    });
+    return order.id;
+  }
+
+  function send(
+    orderId: number,
+    deps: Partial<MailActivityDeps> = {},
+  ): Promise<SendOrderConfirmationResult> {
+    const activities = createMailActivities({
+      orders,
+      smtpUrl: sink.url,
+      from: FROM,
+      timeouts: { stepMs: 1_000, sendMs: 3_000 },
+      ...deps,
+    });
+    return new MockActivityEnvironment({}, { logger }).run(
+      (input: { orderId: number }) => activities.sendOrderConfirmation(input),
+      { orderId },
+    );
+  }
+
+  const stampOf = async (orderId: number) => (await orders.findById(orderId))?.confirmationSentAt;
+
+  it('sends the confirmation with the deterministic Message-ID and then stamps confirmation_sent_at', async () => {
+    const orderId = await newOrderId();
+    const messageId = `<order-${orderId}-confirmation@example.com>`;
+    const before = Date.now();
+
+    await expect(send(orderId)).resolves.toEqual({ sent: true, messageId });
+
+    expect(sink.messages).toHaveLength(1);
+    expect(sink.messages[0]).toMatchObject({
+      envelopeFrom: 'shop@example.com',
+      envelopeTo: ['buyer@example.com'],
+      subject: `Order #${orderId} confirmed`,
+      messageId,
+    });
+    expect(sink.messages[0]!.text).toContain('Total amount: 5400');
+    const stamp = await stampOf(orderId);
+    expect(Date.parse(stamp!)).toBeGreaterThanOrEqual(before - 1_000);
+  });
+
+  it('skips an order whose confirmation is already stamped, sending no second mail', async () => {
+    const orderId = await newOrderId();
+    await send(orderId);
+    const stamp = await stampOf(orderId);
+
+    const again = await send(orderId);
+
+    expect(again).toEqual({
+      sent: false,
+      skipped: 'already-sent',
+      messageId: `<order-${orderId}-confirmation@example.com>`,
+    });
+    expect(sink.messages).toHaveLength(1);
+    expect(await stampOf(orderId)).toBe(stamp);
+  });
+
+  it('fails retryably with MailUnavailable on a 4xx reply, stamps nothing, and the retry sends one mail', async () => {
+    const orderId = await newOrderId();
+    sink.failNext(1, { code: 451, message: 'local error in processing' });
+
+    const failure = await failureOf(send(orderId));
+    expect(failure.type).toBe(FailureType.MailUnavailable);
+    expect(failure.nonRetryable).toBe(false);
+    expect(failure.details).toEqual([expect.objectContaining({ orderId, responseCode: 451 })]);
+    expect(await stampOf(orderId)).toBeNull();
+    expect(sink.messages).toHaveLength(0);
+
+    await expect(send(orderId)).resolves.toMatchObject({ sent: true });
+    expect(sink.messages).toHaveLength(1);
+    expect(await stampOf(orderId)).not.toBeNull();
+  });
+
+  it('fails non-retryably with MailRejected on a 5xx reply and stamps nothing', async () => {
+    const orderId = await newOrderId();
+    sink.setMode({ kind: 'reject', code: 550, message: 'mailbox unavailable' });
+
+    const failure = await failureOf(send(orderId));
+
+    expect(failure.type).toBe(FailureType.MailRejected);
+    expect(failure.nonRetryable).toBe(true);
+    expect(failure.message).toContain('mailbox unavailable');
+    expect(await stampOf(orderId)).toBeNull();
+  });
+
+  it('fails retryably with MailUnavailable when no mail server listens', async () => {
+    const orderId = await newOrderId();
+
+    const failure = await failureOf(
+      send(orderId, { smtpUrl: `smtp://127.0.0.1:${await closedPort()}` }),
+    );
+
+    expect(failure.type).toBe(FailureType.MailUnavailable);
+    expect(failure.nonRetryable).toBe(false);
+    expect(await stampOf(orderId)).toBeNull();
+  });
+
+  it('fails retryably when the server takes the mail but answers too late; the retry repeats it under the same Message-ID', async () => {
+    // The gap that remains: the server has the mail, we never learn it, nothing is stamped.
+    const orderId = await newOrderId();
+    sink.setMode({ kind: 'accept', delayMs: 2_000 });
+
+    const failure = await failureOf(send(orderId, { timeouts: { stepMs: 300, sendMs: 3_000 } }));
+    expect(failure.type).toBe(FailureType.MailUnavailable);
+    expect(await stampOf(orderId)).toBeNull();
+
+    sink.setMode({ kind: 'accept' });
+    await expect(send(orderId)).resolves.toMatchObject({ sent: true });
+
+    const ids = sink.messages.map((m) => m.messageId);
+    expect(ids).toEqual([
+      `<order-${orderId}-confirmation@example.com>`,
+      `<order-${orderId}-confirmation@example.com>`,
+    ]);
+    expect(await stampOf(orderId)).not.toBeNull();
+  });
+
+  it('gives up within the whole-send limit even when each step answers in time', async () => {
+    const orderId = await newOrderId();
+    sink.setMode({ kind: 'accept', delayMs: 1_500 });
+
+    const failure = await failureOf(send(orderId, { timeouts: { stepMs: 2_000, sendMs: 500 } }));
+
+    expect(failure.type).toBe(FailureType.MailUnavailable);
+    expect(failure.message).toContain('within 500 ms');
+  });
+
+  it('stops waiting for the server when the activity is cancelled, reporting the cancellation', async () => {
+    const orderId = await newOrderId();
+    sink.setMode({ kind: 'accept', delayMs: 2_000 });
+    const activities = createMailActivities({ orders, smtpUrl: sink.url, from: FROM });
+    const env = new MockActivityEnvironment({}, { logger });
+
+    const running = env.run(
+      (input: { orderId: number }) => activities.sendOrderConfirmation(input),
+      { orderId },
+    );
+    while (sink.messages.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    env.cancel();
+
+    await expect(running).rejects.toBeInstanceOf(CancelledFailure);
+    expect(await stampOf(orderId)).toBeNull();
+  });
+
+  it('lets concurrent calls for one order each send (same Message-ID) but stamps once: callers serialise per order', async () => {
+    // Send-then-stamp cannot stop two calls that both read "not sent yet"; the order workflow
+    // runs this activity one at a time per order. What still holds under the race: every copy
+    // names the same message, and the stamp is written once.
+    const orderId = await newOrderId();
+
+    const results = await Promise.all(Array.from({ length: 5 }, () => send(orderId)));
+
+    const messageId = `<order-${orderId}-confirmation@example.com>`;
+    expect(results.every((r) => r.messageId === messageId)).toBe(true);
+    const sent = results.filter((r) => r.sent).length;
+    expect(sent).toBeGreaterThanOrEqual(1);
+    expect(sink.messages).toHaveLength(sent);
+    // Every sender but the one that stamped first says it may have sent a duplicate.
+    const duplicates = warnings.filter((w) => w.message.includes('another attempt had stamped'));
+    expect(duplicates).toHaveLength(sent - 1);
+    expect(new Set(sink.messages.map((m) => m.messageId))).toEqual(new Set([messageId]));
+    expect(await stampOf(orderId)).not.toBeNull();
+  });
+
+  it('fails non-retryably with OrderNotFound for an order that does not exist, sending nothing', async () => {
+    const failure = await failureOf(send(987_654));
+
+    expect(failure.type).toBe(FailureType.OrderNotFound);
+    expect(failure.nonRetryable).toBe(true);
+    expect(sink.messages).toHaveLength(0);
+  });
+});
+
+describe('createMailActivities', () => {
+  it('refuses a sender address without a domain when built, not on every attempt', () => {
+    const orders = {} as OrdersRepository;
+    expect(() =>
+      createMailActivities({ orders, smtpUrl: 'smtp://127.0.0.1:1', from: 'shop' }),
+    ).toThrow(/no usable domain/);
+  });
+});
