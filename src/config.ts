@@ -117,7 +117,12 @@ const schema = z
     /** Port of the local SMTP sink that `npm start` runs when SMTP_URL is unset. */
     SMTP_SINK_PORT: port(2525),
     /** Makes each stock aggregation take at least this long: shows the schedule's overlap policy. */
-    STOCK_AGGREGATION_DELAY_MS: z.coerce.number().int().min(0).max(15 * 60_000).default(0),
+    STOCK_AGGREGATION_DELAY_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(15 * 60_000)
+      .default(0),
   })
   .superRefine((c, ctx) => {
     if (
@@ -160,7 +165,8 @@ const schema = z
       ctx.addIssue({
         code: 'custom',
         path: ['SMTP_URL'],
-        message: 'set it in production (smtp://user:pass@host:587); the local SMTP sink is for development only',
+        message:
+          'set it in production (smtp://user:pass@host:587); the local SMTP sink is for development only',
       });
     }
     if (!c.WAREHOUSE_API_URL) {

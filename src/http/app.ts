@@ -1,33 +1,69 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { Config } from '../config';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyServerOptions,
+} from 'fastify';
+import { type Config, WEBHOOK_SECURITY_DEFAULTS } from '../config';
 import type { createOrdersRepository, createPaymentsRepository } from '../db';
 import type { PaymentStarter } from '../temporal/payment-starter';
 import { registerErrorHandler } from './errors';
+import { createFailureLimiter } from './rate-limit';
 import { ordersRoutes } from './routes/orders';
 import { paymentWebhookRoutes } from './routes/payment-webhook';
+import { createWebhookVerifier } from './webhook-auth';
+
+/** Webhook hardening settings; each falls back to its config default when left out. */
+type WebhookSecurityConfig = Pick<
+  Config,
+  | 'PAYMENT_WEBHOOK_SECRET_PREVIOUS'
+  | 'WEBHOOK_SIGNATURE_SCHEME'
+  | 'WEBHOOK_TOLERANCE_SECONDS'
+  | 'WEBHOOK_AUTH_FAILURE_LIMIT'
+  | 'WEBHOOK_AUTH_FAILURE_WINDOW_SECONDS'
+  | 'WEBHOOK_AUTH_FAILURE_MAX_CLIENTS'
+  | 'HTTP_TRUST_PROXY'
+>;
 
 export interface AppDeps {
-  config: Pick<Config, 'PAYMENT_WEBHOOK_SECRET' | 'WEBHOOK_BODY_LIMIT_BYTES'>;
+  config: Pick<Config, 'PAYMENT_WEBHOOK_SECRET' | 'WEBHOOK_BODY_LIMIT_BYTES'> &
+    Partial<WebhookSecurityConfig>;
   /** Our pino logger; typed as Fastify's logger interface so routes see plain FastifyInstance. */
   logger: FastifyBaseLogger;
   payments: PaymentStarter;
   ordersRepository: ReturnType<typeof createOrdersRepository>;
   paymentsRepository: ReturnType<typeof createPaymentsRepository>;
+  /** Milliseconds since the epoch, for the signature's tolerance window and the rate limiter. */
+  now?: () => number;
 }
 
 /** Builds the HTTP app without listening, so tests can inject requests into it. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const config = withWebhookDefaults(deps.config);
   const app = Fastify({
     loggerInstance: deps.logger,
     requestIdHeader: 'x-request-id',
+    // request.ip is the key of the webhook's rate limit: behind a proxy it must be the client's.
+    trustProxy: config.HTTP_TRUST_PROXY as FastifyServerOptions['trustProxy'],
   });
   registerErrorHandler(app);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
 
   await app.register(paymentWebhookRoutes, {
-    secret: deps.config.PAYMENT_WEBHOOK_SECRET,
-    bodyLimitBytes: deps.config.WEBHOOK_BODY_LIMIT_BYTES,
+    verify: createWebhookVerifier({
+      scheme: config.WEBHOOK_SIGNATURE_SCHEME,
+      secret: config.PAYMENT_WEBHOOK_SECRET,
+      previousSecret: config.PAYMENT_WEBHOOK_SECRET_PREVIOUS,
+      toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
+      now: deps.now,
+    }),
+    failures: createFailureLimiter({
+      limit: config.WEBHOOK_AUTH_FAILURE_LIMIT,
+      windowMs: config.WEBHOOK_AUTH_FAILURE_WINDOW_SECONDS * 1000,
+      maxClients: config.WEBHOOK_AUTH_FAILURE_MAX_CLIENTS,
+      now: deps.now,
+    }),
+    bodyLimitBytes: config.WEBHOOK_BODY_LIMIT_BYTES,
     payments: deps.payments,
   });
   await app.register(ordersRoutes, {
@@ -35,4 +71,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     payments: deps.paymentsRepository,
   });
   return app;
+}
+
+function withWebhookDefaults(config: AppDeps['config']) {
+  const d = WEBHOOK_SECURITY_DEFAULTS;
+  return {
+    ...config,
+    WEBHOOK_SIGNATURE_SCHEME: config.WEBHOOK_SIGNATURE_SCHEME ?? d.WEBHOOK_SIGNATURE_SCHEME,
+    WEBHOOK_TOLERANCE_SECONDS: config.WEBHOOK_TOLERANCE_SECONDS ?? d.WEBHOOK_TOLERANCE_SECONDS,
+    WEBHOOK_AUTH_FAILURE_LIMIT: config.WEBHOOK_AUTH_FAILURE_LIMIT ?? d.WEBHOOK_AUTH_FAILURE_LIMIT,
+    WEBHOOK_AUTH_FAILURE_WINDOW_SECONDS:
+      config.WEBHOOK_AUTH_FAILURE_WINDOW_SECONDS ?? d.WEBHOOK_AUTH_FAILURE_WINDOW_SECONDS,
+    WEBHOOK_AUTH_FAILURE_MAX_CLIENTS:
+      config.WEBHOOK_AUTH_FAILURE_MAX_CLIENTS ?? d.WEBHOOK_AUTH_FAILURE_MAX_CLIENTS,
+    HTTP_TRUST_PROXY: config.HTTP_TRUST_PROXY ?? false,
+  };
 }

@@ -1,6 +1,11 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { signBody } from '../../src/http/signature';
+import { type AppDeps, buildApp } from '../../src/http/app';
+import { signBody, signTimestamped } from '../../src/http/signature';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
+import { createLogger } from '../../src/logger';
+import { paymentWorkflowId } from '../../src/shared/constants';
+import type { PaymentWorkflowInput } from '../../src/shared/payment';
+import type { PaymentStarter } from '../../src/temporal/payment-starter';
 
 export const TEST_WEBHOOK_SECRET = 'test-webhook-secret';
 
@@ -23,25 +28,93 @@ export function paymentEvent(
   };
 }
 
+export interface DeliveryOptions {
+  /** A fixed signature header value; null sends none. Default: signed with `secret`. */
+  signature?: string | null;
+  secret?: string;
+  /** Unix seconds: sends X-Payment-Timestamp and signs `<timestamp>.<body>` (timestamped scheme). */
+  timestamp?: number | string;
+  headers?: Record<string, string | string[]>;
+  remoteAddress?: string;
+}
+
 /** Delivers a webhook the way the provider does: raw bytes, signed with the shared secret. */
 export function deliverWebhook(
   app: FastifyInstance,
   body: unknown,
-  options: { signature?: string | null; secret?: string; headers?: Record<string, string> } = {},
+  options: DeliveryOptions = {},
 ): Promise<LightMyRequestResponse> {
   const raw = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+  const secret = options.secret ?? TEST_WEBHOOK_SECRET;
   const signature =
     options.signature === null
       ? undefined
-      : (options.signature ?? signBody(raw, options.secret ?? TEST_WEBHOOK_SECRET));
+      : (options.signature ??
+        (options.timestamp === undefined
+          ? signBody(raw, secret)
+          : signTimestamped(raw, options.timestamp, secret)));
   return app.inject({
     method: 'POST',
     url: PAYMENT_WEBHOOK_PATH,
     payload: raw,
+    remoteAddress: options.remoteAddress,
     headers: {
       'content-type': 'application/json',
       ...(signature === undefined ? {} : { 'x-payment-signature': signature }),
+      ...(options.timestamp === undefined
+        ? {}
+        : { 'x-payment-timestamp': String(options.timestamp) }),
       ...options.headers,
     },
+  });
+}
+
+/** A PaymentStarter that records what the webhook asked it to start, instead of Temporal. */
+export interface RecordingPaymentStarter extends PaymentStarter {
+  readonly starts: PaymentWorkflowInput[];
+}
+
+/** Reports a repeated event ID as a duplicate, as the real starter's ID policies do. */
+export function recordingPaymentStarter(): RecordingPaymentStarter {
+  const starts: PaymentWorkflowInput[] = [];
+  const seen = new Set<string>();
+  return {
+    starts,
+    start(input) {
+      starts.push(input);
+      const duplicate = seen.has(input.eventId);
+      seen.add(input.eventId);
+      return Promise.resolve({ workflowId: paymentWorkflowId(input.eventId), duplicate });
+    },
+  };
+}
+
+/**
+ * The app for webhook-only tests: orders routes get repositories that fail if ever called,
+ * so these tests need no database.
+ */
+export function buildWebhookApp(
+  deps: Pick<AppDeps, 'payments' | 'now'> &
+    Partial<Pick<AppDeps, 'logger'>> & { config?: Partial<AppDeps['config']> },
+): Promise<FastifyInstance> {
+  const unused = new Proxy(
+    {},
+    {
+      get() {
+        throw new Error('webhook tests use no orders or payments repository');
+      },
+    },
+  );
+  return buildApp({
+    config: {
+      PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
+      WEBHOOK_BODY_LIMIT_BYTES: 65536,
+      ...deps.config,
+    },
+    logger: deps.logger ?? createLogger({ LOG_LEVEL: 'silent' }),
+    payments: deps.payments,
+    now: deps.now,
+    ordersRepository: unused as AppDeps['ordersRepository'],
+    paymentsRepository: unused as AppDeps['paymentsRepository'],
   });
 }

@@ -3,11 +3,13 @@ import { z } from 'zod';
 import { EVENT_ID_PATTERN, PAYMENT_SUCCEEDED_EVENT } from '../../shared/constants';
 import { type PaymentStarter, TemporalUnavailableError } from '../../temporal/payment-starter';
 import { HttpError } from '../errors';
+import type { FailureLimiter } from '../rate-limit';
 import { formatIssues } from '../validation';
-import { isValidSignature } from '../signature';
+import type { WebhookVerifier } from '../webhook-auth';
+
+export { SIGNATURE_HEADER, TIMESTAMP_HEADER } from '../webhook-auth';
 
 export const PAYMENT_WEBHOOK_PATH = '/api/v1/webhooks/payment';
-export const SIGNATURE_HEADER = 'x-payment-signature';
 
 /** Every notification carries an event type; only some are ours to act on. */
 const envelopeSchema = z.object({ event: z.string().min(1).max(100) });
@@ -24,7 +26,10 @@ const paymentSucceededSchema = z.object({
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 export interface PaymentWebhookOptions {
-  secret: string;
+  /** The signature check (scheme, secrets, tolerance window). */
+  verify: WebhookVerifier;
+  /** Counts failed signature checks per client; a client over its budget gets 429. */
+  failures: FailureLimiter;
   bodyLimitBytes: number;
   payments: PaymentStarter;
 }
@@ -40,53 +45,88 @@ export async function paymentWebhookRoutes(app: FastifyInstance, options: Paymen
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
-  app.post(PAYMENT_WEBHOOK_PATH, { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
-    const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+  app.post(
+    PAYMENT_WEBHOOK_PATH,
+    {
+      bodyLimit: options.bodyLimitBytes,
+      // A client that keeps failing the signature check is refused before its body is buffered
+      // or any HMAC computed. Only failures count, so the provider's bursts are never refused.
+      onRequest: async (request) => {
+        const retryAfter = options.failures.retryAfterSeconds(request.ip);
+        if (retryAfter > 0) {
+          throw new HttpError(429, 'too many requests with a failed signature check', {
+            'retry-after': String(retryAfter),
+          });
+        }
+      },
+      // Fastify answers 415 to a Content-Type it cannot parse (";", "a/b/c") before any parser
+      // runs. The contract takes the bytes whatever type they claim, so the claim is set aside.
+      preParsing: async (request, _reply, payload) => {
+        request.headers['content-type'] = 'application/octet-stream';
+        return payload;
+      },
+    },
+    async (request, reply) => {
+      const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
 
-    const signature = request.headers[SIGNATURE_HEADER];
-    if (typeof signature !== 'string' || signature.length === 0) {
-      throw new HttpError(401, 'missing X-Payment-Signature header');
-    }
-    if (!isValidSignature(rawBody, signature.trim(), options.secret)) {
-      throw new HttpError(401, 'invalid signature');
-    }
-
-    const payload = parseJson(rawBody);
-    const envelope = envelopeSchema.safeParse(payload);
-    if (!envelope.success) throw new HttpError(400, formatIssues(envelope.error));
-
-    if (envelope.data.event !== PAYMENT_SUCCEEDED_EVENT) {
-      request.log.info({ event: envelope.data.event }, 'webhook ignored: event type not handled');
-      return reply.code(200).send({ status: 'ignored' });
-    }
-
-    const parsed = paymentSucceededSchema.safeParse(payload);
-    if (!parsed.success) throw new HttpError(400, formatIssues(parsed.error));
-    const { id: eventId, order_id: orderId, amount } = parsed.data;
-
-    try {
-      const started = await options.payments.start({ eventId, orderId, amount });
-      request.log.info(
-        { eventId, orderId, workflowId: started.workflowId, duplicate: started.duplicate },
-        started.duplicate
-          ? 'webhook accepted: duplicate delivery'
-          : 'webhook accepted: payment workflow started',
-      );
-      return reply
-        .code(200)
-        .header('x-workflow-id', started.workflowId)
-        .send({ status: 'accepted' });
-    } catch (err) {
-      if (err instanceof TemporalUnavailableError) {
-        request.log.warn(
-          { eventId, orderId, err: err.cause },
-          'webhook deferred: Temporal unavailable',
-        );
-        throw new HttpError(503, 'temporarily unavailable, please retry', { 'retry-after': '5' });
+      const auth = options.verify(rawBody, request.headers);
+      if (!auth.ok) {
+        if (options.failures.recordFailure(request.ip)) {
+          request.log.warn(
+            { clientIp: request.ip },
+            'webhook: client used up its budget of failed signature checks; refusing it for now',
+          );
+        }
+        throw new HttpError(401, auth.reason);
       }
-      throw err;
-    }
-  });
+      const { matchedSecret } = auth;
+
+      const payload = parseJson(rawBody);
+      const envelope = envelopeSchema.safeParse(payload);
+      if (!envelope.success) throw new HttpError(400, formatIssues(envelope.error));
+
+      if (envelope.data.event !== PAYMENT_SUCCEEDED_EVENT) {
+        request.log.info(
+          { event: envelope.data.event, matchedSecret },
+          'webhook ignored: event type not handled',
+        );
+        return reply.code(200).send({ status: 'ignored' });
+      }
+
+      const parsed = paymentSucceededSchema.safeParse(payload);
+      if (!parsed.success) throw new HttpError(400, formatIssues(parsed.error));
+      const { id: eventId, order_id: orderId, amount } = parsed.data;
+
+      try {
+        const started = await options.payments.start({ eventId, orderId, amount });
+        request.log.info(
+          {
+            eventId,
+            orderId,
+            workflowId: started.workflowId,
+            duplicate: started.duplicate,
+            matchedSecret,
+          },
+          started.duplicate
+            ? 'webhook accepted: duplicate delivery'
+            : 'webhook accepted: payment workflow started',
+        );
+        return reply
+          .code(200)
+          .header('x-workflow-id', started.workflowId)
+          .send({ status: 'accepted' });
+      } catch (err) {
+        if (err instanceof TemporalUnavailableError) {
+          request.log.warn(
+            { eventId, orderId, err: err.cause },
+            'webhook deferred: Temporal unavailable',
+          );
+          throw new HttpError(503, 'temporarily unavailable, please retry', { 'retry-after': '5' });
+        }
+        throw err;
+      }
+    },
+  );
 }
 
 function parseJson(raw: Buffer): unknown {
