@@ -1,0 +1,291 @@
+import type { FastifyInstance } from 'fastify';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import type {
+  ActivityInboundCallsInterceptor,
+  ActivityExecuteInput,
+  Next,
+} from '@temporalio/worker';
+import { Context } from '@temporalio/activity';
+import { buildApp } from '../../src/http/app';
+import { createLogger } from '../../src/logger';
+import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import {
+  createLoyaltyRepository,
+  createOrdersRepository,
+  createPaymentsRepository,
+  type DatabaseHandle,
+} from '../../src/db';
+import { paymentWorkflowId } from '../../src/shared/constants';
+import { orderWorkflowId } from '../../src/shared/order';
+import { refundReviewAlertWorkflowId } from '../../src/shared/alert';
+import { createPaymentStarter } from '../../src/temporal/payment-starter';
+import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import { createPaymentWorker } from '../../src/worker';
+import { testActivityDeps } from '../support/activity-deps';
+import { testDatabases } from '../support/databases';
+import { createDevServerEnv } from '../support/temporal';
+import { deliverWebhook, TEST_WEBHOOK_SECRET, uniqueEventId } from '../support/webhook';
+
+// Exactly-once effects under concurrency, against a real dev server and worker, on both
+// databases: duplicate storms, redelivery after the server forgot the workflow, double
+// charges, and per-order serialisation.
+let env: TestWorkflowEnvironment;
+
+beforeAll(async () => {
+  env = await createDevServerEnv({ fastDeletion: true });
+});
+afterAll(async () => {
+  await env?.teardown();
+});
+
+/** When each activity ran, and for which order: the evidence for serialisation. */
+interface ActivitySpan {
+  type: string;
+  orderId: number | undefined;
+  start: number;
+  end: number;
+}
+
+describe.each(testDatabases)('exactly-once effects ($name)', ({ create }) => {
+  let db: DatabaseHandle;
+  let warehouse: WarehouseSimulator;
+  let smtp: SmtpSink;
+  let app: FastifyInstance;
+  let worker: Worker;
+  let workerRun: Promise<void>;
+  const spans: ActivitySpan[] = [];
+
+  beforeAll(async () => {
+    db = await create();
+    warehouse = createWarehouseSimulator();
+    const warehouseUrl = await warehouse.listen(0);
+    smtp = await startSmtpSink();
+    worker = await createPaymentWorker({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      activities: testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
+      overrides: {
+        interceptors: {
+          workflowModules: [require.resolve('../../src/workflows/interceptors')],
+          activity: [() => ({ inbound: new SpanRecorder(spans) })],
+        },
+      },
+    });
+    workerRun = worker.run();
+    app = await buildApp({
+      config: { PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, WEBHOOK_BODY_LIMIT_BYTES: 65536 },
+      logger: createLogger({ LOG_LEVEL: 'silent' }),
+      payments: createPaymentStarter(env.client, { startTimeoutMs: 10_000 }),
+      ordersRepository: createOrdersRepository(db.db),
+      paymentsRepository: createPaymentsRepository(db.db),
+    });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    worker?.shutdown();
+    await workerRun;
+    await smtp?.close();
+    await warehouse?.close();
+    await db?.close();
+  });
+
+  async function newOrder(userId = 1): Promise<number> {
+    const { order } = await createOrdersRepository(db.db).createWithIdempotencyKey({
+      userId,
+      customerEmail: `user${userId}@example.com`,
+      totalAmount: 5400,
+    });
+    return order.id;
+  }
+
+  const event = (orderId: number, id = uniqueEventId()) => ({
+    id,
+    event: 'payment.succeeded',
+    order_id: orderId,
+    amount: 5400,
+  });
+
+  /** Waits until the order's workflow has nothing left to do. */
+  async function settled(orderId: number): Promise<void> {
+    await env.client.workflow.getHandle(orderWorkflowId(orderId)).result();
+  }
+
+  async function effectsOf(orderId: number) {
+    return {
+      payments: (await createPaymentsRepository(db.db).listByOrder(orderId)).length,
+      warehouseRequests: warehouse.requests.filter((r) => r.orderId === orderId).length,
+      mails: smtp.messages.filter((m) => m.messageId?.startsWith(`<order-${orderId}-`)).length,
+      points: (await createLoyaltyRepository(db.db).ledgerFor(1)).filter(
+        (e) => e.orderId === orderId,
+      ).length,
+    };
+  }
+
+  it('turns the same event delivered one after another into one execution and one of each effect', async () => {
+    const orderId = await newOrder();
+    const payload = event(orderId);
+    for (let i = 0; i < 5; i++) {
+      expect((await deliverWebhook(app, payload)).json()).toEqual({ status: 'accepted' });
+    }
+    await env.client.workflow.getHandle(paymentWorkflowId(payload.id)).result();
+    await settled(orderId);
+
+    expect(await effectsOf(orderId)).toEqual({
+      payments: 1,
+      warehouseRequests: 1,
+      mails: 1,
+      points: 1,
+    });
+    const runs = await env.client.workflow.count(`WorkflowId = "${paymentWorkflowId(payload.id)}"`);
+    expect(runs.count).toBe(1);
+  });
+
+  it('answers 1,000 concurrent deliveries of one event with 200 and starts one execution', async () => {
+    const orderId = await newOrder();
+    const payload = event(orderId);
+    const replies = await Promise.all(
+      Array.from({ length: 1000 }, () => deliverWebhook(app, payload)),
+    );
+
+    expect(replies.filter((r) => r.statusCode === 200)).toHaveLength(1000);
+    await env.client.workflow.getHandle(paymentWorkflowId(payload.id)).result();
+    await settled(orderId);
+    expect(await effectsOf(orderId)).toEqual({
+      payments: 1,
+      warehouseRequests: 1,
+      mails: 1,
+      points: 1,
+    });
+    const runs = await env.client.workflow.count(`WorkflowId = "${paymentWorkflowId(payload.id)}"`);
+    expect(runs.count).toBe(1);
+  });
+
+  it('doubles nothing when the event is redelivered after the server forgot the closed run', async () => {
+    const orderId = await newOrder();
+    const payload = event(orderId);
+    await deliverWebhook(app, payload);
+    const first = env.client.workflow.getHandle(paymentWorkflowId(payload.id));
+    await first.result();
+    await settled(orderId);
+
+    // What the namespace's retention does to a closed run, done now.
+    await env.client.workflowService.deleteWorkflowExecution({
+      namespace: env.namespace ?? 'default',
+      workflowExecution: { workflowId: paymentWorkflowId(payload.id) },
+    });
+    await eventually(async () => {
+      await expect(first.describe()).rejects.toThrow();
+    });
+
+    expect((await deliverWebhook(app, payload)).json()).toEqual({ status: 'accepted' });
+    const second = await env.client.workflow.getHandle(paymentWorkflowId(payload.id)).result();
+    expect(second).toMatchObject({ created: false, orderWorkflowId: null });
+    expect(await effectsOf(orderId)).toEqual({
+      payments: 1,
+      warehouseRequests: 1,
+      mails: 1,
+      points: 1,
+    });
+  });
+
+  it('records both payments of a double charge, fulfils once, and flags the order for refund review', async () => {
+    const orderId = await newOrder();
+    const [a, b] = [event(orderId), event(orderId)];
+    await Promise.all([deliverWebhook(app, a), deliverWebhook(app, b)]);
+    await env.client.workflow.getHandle(paymentWorkflowId(a.id)).result();
+    await env.client.workflow.getHandle(paymentWorkflowId(b.id)).result();
+    await settled(orderId);
+
+    expect(await effectsOf(orderId)).toEqual({
+      payments: 2,
+      warehouseRequests: 1,
+      mails: 1,
+      points: 1,
+    });
+    const order = await createOrdersRepository(db.db).findById(orderId);
+    expect(order).toMatchObject({ status: 'paid', shipmentStatus: 'requested' });
+    expect(order?.refundReviewRequestedAt).not.toBeNull();
+    // One refund-review alert, for whichever payment came second.
+    const alerts = await Promise.allSettled(
+      [a.id, b.id].map((id) =>
+        env.client.workflow.getHandle(refundReviewAlertWorkflowId(orderId, id)).describe(),
+      ),
+    );
+    expect(alerts.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+  });
+
+  it('never overlaps work on one order, while different orders proceed in parallel', async () => {
+    // A warehouse that takes a moment makes overlaps visible if they could happen.
+    warehouse.setMode({ kind: 'slow', delayMs: 1_000 }, 1_000);
+    spans.length = 0;
+    const [x, y] = [await newOrder(), await newOrder()];
+    // Order x: three payments at once (one fulfils, two are double charges); order y: one.
+    const payloads = [event(x), event(x), event(x), event(y)];
+    await Promise.all(payloads.map((p) => deliverWebhook(app, p)));
+    await Promise.all(
+      payloads.map((p) => env.client.workflow.getHandle(paymentWorkflowId(p.id)).result()),
+    );
+    await settled(x);
+    await settled(y);
+    warehouse.setMode({ kind: 'ok' });
+
+    const orderWork = (orderId: number) =>
+      spans
+        .filter((s) => s.orderId === orderId && ORDER_ACTIVITIES.has(s.type))
+        .sort((p, q) => p.start - q.start);
+    const xs = orderWork(x);
+    expect(xs.map((s) => s.type).filter((t) => t === 'requestRefundReview')).toHaveLength(2);
+    for (let i = 1; i < xs.length; i++) {
+      expect(xs[i]!.start).toBeGreaterThanOrEqual(xs[i - 1]!.end);
+    }
+    // Order y's warehouse call ran while order x's did: parallel across orders.
+    const callOf = (orderId: number) =>
+      orderWork(orderId).find((s) => s.type === 'notifyWarehouse')!;
+    const [cx, cy] = [callOf(x), callOf(y)];
+    expect(cx.start < cy.end && cy.start < cx.end).toBe(true);
+  });
+});
+
+/** The activities that act on an order (as opposed to recording a payment). */
+const ORDER_ACTIVITIES = new Set([
+  'notifyWarehouse',
+  'setShipmentStatus',
+  'sendOrderConfirmation',
+  'awardLoyaltyPoints',
+  'requestRefundReview',
+]);
+
+class SpanRecorder implements ActivityInboundCallsInterceptor {
+  constructor(private readonly spans: ActivitySpan[]) {}
+  async execute(
+    input: ActivityExecuteInput,
+    next: Next<ActivityInboundCallsInterceptor, 'execute'>,
+  ): Promise<unknown> {
+    const start = Date.now();
+    try {
+      return await next(input);
+    } finally {
+      const arg = input.args[0] as { orderId?: number } | undefined;
+      this.spans.push({
+        type: Context.current().info.activityType,
+        orderId: arg?.orderId,
+        start,
+        end: Date.now(),
+      });
+    }
+  }
+}
+
+async function eventually(check: () => Promise<void>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
