@@ -25,3 +25,9 @@ export function paymentWorkflowId(eventId: string): string {
 export function shipmentIdempotencyKey(orderId: number): string {
   return `order-${orderId}-shipment`;
 }
+
+/**
+ * Task queue of heavy, slow work (PDF invoices, batch exports) with its own worker pool, so a
+ * backlog there never delays user-facing work on `payments`.
+ */
+export const HEAVY_TASK_QUEUE = 'heavy';
