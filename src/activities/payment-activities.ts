@@ -42,6 +42,9 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
         providerEventId: input.eventId,
         orderId: input.orderId,
         amount: input.amount,
+        // An earlier attempt of this run may have committed the row and died before reporting:
+        // the run ID lets this attempt recognise the row as its own.
+        recordedByRunId: Context.current().info.workflowExecution?.runId,
       });
       switch (result.kind) {
         case 'created':

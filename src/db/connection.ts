@@ -125,7 +125,12 @@ function openPostgres(connectionString: string, options: DatabaseOptions): Datab
   });
   // Without a listener, an error on an idle client (e.g. the server restarting) is an unhandled
   // 'error' event and takes the whole process down; the pool already discards that client.
-  pool.on('error', options.onPoolError ?? reportPoolError);
+  const onError = options.onPoolError ?? reportPoolError;
+  pool.on('error', onError);
+  // The pool listens to idle clients only. A client checked out when the server goes away
+  // (a restart, a crash) emits 'error' too, besides failing its query; without a listener that
+  // event takes the whole worker down instead of failing one activity attempt.
+  pool.on('connect', (client) => client.on('error', onError));
   return toHandle(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres');
 }
 

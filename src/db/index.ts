@@ -29,4 +29,5 @@ export {
   type LoyaltyRepository,
 } from './repositories/loyalty';
 export * from './repositories/stock';
+export * from './repositories/order-export';
 export type { Database, OrderStatus, ShipmentStatus } from './schema';

@@ -42,6 +42,10 @@ export interface PaymentsTable {
   /** The provider's event ID: unique, so a redelivered event can never become a second payment. */
   provider_event_id: string;
   amount: number;
+  /** Workflow run that recorded it: a retry of that run's activity finds its own row. */
+  recorded_by_run_id: string | null;
+  /** 1 when this payment moved the order from pending to paid (it owns the fulfilment). */
+  first_for_order: ColumnType<number, number | undefined, number>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -92,6 +92,20 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     expect(firsts).toHaveLength(1);
   });
 
+  it('gives a retry of the same workflow run its own row back, with the same claim on the order', async () => {
+    const order = await newOrder();
+    const eventId = nextEventId();
+    const input = { providerEventId: eventId, orderId: order.id, amount: 5_400 };
+    // Attempt 1 commits and dies before reporting; attempt 2 of the same run comes back.
+    const first = await payments.recordPayment({ ...input, recordedByRunId: 'run-1' });
+    const retry = await payments.recordPayment({ ...input, recordedByRunId: 'run-1' });
+    const otherRun = await payments.recordPayment({ ...input, recordedByRunId: 'run-2' });
+    expect(first).toMatchObject({ kind: 'created', firstForOrder: true });
+    expect(retry).toMatchObject({ kind: 'created', firstForOrder: true });
+    expect(otherRun).toMatchObject({ kind: 'existing' });
+    expect(await payments.listByOrder(order.id)).toHaveLength(1);
+  });
+
   it('returns the recorded payment as existing when the same event comes again', async () => {
     const order = await newOrder();
     const input = { providerEventId: nextEventId(), orderId: order.id, amount: 5_400 };

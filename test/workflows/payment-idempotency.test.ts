@@ -108,4 +108,49 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
     expect((await orders.findById(orderId))?.refundReviewRequestedAt).toBeNull();
     expect((await orders.findById(orderId))?.shipmentStatus).toBe('requested');
   });
+  it('still fulfils the order when the attempt that committed the payment died before reporting', async () => {
+    const orders = createOrdersRepository(db.db);
+    const { order } = await orders.createWithIdempotencyKey({
+      userId: 1,
+      customerEmail: 'a@example.com',
+      totalAmount: 5400,
+    });
+    const activities = createActivities({
+      ...testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
+      client: env.client,
+    });
+    let attempts = 0;
+    const taskQueue = `test-${randomUUID()}`;
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: bundle,
+      activities: {
+        ...activities,
+        // The crash window: the row is committed, then the attempt is lost before it reports.
+        recordPayment: async (input: Parameters<typeof activities.recordPayment>[0]) => {
+          attempts += 1;
+          const result = await activities.recordPayment(input);
+          if (attempts === 1) throw new Error('worker died after the commit');
+          return result;
+        },
+      },
+    });
+    const input = { eventId: `evt_${randomUUID()}`, orderId: order.id, amount: 5400 };
+    const result = await worker.runUntil(async () => {
+      const r = await env.client.workflow.execute(paymentWorkflow, {
+        taskQueue,
+        workflowId: `crash-${input.eventId}`,
+        args: [input],
+        workflowExecutionTimeout: '1 hour',
+      });
+      await env.client.workflow.getHandle(orderWorkflowId(order.id)).result();
+      return r;
+    });
+
+    expect(attempts).toBe(2);
+    expect(result).toMatchObject({ created: true, orderWorkflowId: orderWorkflowId(order.id) });
+    expect(warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(1);
+    expect((await orders.findById(order.id))?.shipmentStatus).toBe('requested');
+  });
 });

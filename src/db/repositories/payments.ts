@@ -17,6 +17,11 @@ export interface RecordPaymentInput {
   providerEventId: string;
   orderId: number;
   amount: number;
+  /**
+   * The workflow run recording it. A second call from the same run (an activity retry after a
+   * crash that followed the commit) gets `created` again, with the same `firstForOrder`.
+   */
+  recordedByRunId?: string;
 }
 
 export type RecordPaymentResult =
@@ -61,6 +66,7 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
               order_id: input.orderId,
               provider_event_id: input.providerEventId,
               amount: input.amount,
+              recorded_by_run_id: input.recordedByRunId ?? null,
               created_at: now,
               updated_at: now,
             })
@@ -78,11 +84,15 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
               .where('id', '=', input.orderId)
               .where('status', '=', 'pending')
               .executeTakeFirst();
-            return {
-              kind: 'created',
-              payment: toPayment(inserted),
-              firstForOrder: claimed.numUpdatedRows > 0n,
-            };
+            const firstForOrder = claimed.numUpdatedRows > 0n;
+            if (firstForOrder) {
+              await trx
+                .updateTable('payments')
+                .set({ first_for_order: 1 })
+                .where('id', '=', inserted.id)
+                .execute();
+            }
+            return { kind: 'created', payment: toPayment(inserted), firstForOrder };
           }
 
           const recorded = await trx
@@ -91,9 +101,17 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
             .where('provider_event_id', '=', input.providerEventId)
             .executeTakeFirstOrThrow();
           const payment = toPayment(recorded);
-          return recorded.order_id === input.orderId && recorded.amount === input.amount
-            ? { kind: 'existing', payment }
-            : { kind: 'conflict', payment };
+          if (recorded.order_id !== input.orderId || recorded.amount !== input.amount) {
+            return { kind: 'conflict', payment };
+          }
+          // Our own row from an earlier attempt of this run: carry on where it left off.
+          if (
+            input.recordedByRunId !== undefined &&
+            recorded.recorded_by_run_id === input.recordedByRunId
+          ) {
+            return { kind: 'created', payment, firstForOrder: recorded.first_for_order === 1 };
+          }
+          return { kind: 'existing', payment };
         });
       } catch (error) {
         // The foreign key is what tells a missing order; asking first would race with the insert.
