@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
@@ -12,11 +14,45 @@ import {
   type DatabaseHandle,
 } from './db';
 import { createLogger } from './logger';
+import { startWorkerHealthServer } from './monitoring/worker-health';
 import { PAYMENTS_TASK_QUEUE } from './shared/constants';
-import { installTemporalRuntime } from './temporal/runtime';
+import { installTemporalRuntime, metricsAddressFrom } from './temporal/runtime';
 import { onShutdownSignal } from './process/shutdown';
 
 export type WorkerActivityDeps = Omit<ActivityDeps, 'client'>;
+
+/**
+ * The longest start-to-close timeout of any activity the `payments` worker runs: the stock
+ * aggregation (src/workflows/stock.ts, 10 minutes), which the Schedule starts on this queue. The
+ * next longest is the confirmation mail (15 s, src/workflows/order.ts). Raise it with any longer
+ * activity on this queue; lower it (to 15 s) if the aggregation moves to a queue of its own.
+ * test/operations/worker-settings.test.ts compares it with the workflows' timeouts.
+ */
+export const LONGEST_PAYMENTS_ACTIVITY_TIMEOUT_MS = 10 * 60_000;
+
+/**
+ * On SIGTERM the worker stops polling and lets in-flight activities finish for this long before
+ * it cancels them: the longest activity timeout, plus time to report the result. Within it no
+ * attempt is cut short by a deploy, so none is retried beside a half-done original. Process
+ * managers must wait longer still (deploy/: TimeoutStopSec, terminationGracePeriodSeconds).
+ */
+export const PAYMENTS_WORKER_SHUTDOWN_GRACE_MS = LONGEST_PAYMENTS_ACTIVITY_TIMEOUT_MS + 30_000;
+
+/**
+ * Past the grace time, cancelled activities get this long to acknowledge before `run()` gives up
+ * (GracefulShutdownPeriodExpiredError, exit 1) rather than hang the process forever.
+ */
+export const PAYMENTS_WORKER_SHUTDOWN_FORCE_MS = PAYMENTS_WORKER_SHUTDOWN_GRACE_MS + 30_000;
+
+/** Where `npm run build` writes the workflow bundle: next to the compiled worker, dist/. */
+export const WORKFLOW_BUNDLE_FILENAME = 'workflow-bundle.js';
+
+/** The workflow code of this worker: what the bundle build packs and what the worker loads. */
+export const PAYMENT_WORKFLOW_MODULES = {
+  workflowsPath: require.resolve('./workflows'),
+  // One alert for every workflow that ends Failed, whatever its type (src/workflows/interceptors.ts).
+  interceptorModules: [require.resolve('./workflows/interceptors')],
+};
 
 export interface PaymentWorkerOptions {
   connection: NativeConnection;
@@ -24,6 +60,12 @@ export interface PaymentWorkerOptions {
   /** Everything but the Temporal client, which is made on the worker's own connection. */
   activities: WorkerActivityDeps;
   taskQueue?: string;
+  /** A bundle built by `npm run build` (no webpack at start-up); unset: bundled from source. */
+  workflowBundlePath?: string;
+  /** Activity slots (default: the SDK's, 100). */
+  maxConcurrentActivities?: number;
+  /** Workflow task slots (default: the SDK's, 40). */
+  maxConcurrentWorkflowTasks?: number;
   /** Extra Worker options (tests: a prebuilt bundle, shorter shutdown grace time…). */
   overrides?: Partial<WorkerOptions>;
 }
@@ -37,15 +79,68 @@ export async function createPaymentWorker(options: PaymentWorkerOptions): Promis
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue ?? PAYMENTS_TASK_QUEUE,
-    workflowsPath: require.resolve('./workflows'),
-    // One alert for every workflow that ends Failed, whatever its type (src/workflows/interceptors.ts).
-    interceptors: { workflowModules: [require.resolve('./workflows/interceptors')] },
+    ...workflowCodeOptions(options.workflowBundlePath),
     activities: createActivities({
       ...options.activities,
       client: new Client({ connection: options.connection, namespace: options.namespace }),
     }),
+    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities,
+    maxConcurrentWorkflowTaskExecutions: options.maxConcurrentWorkflowTasks,
+    shutdownGraceTime: PAYMENTS_WORKER_SHUTDOWN_GRACE_MS,
+    shutdownForceTime: PAYMENTS_WORKER_SHUTDOWN_FORCE_MS,
     ...options.overrides,
   });
+}
+
+/**
+ * A prebuilt bundle already holds the interceptors (scripts/build-workflow-bundle.ts); without
+ * one, the worker bundles the workflows from source at start-up, which takes seconds.
+ */
+export function workflowCodeOptions(
+  bundlePath: string | undefined,
+): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'interceptors'> {
+  if (bundlePath) return { workflowBundle: { codePath: bundlePath } };
+  return {
+    workflowsPath: PAYMENT_WORKFLOW_MODULES.workflowsPath,
+    interceptors: { workflowModules: PAYMENT_WORKFLOW_MODULES.interceptorModules },
+  };
+}
+
+/**
+ * The bundle to load: WORKFLOW_BUNDLE_PATH when set (it must exist), else `workflow-bundle.js`
+ * next to this module when there is one. Compiled, that is dist/workflow-bundle.js from
+ * `npm run build`; run from src/ (npm start, tests), there is none, so a stale bundle in dist/
+ * never stands in for the source being edited.
+ */
+export function resolveWorkflowBundlePath(
+  setting: string | undefined,
+  moduleDir: string = __dirname,
+): string | undefined {
+  if (setting) {
+    const file = path.resolve(setting);
+    if (!existsSync(file)) {
+      throw new Error(
+        `WORKFLOW_BUNDLE_PATH: ${file} does not exist; build it with npm run build, or unset it`,
+      );
+    }
+    return file;
+  }
+  const beside = path.join(moduleDir, WORKFLOW_BUNDLE_FILENAME);
+  return existsSync(beside) ? beside : undefined;
+}
+
+/** The worker settings that come from configuration (slots, workflow bundle). */
+export function workerSettingsFromConfig(
+  config: Config,
+): Pick<
+  PaymentWorkerOptions,
+  'workflowBundlePath' | 'maxConcurrentActivities' | 'maxConcurrentWorkflowTasks'
+> {
+  return {
+    workflowBundlePath: resolveWorkflowBundlePath(config.WORKFLOW_BUNDLE_PATH),
+    maxConcurrentActivities: config.WORKER_MAX_CONCURRENT_ACTIVITIES,
+    maxConcurrentWorkflowTasks: config.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
+  };
 }
 
 /** Wires the activities' dependencies from configuration and the URLs the process resolved. */
@@ -78,9 +173,12 @@ async function main(): Promise<void> {
       'the standalone worker needs TEMPORAL_ADDRESS, WAREHOUSE_API_URL and SMTP_URL; `npm start` runs the embedded dev stack',
     );
   }
-  installTemporalRuntime(logger);
-  const db = createDatabase(config.DATABASE_URL);
+  const metricsAddress = metricsAddressFrom(config.WORKER_METRICS_ADDRESS);
+  installTemporalRuntime(logger, { metricsAddress });
+  const settings = workerSettingsFromConfig(config);
+  const db = createDatabase(config.DATABASE_URL, { poolMax: config.DATABASE_POOL_MAX });
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  let health: { close(): Promise<void> } | undefined;
   try {
     const worker = await createPaymentWorker({
       connection,
@@ -90,18 +188,37 @@ async function main(): Promise<void> {
         temporalUiUrl: config.TEMPORAL_UI_URL,
         smtpUrl: config.SMTP_URL,
       }),
+      ...settings,
     });
+    if (config.WORKER_HEALTH_ADDRESS) {
+      health = await startWorkerHealthServer({
+        address: config.WORKER_HEALTH_ADDRESS,
+        workers: [worker],
+      });
+    }
     onShutdownSignal((signal) => {
-      logger.info({ signal }, 'shutting down worker: finishing in-flight activities');
+      logger.info(
+        { signal, graceSeconds: PAYMENTS_WORKER_SHUTDOWN_GRACE_MS / 1000 },
+        'shutting down worker: finishing in-flight activities',
+      );
       worker.shutdown();
     });
     logger.info(
-      { taskQueue: PAYMENTS_TASK_QUEUE, namespace: config.TEMPORAL_NAMESPACE },
+      {
+        taskQueue: PAYMENTS_TASK_QUEUE,
+        namespace: config.TEMPORAL_NAMESPACE,
+        workflowBundle: settings.workflowBundlePath ?? '(bundled from source)',
+        maxConcurrentActivities: settings.maxConcurrentActivities,
+        maxConcurrentWorkflowTasks: settings.maxConcurrentWorkflowTasks,
+        metrics: metricsAddress ? `http://${metricsAddress}/metrics` : 'off',
+        health: config.WORKER_HEALTH_ADDRESS ?? 'off',
+      },
       'worker started',
     );
     await worker.run();
     logger.info('worker stopped');
   } finally {
+    await health?.close();
     await connection.close();
     await db.close();
   }

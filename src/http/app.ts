@@ -7,6 +7,8 @@ import { type Config, WEBHOOK_SECURITY_DEFAULTS } from '../config';
 import type { createOrdersRepository, createPaymentsRepository } from '../db';
 import type { PaymentStarter } from '../temporal/payment-starter';
 import { registerErrorHandler } from './errors';
+import { healthRoutes, type ReadinessCheck } from './health';
+import { createHttpMetrics, type HttpMetrics, registerHttpMetrics } from './metrics';
 import { createFailureLimiter } from './rate-limit';
 import { ordersRoutes } from './routes/orders';
 import { paymentWebhookRoutes } from './routes/payment-webhook';
@@ -34,6 +36,10 @@ export interface AppDeps {
   paymentsRepository: ReturnType<typeof createPaymentsRepository>;
   /** Milliseconds since the epoch, for the signature's tolerance window and the rate limiter. */
   now?: () => number;
+  /** What GET /readyz checks (database, Temporal); none: ready whenever the process answers. */
+  readiness?: readonly ReadinessCheck[];
+  /** Where GET /metrics counts; default: a registry of the app's own. */
+  metrics?: HttpMetrics;
 }
 
 /** Builds the HTTP app without listening, so tests can inject requests into it. */
@@ -46,8 +52,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: config.HTTP_TRUST_PROXY as FastifyServerOptions['trustProxy'],
   });
   registerErrorHandler(app);
+  const metrics = deps.metrics ?? createHttpMetrics();
+  registerHttpMetrics(app, metrics);
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  await app.register(healthRoutes, { readiness: deps.readiness ?? [] });
 
   await app.register(paymentWebhookRoutes, {
     verify: createWebhookVerifier({
@@ -64,7 +72,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       now: deps.now,
     }),
     bodyLimitBytes: config.WEBHOOK_BODY_LIMIT_BYTES,
-    payments: deps.payments,
+    payments: metrics.instrumentPaymentStarter(deps.payments),
   });
   await app.register(ordersRoutes, {
     orders: deps.ordersRepository,

@@ -1,10 +1,13 @@
 import { loadConfig } from '../config';
 import { createDatabase, createOrdersRepository, createPaymentsRepository } from '../db';
 import { createLogger } from '../logger';
+import { startWatchdogFromConfig } from '../monitoring';
 import { onShutdownSignal } from '../process/shutdown';
 import { createLazyClient } from '../temporal/client';
 import { createPaymentStarter } from '../temporal/payment-starter';
 import { buildApp } from './app';
+import { databaseReadiness, temporalReadiness } from './health';
+import { createHttpMetrics } from './metrics';
 
 /**
  * Production entry of the HTTP process: `node dist/http/server.js` (or `npm run http`). It needs
@@ -18,7 +21,7 @@ async function main(): Promise<void> {
       'the standalone HTTP server needs TEMPORAL_ADDRESS; `npm start` runs the embedded dev stack',
     );
   }
-  const db = createDatabase(config.DATABASE_URL);
+  const db = createDatabase(config.DATABASE_URL, { poolMax: config.DATABASE_POOL_MAX });
   const client = createLazyClient({
     address: config.TEMPORAL_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
@@ -29,9 +32,14 @@ async function main(): Promise<void> {
     payments: createPaymentStarter(client, { startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS }),
     ordersRepository: createOrdersRepository(db.db),
     paymentsRepository: createPaymentsRepository(db.db),
+    readiness: [databaseReadiness(db.db), temporalReadiness(client.connection)],
+    metrics: createHttpMetrics({ defaultMetrics: true }),
   });
+  // Here, not in a worker: a dead worker cannot report that it is dead.
+  const watchdog = startWatchdogFromConfig(config, client, logger, config.TEMPORAL_UI_URL);
   onShutdownSignal(async (signal) => {
     logger.info({ signal }, 'shutting down HTTP server: draining requests');
+    await watchdog?.stop();
     await app.close();
     await client.connection.close();
     await db.close();

@@ -9,21 +9,56 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
   ERROR: 'error',
 };
 
+/** Where `npm start` serves the worker's SDK metrics unless WORKER_METRICS_ADDRESS says otherwise. */
+export const DEV_WORKER_METRICS_ADDRESS = '127.0.0.1:9464';
+
+export interface TemporalRuntimeOptions {
+  /**
+   * host:port of a Prometheus endpoint (`/metrics`) for the SDK's own metrics: workflow and
+   * activity task latencies, slots in use, poll results, sticky cache. Unset: no endpoint.
+   */
+  metricsAddress?: string;
+}
+
 /**
  * Routes the SDK's own logs (native core, workflow `log`, activity `log`) into our structured
  * logger, so one sink holds everything with the SDK's metadata (workflowId, activityType…) as
- * fields. Must run once per process, before the first NativeConnection or Worker.
+ * fields, and serves the SDK's metrics to Prometheus when asked to. Must run once per process,
+ * before the first NativeConnection or Worker.
  *
  * Shutdown signals are left to the caller (empty list): the process entry decides the order in
  * which HTTP, worker and connections close.
  */
-export function installTemporalRuntime(logger: Logger): void {
+export function installTemporalRuntime(logger: Logger, options: TemporalRuntimeOptions = {}): void {
   const sdkLogger = logger.child({ component: 'temporal-sdk' });
-  Runtime.install({
-    logger: new DefaultLogger('INFO', (entry: LogEntry) => {
-      sdkLogger[PINO_LEVEL[entry.level]](entry.meta ?? {}, entry.message);
-    }),
-    telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } },
-    shutdownSignals: [],
-  });
+  try {
+    Runtime.install({
+      logger: new DefaultLogger('INFO', (entry: LogEntry) => {
+        sdkLogger[PINO_LEVEL[entry.level]](entry.meta ?? {}, entry.message);
+      }),
+      telemetryOptions: {
+        logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
+        ...(options.metricsAddress
+          ? { metrics: { prometheus: { bindAddress: options.metricsAddress } } }
+          : {}),
+      },
+      shutdownSignals: [],
+    });
+  } catch (error) {
+    if (!options.metricsAddress || !/prometheus/i.test(String(error))) throw error;
+    throw new Error(
+      `Cannot serve the worker's metrics on ${options.metricsAddress} (${(error as Error).message}): ` +
+        'set WORKER_METRICS_ADDRESS to a free host:port, or to off',
+      { cause: error },
+    );
+  }
+}
+
+/** The metrics address a process should use: `off` and unset mean none, unless a default is given. */
+export function metricsAddressFrom(
+  setting: string | undefined,
+  fallback?: string,
+): string | undefined {
+  if (setting === 'off') return undefined;
+  return setting ?? fallback;
 }

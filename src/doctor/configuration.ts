@@ -1,0 +1,114 @@
+import { type Config, ConfigError, loadConfig } from '../config';
+import { parseDatabaseUrl } from '../db';
+import { type CheckResult, result } from './types';
+
+/** Where the embedded dev server of `npm start` listens (src/main.ts). */
+export const DEV_TEMPORAL_ADDRESS = '127.0.0.1:7233';
+
+export interface ConfigurationCheck {
+  results: CheckResult[];
+  /**
+   * The settings the other checks run with. When the configuration is invalid only for
+   * production's stricter rules, they are read under the development rules, so the doctor still
+   * reports on the database and Temporal; undefined when even that fails.
+   */
+  config: Config | undefined;
+  /** Temporal to check: TEMPORAL_ADDRESS, or in development the embedded dev server's. */
+  temporalAddress: string | undefined;
+}
+
+/**
+ * The configuration as every process validates it at start-up (loadConfig: a production
+ * configuration that would run on the embedded dev server, the SMTP sink or the warehouse
+ * simulator is refused), plus what is allowed but unwise in production.
+ */
+export function checkConfiguration(env: NodeJS.ProcessEnv): ConfigurationCheck {
+  const production = env.NODE_ENV === 'production';
+  let config: Config | undefined;
+  const results: CheckResult[] = [];
+  try {
+    config = loadConfig(env);
+    results.push(
+      result(
+        'configuration',
+        'OK',
+        production
+          ? `production; Temporal at ${config.TEMPORAL_ADDRESS ?? '?'}`
+          : `${config.NODE_ENV}; ${config.TEMPORAL_ADDRESS ? `Temporal at ${config.TEMPORAL_ADDRESS}` : `embedded dev server (npm start) at ${DEV_TEMPORAL_ADDRESS}`}`,
+      ),
+    );
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    results.push(
+      result(
+        'configuration',
+        'FAIL',
+        error.problems.join('; '),
+        'set the variables named (README: Configuration); every process refuses to start like this',
+      ),
+    );
+    config = lenient(env);
+  }
+  if (config) results.push(...productionAdvice(config, production));
+  const temporalAddress =
+    config?.TEMPORAL_ADDRESS ?? (production ? undefined : DEV_TEMPORAL_ADDRESS);
+  return { results, config, temporalAddress };
+}
+
+function lenient(env: NodeJS.ProcessEnv): Config | undefined {
+  try {
+    return loadConfig({ ...env, NODE_ENV: 'development' });
+  } catch {
+    return undefined;
+  }
+}
+
+/** Allowed in production, but not what anybody should run it with unknowingly. */
+function productionAdvice(config: Config, production: boolean): CheckResult[] {
+  const results: CheckResult[] = [];
+  let dialect: string;
+  try {
+    dialect = parseDatabaseUrl(config.DATABASE_URL).dialect;
+  } catch {
+    dialect = 'unknown';
+  }
+  if (production && dialect === 'sqlite') {
+    results.push(
+      result(
+        'database engine',
+        'WARN',
+        'SQLite in production: every worker and HTTP process must run on this one machine',
+        'use PostgreSQL (DATABASE_URL=postgres://…) to run on more than one machine',
+      ),
+    );
+  } else {
+    results.push(result('database engine', 'OK', dialect));
+  }
+  if (production && !config.ALERT_WEBHOOK_URL) {
+    results.push(
+      result(
+        'alerts',
+        'WARN',
+        'no ALERT_WEBHOOK_URL: failed workflows and idle task queues are only logged',
+        'set ALERT_WEBHOOK_URL (a Slack-compatible incoming webhook)',
+      ),
+    );
+  } else if (production && config.TASK_QUEUE_NO_POLLER_ALERT_SECONDS === 0) {
+    results.push(
+      result(
+        'alerts',
+        'WARN',
+        'TASK_QUEUE_NO_POLLER_ALERT_SECONDS=0: nobody is told when the workers stop',
+        'set it (default 120) on at least one HTTP process',
+      ),
+    );
+  } else {
+    const sink = config.ALERT_WEBHOOK_URL ? new URL(config.ALERT_WEBHOOK_URL).host : 'log only';
+    const watchdog =
+      config.TASK_QUEUE_NO_POLLER_ALERT_SECONDS === 0
+        ? 'no-poller watchdog off'
+        : `no-poller alert after ${config.TASK_QUEUE_NO_POLLER_ALERT_SECONDS} s`;
+    results.push(result('alerts', 'OK', `${sink}; ${watchdog}`));
+  }
+  return results;
+}

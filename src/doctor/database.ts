@@ -1,0 +1,87 @@
+import { existsSync } from 'node:fs';
+import { Migrator } from 'kysely';
+import { createDatabase, knownMigrations, parseDatabaseUrl } from '../db';
+import { errorMessage, pingDatabase, withDeadline } from '../monitoring/probes';
+import { type CheckResult, result } from './types';
+
+/**
+ * The database answers, and every migration this build knows has been applied to it. Read-only:
+ * a missing SQLite file is reported, not created.
+ */
+export async function checkDatabase(
+  databaseUrl: string,
+  options: { timeoutMs: number },
+): Promise<CheckResult[]> {
+  const shown = redact(databaseUrl);
+  const skipMigrations = result('migrations', 'SKIP', 'database not reachable');
+  let location;
+  try {
+    location = parseDatabaseUrl(databaseUrl);
+  } catch (error) {
+    return [result('database', 'FAIL', errorMessage(error), 'fix DATABASE_URL'), skipMigrations];
+  }
+  if (location.dialect === 'sqlite' && location.filename !== ':memory:') {
+    if (!existsSync(location.filename)) {
+      return [
+        result(
+          'database',
+          'FAIL',
+          `no database file at ${location.filename}`,
+          'create and migrate it: npm run migrate (or fix DATABASE_URL)',
+        ),
+        skipMigrations,
+      ];
+    }
+  }
+
+  const handle = createDatabase(databaseUrl, { poolMax: 1 });
+  try {
+    try {
+      await withDeadline('the database', options.timeoutMs, () => pingDatabase(handle.db));
+    } catch (error) {
+      return [
+        result(
+          'database',
+          'FAIL',
+          `${shown}: ${errorMessage(error)}`,
+          'check DATABASE_URL, that the server is up, and that this machine may connect to it',
+        ),
+        skipMigrations,
+      ];
+    }
+    const database = result('database', 'OK', `${handle.dialect} ${shown}`);
+
+    // Kysely's own bookkeeping, read with stub migrations: nothing is run or created.
+    const names = knownMigrations();
+    const migrator = new Migrator({
+      db: handle.db,
+      provider: {
+        getMigrations: () =>
+          Promise.resolve(
+            Object.fromEntries(names.map((n) => [n, { up: () => Promise.resolve() }])),
+          ),
+      },
+    });
+    const state = await withDeadline('the database', options.timeoutMs, () =>
+      migrator.getMigrations(),
+    );
+    const pending = state.filter((m) => m.executedAt === undefined).map((m) => m.name);
+    const migrations =
+      pending.length === 0
+        ? result('migrations', 'OK', `all ${names.length} applied (latest ${names.at(-1) ?? '-'})`)
+        : result(
+            'migrations',
+            'FAIL',
+            `${pending.length} of ${names.length} not applied: ${pending.join(', ')}`,
+            'apply them before starting this build: npm run migrate',
+            ['npm run migrate'],
+          );
+    return [database, migrations];
+  } finally {
+    await handle.close();
+  }
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^:/@]*):[^@]*@/, '//$1:***@');
+}

@@ -1,0 +1,54 @@
+import { WATCHED_TASK_QUEUES } from '../monitoring';
+import { checkConfiguration, DEV_TEMPORAL_ADDRESS } from './configuration';
+import { checkDatabase } from './database';
+import { checkTemporal } from './temporal';
+import { type CheckResult, result } from './types';
+
+export { formatReport } from './report';
+export type { CheckResult, CheckStatus } from './types';
+
+export interface DoctorOptions {
+  env: NodeJS.ProcessEnv;
+  /** WARN when more tasks than this wait on a task queue. */
+  backlogWarnAt?: number;
+  /** Per call: a doctor that hangs on a dead server helps nobody. */
+  timeoutMs?: number;
+  /** Default: `payments` and `heavy`. */
+  taskQueues?: readonly string[];
+  now?: () => number;
+}
+
+export const DEFAULT_BACKLOG_WARN_AT = 100;
+const DEFAULT_TIMEOUT_MS = 5_000;
+
+/** Runs every check in order: configuration, database, Temporal. */
+export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const configuration = checkConfiguration(options.env);
+  const results = [...configuration.results];
+  const { config, temporalAddress } = configuration;
+  if (!config) {
+    results.push(result('database', 'SKIP', 'configuration unreadable'));
+    results.push(result('temporal', 'SKIP', 'configuration unreadable'));
+    return results;
+  }
+  results.push(...(await checkDatabase(config.DATABASE_URL, { timeoutMs })));
+  if (!temporalAddress) {
+    results.push(
+      result('temporal', 'SKIP', 'TEMPORAL_ADDRESS is not set: no server to check', 'set it'),
+    );
+    return results;
+  }
+  results.push(
+    ...(await checkTemporal({
+      address: temporalAddress,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueues: options.taskQueues ?? WATCHED_TASK_QUEUES,
+      backlogWarnAt: options.backlogWarnAt ?? DEFAULT_BACKLOG_WARN_AT,
+      timeoutMs,
+      devDefault: !config.TEMPORAL_ADDRESS && temporalAddress === DEV_TEMPORAL_ADDRESS,
+      now: options.now,
+    })),
+  );
+  return results;
+}

@@ -1,0 +1,301 @@
+import { Connection } from '@temporalio/client';
+import type { SearchAttributeType } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { errorMessage } from '../monitoring/probes';
+import {
+  describeBacklog,
+  describePollers,
+  POLLER_FRESH_MS,
+  type PollerSighting,
+} from '../monitoring/task-queue-pollers';
+import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../shared/constants';
+import { CUSTOM_SEARCH_ATTRIBUTES } from '../shared/search-attributes';
+import { type CheckResult, result } from './types';
+
+const { IndexedValueType } = temporal.api.enums.v1;
+
+export interface TemporalCheckOptions {
+  address: string;
+  namespace: string;
+  taskQueues: readonly string[];
+  /** WARN when more tasks than this wait on a queue. */
+  backlogWarnAt: number;
+  timeoutMs: number;
+  /** True when the address is the embedded dev server's default (the hint differs). */
+  devDefault: boolean;
+  now?: () => number;
+}
+
+/** How to start a worker for each queue, for the hint of an unpolled one. */
+const WORKER_COMMANDS: Record<string, string> = {
+  [PAYMENTS_TASK_QUEUE]: 'npm run worker',
+  [HEAVY_TASK_QUEUE]: 'npm run heavy-worker',
+};
+
+/** How `temporal operator search-attribute create --type` names each type. */
+const CLI_TYPE_NAMES: Record<SearchAttributeType, string> = {
+  TEXT: 'Text',
+  KEYWORD: 'Keyword',
+  INT: 'Int',
+  DOUBLE: 'Double',
+  BOOL: 'Bool',
+  DATETIME: 'Datetime',
+  KEYWORD_LIST: 'KeywordList',
+};
+
+/**
+ * Temporal as this system needs it: the server answers, the namespace exists, the custom search
+ * attributes the workflows set are registered, and every task queue has a live worker and no
+ * pile of waiting tasks.
+ */
+export async function checkTemporal(options: TemporalCheckOptions): Promise<CheckResult[]> {
+  const { address, namespace } = options;
+  const rest = (reason: string) => [
+    result('namespace', 'SKIP', reason),
+    result('search attributes', 'SKIP', reason),
+    ...options.taskQueues.flatMap((q) => [
+      result(`workers: ${q}`, 'SKIP', reason),
+      result(`backlog: ${q}`, 'SKIP', reason),
+    ]),
+  ];
+
+  let connection: Connection;
+  let version: string | undefined;
+  try {
+    connection = await Connection.connect({
+      address,
+      connectTimeout: options.timeoutMs,
+    });
+  } catch (error) {
+    return [unreachable(options, errorMessage(error)), ...rest('Temporal not reachable')];
+  }
+  try {
+    try {
+      const info = await within(connection, options.timeoutMs, () =>
+        connection.workflowService.getSystemInfo({}),
+      );
+      version = info.serverVersion ?? undefined;
+    } catch (error) {
+      return [unreachable(options, errorMessage(error)), ...rest('Temporal not reachable')];
+    }
+    const results = [
+      result('temporal', 'OK', `server ${version ?? '(version unknown)'} at ${address}`),
+    ];
+
+    const ns = await checkNamespace(connection, namespace, options.timeoutMs);
+    results.push(ns);
+    if (ns.status === 'FAIL') return [...results, ...rest('no namespace').slice(1)];
+
+    results.push(
+      await guarded('search attributes', () =>
+        checkSearchAttributes(connection, namespace, options.timeoutMs),
+      ),
+    );
+    for (const taskQueue of options.taskQueues) {
+      results.push(
+        await guarded(`workers: ${taskQueue}`, () => checkPollers(connection, taskQueue, options)),
+      );
+      results.push(
+        await guarded(`backlog: ${taskQueue}`, () => checkBacklog(connection, taskQueue, options)),
+      );
+    }
+    return results;
+  } finally {
+    await connection.close();
+  }
+}
+
+/** One call under a gRPC deadline: a hung server fails the check instead of hanging the doctor. */
+function within<T>(connection: Connection, timeoutMs: number, call: () => Promise<T>): Promise<T> {
+  return connection.withDeadline(Date.now() + timeoutMs, call);
+}
+
+/** A check whose call failed (timeout, permission) is a FAIL row, not the end of the report. */
+async function guarded(check: string, run: () => Promise<CheckResult>): Promise<CheckResult> {
+  try {
+    return await run();
+  } catch (error) {
+    return result(
+      check,
+      'FAIL',
+      `could not check: ${errorMessage(error)}`,
+      'run the doctor again; if it persists, check Temporal',
+    );
+  }
+}
+
+function unreachable(options: TemporalCheckOptions, reason: string): CheckResult {
+  return result(
+    'temporal',
+    'FAIL',
+    `cannot reach ${options.address}: ${reason}`,
+    options.devDefault
+      ? 'start the dev stack (npm start), or set TEMPORAL_ADDRESS'
+      : 'check TEMPORAL_ADDRESS and that the Temporal frontend is up and reachable from here',
+  );
+}
+
+async function checkNamespace(
+  connection: Connection,
+  namespace: string,
+  timeoutMs: number,
+): Promise<CheckResult> {
+  try {
+    const described = await within(connection, timeoutMs, () =>
+      connection.workflowService.describeNamespace({ namespace }),
+    );
+    const ttl = described.config?.workflowExecutionRetentionTtl;
+    const days = ttl?.seconds ? Number(ttl.seconds.toString()) / 86_400 : undefined;
+    return result(
+      'namespace',
+      'OK',
+      `${namespace}${days === undefined ? '' : ` (retention ${+days.toFixed(1)} d)`}`,
+    );
+  } catch (error) {
+    const command = `temporal operator namespace create --namespace ${namespace}`;
+    return result(
+      'namespace',
+      'FAIL',
+      `${namespace}: ${errorMessage(error)}`,
+      'create it, or set TEMPORAL_NAMESPACE to an existing one',
+      [command],
+    );
+  }
+}
+
+async function checkSearchAttributes(
+  connection: Connection,
+  namespace: string,
+  timeoutMs: number,
+): Promise<CheckResult> {
+  const response = await within(connection, timeoutMs, () =>
+    connection.operatorService.listSearchAttributes({ namespace }),
+  );
+  const registered = response.customAttributes ?? {};
+  const missing: string[] = [];
+  const wrongType: string[] = [];
+  for (const key of CUSTOM_SEARCH_ATTRIBUTES) {
+    const actual = registered[key.name];
+    if (actual === undefined) missing.push(key.name);
+    else if (actual !== IndexedValueType[`INDEXED_VALUE_TYPE_${key.type}`]) {
+      wrongType.push(`${key.name} is ${IndexedValueType[actual] ?? actual}, not ${key.type}`);
+    }
+  }
+  const names = CUSTOM_SEARCH_ATTRIBUTES.map((k) => `${k.name} (${k.type})`).join(', ');
+  if (missing.length === 0 && wrongType.length === 0) {
+    return result('search attributes', 'OK', `registered: ${names}`);
+  }
+  const commands = CUSTOM_SEARCH_ATTRIBUTES.filter((k) => missing.includes(k.name)).map(
+    (k) =>
+      `temporal operator search-attribute create --namespace ${namespace} --name ${k.name} --type ${CLI_TYPE_NAMES[k.type]}`,
+  );
+  const problems = [
+    ...(missing.length > 0 ? [`not registered: ${missing.join(', ')}`] : []),
+    ...wrongType,
+  ];
+  return result(
+    'search attributes',
+    'FAIL',
+    `${problems.join('; ')}: workflows that set them fail their workflow tasks`,
+    wrongType.length > 0
+      ? 'a name registered with another type must be renamed or removed by the cluster admin'
+      : 'register them (commands below)',
+    commands,
+  );
+}
+
+async function checkPollers(
+  connection: Connection,
+  taskQueue: string,
+  options: TemporalCheckOptions,
+): Promise<CheckResult> {
+  const now = (options.now ?? Date.now)();
+  const pollers = await describePollers(
+    connection,
+    options.namespace,
+    taskQueue,
+    options.timeoutMs,
+  );
+  const live = (list: PollerSighting[]) =>
+    list.filter((p) => p.lastPollAt && now - p.lastPollAt.getTime() <= POLLER_FRESH_MS);
+  const liveWorkflow = live(pollers.workflow);
+  const liveActivity = live(pollers.activity);
+  const name = `workers: ${taskQueue}`;
+  const start = WORKER_COMMANDS[taskQueue] ?? 'start its worker';
+
+  if (liveWorkflow.length === 0 && liveActivity.length === 0) {
+    const all = [...pollers.workflow, ...pollers.activity].sort(
+      (a, b) => (b.lastPollAt?.getTime() ?? 0) - (a.lastPollAt?.getTime() ?? 0),
+    );
+    const last = all[0];
+    const detail = last?.lastPollAt
+      ? `no worker polls; last poll ${ago(now - last.lastPollAt.getTime())} by ${last.identity}`
+      : 'no worker has polled it recently: its workflows and activities wait';
+    return result(name, 'FAIL', detail, `start a worker for it (${start}) and check its logs`);
+  }
+  const identities = describeIdentities([...liveWorkflow, ...liveActivity], now);
+  if (liveWorkflow.length === 0 || liveActivity.length === 0) {
+    const missing = liveWorkflow.length === 0 ? 'workflow' : 'activity';
+    return result(
+      name,
+      'WARN',
+      `${identities}; nobody polls its ${missing} tasks`,
+      `a worker that registers both workflows and activities for ${taskQueue} (${start})`,
+    );
+  }
+  return result(name, 'OK', identities);
+}
+
+async function checkBacklog(
+  connection: Connection,
+  taskQueue: string,
+  options: TemporalCheckOptions,
+): Promise<CheckResult> {
+  const name = `backlog: ${taskQueue}`;
+  const backlog = await describeBacklog(
+    connection,
+    options.namespace,
+    taskQueue,
+    options.timeoutMs,
+  );
+  if (!backlog) {
+    return result(
+      name,
+      'WARN',
+      'the server does not report task queue statistics',
+      'Temporal 1.25 or later reports them',
+    );
+  }
+  const oldest = backlog.count > 0 ? ` (oldest waits ${ago(backlog.oldestMs, '')})` : '';
+  const detail = `${backlog.count} task(s) waiting${oldest}`;
+  if (backlog.count > options.backlogWarnAt) {
+    return result(
+      name,
+      'WARN',
+      `${detail}, more than ${options.backlogWarnAt}`,
+      'workers are behind: add worker processes or slots (docs/operations.md, sizing)',
+    );
+  }
+  return result(name, 'OK', detail);
+}
+
+function describeIdentities(sightings: PollerSighting[], now: number): string {
+  const newest = new Map<string, number>();
+  for (const s of sightings) {
+    const at = s.lastPollAt?.getTime() ?? 0;
+    newest.set(s.identity, Math.max(newest.get(s.identity) ?? 0, at));
+  }
+  const shown = [...newest]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([identity, at]) => `${identity} (${ago(now - at)})`);
+  const more = newest.size > 3 ? `, and ${newest.size - 3} more` : '';
+  return `${newest.size} polling: ${shown.join(', ')}${more}`;
+}
+
+function ago(ms: number, suffix = ' ago'): string {
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  if (seconds < 120) return `${seconds} s${suffix}`;
+  const minutes = Math.round(seconds / 60);
+  return minutes < 120 ? `${minutes} min${suffix}` : `${Math.round(minutes / 60)} h${suffix}`;
+}

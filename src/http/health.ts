@@ -1,0 +1,118 @@
+import type { Connection } from '@temporalio/client';
+import type { FastifyInstance, LogLevel } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db';
+import {
+  DeadlineExceededError,
+  errorMessage,
+  pingDatabase,
+  pingTemporal,
+  withDeadline,
+} from '../monitoring/probes';
+
+/** One dependency the process needs before it can take traffic. */
+export interface ReadinessCheck {
+  name: string;
+  /** Settles by `deadline` (epoch ms) if it can; the probe answers by then either way. */
+  check: (deadline: number) => Promise<unknown>;
+}
+
+export interface HealthRoutesOptions {
+  /** What /readyz checks; none: ready whenever the process answers. */
+  readiness: readonly ReadinessCheck[];
+  /** Per check; a probe must answer well within the orchestrator's own probe timeout. */
+  timeoutMs?: number;
+}
+
+/**
+ * Ample for a healthy PostgreSQL or Temporal, even across zones; below the 3 s probe timeout of
+ * deploy/kubernetes, so a hung dependency gets a 503 with its name rather than a probe timeout.
+ */
+export const READINESS_TIMEOUT_MS = 2_000;
+
+/** The database answers a query (the pool hands out a working connection). */
+export function databaseReadiness(db: Kysely<Database>): ReadinessCheck {
+  return { name: 'database', check: () => pingDatabase(db) };
+}
+
+/**
+ * Temporal answers on the client's connection: the webhook can start workflows. Under a gRPC
+ * deadline: without one, the client retries an unreachable server for 20 s.
+ */
+export function temporalReadiness(
+  connection: Pick<Connection, 'workflowService' | 'withDeadline'>,
+): ReadinessCheck {
+  return {
+    name: 'temporal',
+    check: (deadline) => connection.withDeadline(deadline, () => pingTemporal(connection)),
+  };
+}
+
+/**
+ * `/healthz` (liveness): the process answers; nothing else is checked, so a Temporal outage
+ * never gets healthy processes restarted. `/readyz` (readiness): every dependency answered
+ * within the deadline, else 503, so a load balancer sends webhooks elsewhere and the provider's
+ * retries land on a process that can take them. The answer names which check failed, not why:
+ * the why (addresses, errors) goes to the log, once per change.
+ */
+export async function healthRoutes(app: FastifyInstance, options: HealthRoutesOptions) {
+  const timeoutMs = options.timeoutMs ?? READINESS_TIMEOUT_MS;
+  let wasReady: boolean | undefined;
+  // Checks that outlived their probe's answer. Closing waits for them, so the caller can close
+  // the connections they use right after (a gRPC retry on a closed channel throws).
+  const unsettled = new Set<Promise<unknown>>();
+  app.addHook('onClose', async () => {
+    await Promise.allSettled([...unsettled]);
+  });
+
+  // Probes come every few seconds: their request lines would drown the log.
+  const logLevel = quietLogLevel(app);
+  app.get('/healthz', { logLevel }, async () => ({ status: 'ok' }));
+
+  app.get('/readyz', { logLevel }, async (request, reply) => {
+    const results = await Promise.all(
+      options.readiness.map(async ({ name, check }) => {
+        const running = check(Date.now() + timeoutMs);
+        unsettled.add(running);
+        running.then(
+          () => unsettled.delete(running),
+          () => unsettled.delete(running),
+        );
+        try {
+          await withDeadline(name, timeoutMs, () => running);
+          return { name, ok: true, outcome: 'ok', error: undefined };
+        } catch (error) {
+          const outcome = isTimeout(error) ? 'timeout' : 'failed';
+          return { name, ok: false, outcome, error: errorMessage(error) };
+        }
+      }),
+    );
+    const ready = results.every((r) => r.ok);
+    if (ready !== wasReady) {
+      const failed = results.filter((r) => !r.ok).map(({ name, error }) => ({ name, error }));
+      if (ready) request.log.info('ready: every dependency answers');
+      else request.log.warn({ failed }, 'not ready: a dependency does not answer');
+      wasReady = ready;
+    }
+    return reply.code(ready ? 200 : 503).send({
+      status: ready ? 'ready' : 'unavailable',
+      checks: Object.fromEntries(results.map((r) => [r.name, r.outcome])),
+    });
+  });
+}
+
+// Ours, or the gRPC deadline's (DEADLINE_EXCEEDED is gRPC status 4).
+function isTimeout(error: unknown): boolean {
+  return error instanceof DeadlineExceededError || (error as { code?: unknown })?.code === 4;
+}
+
+const LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+/**
+ * The log level for routes that scrapers and probes call every few seconds: `warn`, or the app's
+ * own level when that is quieter (a route's level replaces the app's, it does not add to it).
+ */
+export function quietLogLevel(app: FastifyInstance): LogLevel {
+  const current = LEVELS.find((level) => level === app.log.level);
+  return current && LEVELS.indexOf(current) > LEVELS.indexOf('warn') ? current : 'warn';
+}

@@ -1,0 +1,144 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import type { PaymentStarter } from '../temporal/payment-starter';
+import { quietLogLevel } from './health';
+import { PAYMENT_WEBHOOK_PATH } from './routes/payment-webhook';
+
+/**
+ * Prometheus metrics of the HTTP process, served at GET /metrics:
+ *
+ * - `order_payments_webhook_deliveries_total{outcome}`: every webhook delivery by what became of
+ *   it: `accepted` (a workflow started), `duplicate` (already started: a provider retry),
+ *   `ignored` (an event type we do not handle), or the status code of a refusal (`400`, `401`,
+ *   `413`, `429`, `503`…). A rise in `401` is a wrong secret or an attack; any `503` is Temporal
+ *   out of reach.
+ * - `order_payments_webhook_duration_seconds{outcome}`: how long the provider waited.
+ * - `order_payments_http_request_duration_seconds{method,route,status_code}`: every route.
+ * - with `defaultMetrics`, Node's process metrics (CPU, memory, event-loop lag, GC).
+ */
+export interface HttpMetrics {
+  readonly registry: Registry;
+  /**
+   * Wraps the starter the webhook route uses, so the metrics can tell a first delivery from a
+   * duplicate: both answer 200 `accepted`, only the starter knows.
+   */
+  instrumentPaymentStarter(starter: PaymentStarter): PaymentStarter;
+}
+
+export interface HttpMetricsOptions {
+  /**
+   * Node's process metrics too. Once per process: the HTTP entries turn it on; tests and
+   * scripts that build many apps leave it off.
+   */
+  defaultMetrics?: boolean;
+}
+
+// Webhook answers take milliseconds when Temporal is healthy and up to the start timeout
+// (TEMPORAL_START_TIMEOUT_MS, 5 s by default) when it is not: buckets cover both ends.
+const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+interface DeliveryScope {
+  duplicate?: boolean;
+}
+
+interface Internals {
+  deliveries: Counter<'outcome'>;
+  webhookDuration: Histogram<'outcome'>;
+  requestDuration: Histogram<'method' | 'route' | 'status_code'>;
+  scope: AsyncLocalStorage<DeliveryScope>;
+  scopes: WeakMap<FastifyRequest, DeliveryScope>;
+}
+
+const internals = new WeakMap<HttpMetrics, Internals>();
+
+export function createHttpMetrics(options: HttpMetricsOptions = {}): HttpMetrics {
+  // A registry per app, not prom-client's global one: two apps in one process (tests) never
+  // collide on a metric name.
+  const registry = new Registry();
+  if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
+  const scope = new AsyncLocalStorage<DeliveryScope>();
+  const metrics: HttpMetrics = {
+    registry,
+    instrumentPaymentStarter: (starter) => ({
+      async start(input) {
+        const started = await starter.start(input);
+        const current = scope.getStore();
+        if (current) current.duplicate = started.duplicate;
+        return started;
+      },
+    }),
+  };
+  internals.set(metrics, {
+    deliveries: new Counter({
+      name: 'order_payments_webhook_deliveries_total',
+      help: 'Payment webhook deliveries by outcome: accepted, duplicate, ignored, or the refusal status code',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    webhookDuration: new Histogram({
+      name: 'order_payments_webhook_duration_seconds',
+      help: 'Time to answer a payment webhook delivery, by outcome',
+      labelNames: ['outcome'],
+      buckets: LATENCY_BUCKETS_SECONDS,
+      registers: [registry],
+    }),
+    requestDuration: new Histogram({
+      name: 'order_payments_http_request_duration_seconds',
+      help: 'Time to answer an HTTP request, by method, route and status code',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: LATENCY_BUCKETS_SECONDS,
+      registers: [registry],
+    }),
+    scope,
+    scopes: new WeakMap(),
+  });
+  return metrics;
+}
+
+/**
+ * Adds the measuring hooks and GET /metrics to the app. Call it on the root instance before any
+ * route is registered, so its hooks reach every route.
+ */
+export function registerHttpMetrics(app: FastifyInstance, metrics: HttpMetrics): void {
+  const m = internals.get(metrics);
+  if (!m) throw new Error('registerHttpMetrics needs metrics made by createHttpMetrics');
+
+  // The handler and the starter it calls run inside this scope, where the starter leaves the
+  // duplicate flag. preValidation runs after the body is read: the body's stream events would
+  // otherwise carry the handler out of an earlier scope.
+  app.addHook('preValidation', (request, _reply, done) => {
+    if (!isWebhook(request)) return done();
+    const delivery: DeliveryScope = {};
+    m.scopes.set(request, delivery);
+    m.scope.run(delivery, done);
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const seconds = reply.elapsedTime / 1000;
+    const route = request.routeOptions.url ?? 'unmatched';
+    m.requestDuration.observe(
+      { method: request.method, route, status_code: String(reply.statusCode) },
+      seconds,
+    );
+    if (!isWebhook(request)) return;
+    const outcome = webhookOutcome(reply, m.scopes.get(request));
+    m.deliveries.inc({ outcome });
+    m.webhookDuration.observe({ outcome }, seconds);
+  });
+
+  app.get('/metrics', { logLevel: quietLogLevel(app) }, async (_request, reply) =>
+    reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+  );
+}
+
+function isWebhook(request: FastifyRequest): boolean {
+  return request.method === 'POST' && request.routeOptions.url === PAYMENT_WEBHOOK_PATH;
+}
+
+function webhookOutcome(reply: FastifyReply, delivery: DeliveryScope | undefined): string {
+  if (reply.statusCode !== 200) return String(reply.statusCode);
+  // The route names the workflow on every delivery it queued, and on no ignored one.
+  if (reply.getHeader('x-workflow-id') === undefined) return 'ignored';
+  return delivery?.duplicate ? 'duplicate' : 'accepted';
+}

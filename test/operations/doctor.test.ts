@@ -1,0 +1,181 @@
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { main } from '../../src/cli/doctor';
+import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../../src/shared/constants';
+import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
+import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { createDevServerEnv } from '../support/temporal';
+import { eventually } from './helpers';
+
+// `npm run doctor` against real dev servers and fresh databases: each check turns FAIL when what
+// it checks is broken, and the exit code says whether anything failed.
+const sqlite = testDatabases.find((d) => d.name === 'sqlite')!;
+let withAttributes: TestWorkflowEnvironment;
+let withoutAttributes: TestWorkflowEnvironment;
+let migrated: TestDatabaseHandle;
+let unmigrated: TestDatabaseHandle;
+let workflowCode: string;
+const stops: Array<() => Promise<void>> = [];
+
+beforeAll(async () => {
+  [withAttributes, withoutAttributes, migrated, unmigrated, { code: workflowCode }] =
+    await Promise.all([
+      createDevServerEnv({ searchAttributes: [...CUSTOM_SEARCH_ATTRIBUTES] }),
+      createDevServerEnv({ searchAttributes: [] }),
+      sqlite.create(),
+      sqlite.create({ migrate: false }),
+      bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows') }),
+    ]);
+});
+afterAll(async () => {
+  for (const stop of stops) await stop();
+  await Promise.all([migrated?.close(), unmigrated?.close()]);
+  await Promise.all([withAttributes?.teardown(), withoutAttributes?.teardown()]);
+});
+
+async function doctor(env: NodeJS.ProcessEnv, argv: string[] = []) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(argv, { out: (t) => out.push(t), err: (t) => err.push(t), env });
+  const text = out.join('\n');
+  const status = (check: string) =>
+    new RegExp(`^${check}\\s+(OK|WARN|FAIL|SKIP)\\s`, 'm').exec(text)?.[1];
+  const line = (check: string) => text.split('\n').find((l) => l.startsWith(`${check} `)) ?? '';
+  return { code, text, err: err.join('\n'), status, line };
+}
+
+function settings(server: TestWorkflowEnvironment, db: TestDatabaseHandle): NodeJS.ProcessEnv {
+  return {
+    NODE_ENV: 'development',
+    TEMPORAL_ADDRESS: server.address,
+    TEMPORAL_NAMESPACE: server.namespace ?? 'default',
+    DATABASE_URL: db.url,
+  };
+}
+
+async function startWorker(server: TestWorkflowEnvironment, taskQueue: string) {
+  const worker = await Worker.create({
+    connection: server.nativeConnection,
+    namespace: server.namespace ?? 'default',
+    taskQueue,
+    workflowBundle: { code: workflowCode },
+    activities: { noop: () => Promise.resolve() },
+  });
+  const running = worker.run();
+  stops.push(async () => {
+    worker.shutdown();
+    await running;
+  });
+}
+
+describe('npm run doctor', () => {
+  it('fails (exit 1) on every task queue no worker polls', async () => {
+    const report = await doctor(settings(withAttributes, migrated));
+    expect(report.status('workers: payments')).toBe('FAIL');
+    expect(report.status('workers: heavy')).toBe('FAIL');
+    expect(report.line('workers: payments')).toContain('npm run worker');
+    expect(report.status('search attributes')).toBe('OK');
+    expect(report.status('migrations')).toBe('OK');
+    expect(report.code).toBe(1);
+  });
+
+  it('passes (exit 0) with every check OK when workers poll, attributes are registered and the DB is migrated', async () => {
+    await startWorker(withAttributes, PAYMENTS_TASK_QUEUE);
+    await startWorker(withAttributes, HEAVY_TASK_QUEUE);
+    const report = await doctor(settings(withAttributes, migrated));
+    const checks = [
+      'configuration',
+      'database engine',
+      'alerts',
+      'database',
+      'migrations',
+      'temporal',
+      'namespace',
+      'search attributes',
+      'workers: payments',
+      'backlog: payments',
+      'workers: heavy',
+      'backlog: heavy',
+    ];
+    expect(checks.map((c) => [c, report.status(c)])).toEqual(checks.map((c) => [c, 'OK']));
+    expect(report.line('workers: payments')).toMatch(/1 polling: \d+@\S+ \(\d+ s ago\)/);
+    expect(report.line('temporal')).toContain(`server 1.`);
+    expect(report.text).toContain('All checks OK.');
+    expect(report.code).toBe(0);
+  });
+
+  it('fails (exit 1) when the database lacks migrations, naming them and the command', async () => {
+    const report = await doctor(settings(withAttributes, unmigrated));
+    expect(report.status('database')).toBe('OK');
+    expect(report.status('migrations')).toBe('FAIL');
+    expect(report.line('migrations')).toContain('0001_create_orders_and_payments');
+    expect(report.text).toMatch(/To fix:\n {2}npm run migrate/);
+    expect(report.status('workers: payments')).toBe('OK');
+    expect(report.code).toBe(1);
+  });
+
+  it('fails (exit 1) when the custom search attributes are not registered, printing the commands', async () => {
+    const report = await doctor(settings(withoutAttributes, migrated));
+    expect(report.status('search attributes')).toBe('FAIL');
+    expect(report.line('search attributes')).toContain('OrderId');
+    expect(report.text).toContain(
+      'temporal operator search-attribute create --namespace default --name OrderId --type Int',
+    );
+    expect(report.text).toContain(
+      'temporal operator search-attribute create --namespace default --name PaymentEventId --type Keyword',
+    );
+    expect(report.code).toBe(1);
+  });
+
+  it('warns about a backlog above the threshold', async () => {
+    for (let i = 0; i < 3; i++) {
+      await withoutAttributes.client.workflow.start('paymentWorkflow', {
+        taskQueue: PAYMENTS_TASK_QUEUE,
+        workflowId: `doctor-backlog-${i}`,
+        args: [{ eventId: `evt-${i}`, orderId: 1, amount: 1 }],
+      });
+    }
+    // The server's statistics are approximate and catch up within a second or so.
+    await eventually(async () => {
+      const report = await doctor(settings(withoutAttributes, migrated), ['--backlog-warn', '2']);
+      expect(report.status('backlog: payments')).toBe('WARN');
+      expect(report.line('backlog: payments')).toContain('3 task(s) waiting');
+      expect(report.status('backlog: heavy')).toBe('OK');
+    });
+  });
+
+  it('fails the configuration of production without TEMPORAL_ADDRESS (the embedded dev server)', async () => {
+    const report = await doctor({
+      NODE_ENV: 'production',
+      DATABASE_URL: migrated.url,
+      PAYMENT_WEBHOOK_SECRET: 'a-real-provider-secret-0123456789',
+      SMTP_URL: 'smtp://mail.example.com:587',
+      WAREHOUSE_API_URL: 'https://warehouse.example.com',
+      ALERT_WEBHOOK_URL: 'https://hooks.example.com/alerts',
+    });
+    expect(report.status('configuration')).toBe('FAIL');
+    expect(report.line('configuration')).toContain('TEMPORAL_ADDRESS');
+    expect(report.status('temporal')).toBe('SKIP');
+    // The rest is still checked, read under the development rules.
+    expect(report.status('migrations')).toBe('OK');
+    expect(report.status('database engine')).toBe('WARN');
+    expect(report.code).toBe(1);
+  });
+
+  it('fails when Temporal is unreachable, skipping what depends on it', async () => {
+    const report = await doctor({
+      ...settings(withAttributes, migrated),
+      TEMPORAL_ADDRESS: '127.0.0.1:1',
+    });
+    expect(report.status('temporal')).toBe('FAIL');
+    expect(report.line('temporal')).toContain('cannot reach 127.0.0.1:1');
+    expect(report.status('search attributes')).toBe('SKIP');
+    expect(report.code).toBe(1);
+  });
+
+  it('refuses a wrong command line with exit 2', async () => {
+    const report = await doctor(settings(withAttributes, migrated), ['--backlog-warn', 'lots']);
+    expect(report.code).toBe(2);
+    expect(report.err).toContain('--backlog-warn takes a whole number');
+  });
+});

@@ -1,0 +1,93 @@
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { FastifyInstance } from 'fastify';
+import { type AppDeps, buildApp } from '../../src/http/app';
+import { databaseReadiness, temporalReadiness } from '../../src/http/health';
+import { createLogger } from '../../src/logger';
+import { createLazyClient } from '../../src/temporal/client';
+import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { createDevServerEnv } from '../support/temporal';
+import { recordingPaymentStarter, TEST_WEBHOOK_SECRET } from '../support/webhook';
+
+// /healthz: the process answers. /readyz: the database and Temporal answer within a short
+// deadline, else 503, so a load balancer stops sending webhooks to a process that cannot queue them.
+const sqlite = testDatabases.find((d) => d.name === 'sqlite')!;
+let env: TestWorkflowEnvironment;
+let db: TestDatabaseHandle;
+let app: FastifyInstance | undefined;
+
+beforeAll(async () => {
+  env = await createDevServerEnv();
+  db = await sqlite.create();
+});
+afterAll(async () => {
+  await db?.close();
+  await env?.teardown();
+});
+afterEach(async () => {
+  await app?.close();
+  app = undefined;
+});
+
+function build(readiness: AppDeps['readiness']): Promise<FastifyInstance> {
+  const unused = {};
+  return buildApp({
+    config: { PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, WEBHOOK_BODY_LIMIT_BYTES: 65536 },
+    logger: createLogger({ LOG_LEVEL: 'silent' }),
+    payments: recordingPaymentStarter(),
+    ordersRepository: unused as AppDeps['ordersRepository'],
+    paymentsRepository: unused as AppDeps['paymentsRepository'],
+    readiness,
+  });
+}
+
+it('is ready (200) when the database and Temporal both answer', async () => {
+  app = await build([databaseReadiness(db.db), temporalReadiness(env.client.connection)]);
+  const response = await app.inject({ method: 'GET', url: '/readyz' });
+  expect(response.statusCode).toBe(200);
+  expect(response.json()).toEqual({
+    status: 'ready',
+    checks: { database: 'ok', temporal: 'ok' },
+  });
+});
+
+it('is not ready (503) within the deadline when Temporal is unreachable, and stays live', async () => {
+  const unreachable = createLazyClient({ address: '127.0.0.1:1', namespace: 'default' });
+  try {
+    app = await build([databaseReadiness(db.db), temporalReadiness(unreachable.connection)]);
+    const started = Date.now();
+    const response = await app.inject({ method: 'GET', url: '/readyz' });
+    // The lazy connection would keep trying for 20 s; the probe answers after its 2 s deadline.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(response.statusCode).toBe(503);
+    expect(response.json()).toEqual({
+      status: 'unavailable',
+      checks: { database: 'ok', temporal: 'timeout' },
+    });
+    // Liveness does not depend on Temporal: restarting the process would not bring it back.
+    const live = await app.inject({ method: 'GET', url: '/healthz' });
+    expect(live.statusCode).toBe(200);
+  } finally {
+    // The app first: closing waits for the probe's call, which the connection must outlive.
+    await app?.close();
+    app = undefined;
+    await unreachable.connection.close();
+  }
+});
+
+it('is not ready (503) when the database fails', async () => {
+  const closed = await sqlite.create();
+  await closed.close();
+  app = await build([databaseReadiness(closed.db), temporalReadiness(env.client.connection)]);
+  const response = await app.inject({ method: 'GET', url: '/readyz' });
+  expect(response.statusCode).toBe(503);
+  expect(response.json()).toEqual({
+    status: 'unavailable',
+    checks: { database: 'failed', temporal: 'ok' },
+  });
+});
+
+it('keeps /healthz and a /readyz without checks for callers that pass no readiness', async () => {
+  app = await build(undefined);
+  expect((await app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({ status: 'ok' });
+  expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+});

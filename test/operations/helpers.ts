@@ -1,0 +1,119 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+
+/** Retries an assertion until it passes or the time is up; fails with its last error. */
+export async function eventually<T>(
+  check: () => Promise<T> | T,
+  { timeoutMs = 30_000, intervalMs = 200 } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await delay(intervalMs);
+    }
+  }
+}
+
+/** A local HTTP endpoint standing in for the Slack-compatible alert sink. */
+export interface AlertSink {
+  url: string;
+  received: Array<{
+    headers: IncomingHttpHeaders;
+    body: { text: string; alert: Record<string, unknown> };
+  }>;
+  /** Status to answer with (200 unless told otherwise). */
+  status: number;
+  close(): Promise<void>;
+}
+
+export async function startAlertSink(): Promise<AlertSink> {
+  const sink: AlertSink = { url: '', received: [], status: 200, close: () => Promise.resolve() };
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (c: Buffer) => chunks.push(c));
+    request.on('end', () => {
+      if (sink.status === 200) {
+        sink.received.push({
+          headers: request.headers,
+          body: JSON.parse(
+            Buffer.concat(chunks).toString('utf8'),
+          ) as AlertSink['received'][number]['body'],
+        });
+      }
+      response.writeHead(sink.status).end('ok');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  sink.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/alerts`;
+  sink.close = () =>
+    new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    });
+  return sink;
+}
+
+/** A free TCP port on 127.0.0.1 (free when probed; good enough for a test's child process). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+/** The production worker entry (src/worker.ts) in a child process, its stderr relayed. */
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** Everything it printed so far (JSON log lines). */
+  output(): string;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+}
+
+export function spawnWorker(env: NodeJS.ProcessEnv): WorkerProcess {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', resolve(__dirname, '../../src/worker.ts')],
+    {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  return { child, output: () => output, exited };
+}
+
+/** SIGTERM, then waits (at most `timeoutMs`) for the worker to exit by itself; SIGKILL after. */
+export async function stopWorker(
+  worker: WorkerProcess,
+  timeoutMs = 30_000,
+): Promise<number | null> {
+  if (worker.child.exitCode !== null || worker.child.signalCode !== null) return worker.exited;
+  worker.child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([
+    worker.exited,
+    new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs))),
+  ]);
+  clearTimeout(timer);
+  if (outcome === 'timeout') {
+    worker.child.kill('SIGKILL');
+    throw new Error(
+      `worker ${worker.child.pid} did not stop within ${timeoutMs} ms of SIGTERM:\n${worker.output()}`,
+    );
+  }
+  return outcome;
+}

@@ -1,0 +1,103 @@
+import type { FastifyInstance } from 'fastify';
+import { type AppDeps, buildApp } from '../../src/http/app';
+import { createHttpMetrics } from '../../src/http/metrics';
+import { createLogger } from '../../src/logger';
+import { TemporalUnavailableError } from '../../src/temporal/payment-starter';
+import {
+  buildWebhookApp,
+  deliverWebhook,
+  paymentEvent,
+  recordingPaymentStarter,
+  TEST_WEBHOOK_SECRET,
+} from '../support/webhook';
+
+const unused = {};
+
+// GET /metrics of the HTTP app: webhook deliveries counted by outcome, with their latency.
+describe('HTTP metrics', () => {
+  let app: FastifyInstance;
+
+  afterEach(async () => {
+    await app?.close();
+  });
+
+  async function scrape(): Promise<string> {
+    const response = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toContain('text/plain');
+    return response.body;
+  }
+
+  function sample(text: string, name: string, labels: string): number | undefined {
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
+    return line === undefined ? undefined : Number(line.split(' ').at(-1));
+  }
+
+  it('counts webhook deliveries by outcome: accepted, duplicate, ignored and each refusal', async () => {
+    app = await buildWebhookApp({ payments: recordingPaymentStarter() });
+    const event = paymentEvent();
+    await deliverWebhook(app, event); // accepted
+    await deliverWebhook(app, event); // the provider's retry: duplicate
+    await deliverWebhook(app, paymentEvent()); // accepted
+    await deliverWebhook(app, { ...paymentEvent(), event: 'payment.refunded' }); // ignored
+    await deliverWebhook(app, paymentEvent(), { signature: null }); // 401
+    await deliverWebhook(app, paymentEvent(), { signature: 'ab'.repeat(32) }); // 401
+    await deliverWebhook(app, '{"event":'); // 400
+    await deliverWebhook(app, 'x'.repeat(70_000)); // 413
+
+    const text = await scrape();
+    const deliveries = 'order_payments_webhook_deliveries_total';
+    expect(sample(text, deliveries, 'outcome="accepted"')).toBe(2);
+    expect(sample(text, deliveries, 'outcome="duplicate"')).toBe(1);
+    expect(sample(text, deliveries, 'outcome="ignored"')).toBe(1);
+    expect(sample(text, deliveries, 'outcome="401"')).toBe(2);
+    expect(sample(text, deliveries, 'outcome="400"')).toBe(1);
+    expect(sample(text, deliveries, 'outcome="413"')).toBe(1);
+    // Every delivery is in the latency histogram under its outcome.
+    expect(
+      sample(text, 'order_payments_webhook_duration_seconds_count', 'outcome="accepted"'),
+    ).toBe(2);
+    expect(
+      sample(text, 'order_payments_webhook_duration_seconds_bucket', 'le="+Inf",outcome="401"'),
+    ).toBe(2);
+    expect(text).toContain(
+      'order_payments_http_request_duration_seconds_count{method="POST",route="/api/v1/webhooks/payment",status_code="200"} 4',
+    );
+  });
+
+  it('counts 429 for a client over its failure budget and 503 while Temporal is unavailable', async () => {
+    app = await buildWebhookApp({
+      payments: {
+        start: () => Promise.reject(new TemporalUnavailableError(new Error('connection refused'))),
+      },
+      config: { WEBHOOK_AUTH_FAILURE_LIMIT: 1 },
+    });
+    await deliverWebhook(app, paymentEvent()); // 503
+    await deliverWebhook(app, paymentEvent(), { signature: null }); // 401, uses up the budget
+    await deliverWebhook(app, paymentEvent(), { signature: null }); // 429
+
+    const text = await scrape();
+    expect(sample(text, 'order_payments_webhook_deliveries_total', 'outcome="503"')).toBe(1);
+    expect(sample(text, 'order_payments_webhook_deliveries_total', 'outcome="401"')).toBe(1);
+    expect(sample(text, 'order_payments_webhook_deliveries_total', 'outcome="429"')).toBe(1);
+  });
+
+  it("serves Node's process metrics when asked to, each app counting in a registry of its own", async () => {
+    const other = await buildWebhookApp({ payments: recordingPaymentStarter() });
+    await deliverWebhook(other, paymentEvent());
+    await other.close();
+    app = await buildApp({
+      config: { PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, WEBHOOK_BODY_LIMIT_BYTES: 65536 },
+      logger: createLogger({ LOG_LEVEL: 'silent' }),
+      payments: recordingPaymentStarter(),
+      ordersRepository: unused as AppDeps['ordersRepository'],
+      paymentsRepository: unused as AppDeps['paymentsRepository'],
+      metrics: createHttpMetrics({ defaultMetrics: true }),
+    });
+
+    const text = await scrape();
+    expect(text).toContain('process_cpu_user_seconds_total');
+    expect(text).toContain('nodejs_eventloop_lag_seconds');
+    expect(text).not.toContain('outcome="accepted"');
+  });
+});

@@ -1,0 +1,177 @@
+import { hostname } from 'node:os';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { createOrdersRepository } from '../../src/db';
+import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
+import { orderWorkflowId } from '../../src/shared/order';
+import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import { createPaymentWorker } from '../../src/worker';
+import { testActivityDeps } from '../support/activity-deps';
+import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { createDevServerEnv } from '../support/temporal';
+import { uniqueEventId } from '../support/webhook';
+import { eventually, freePort, spawnWorker, stopWorker, type WorkerProcess } from './helpers';
+
+// The production worker entry (src/worker.ts) as a process of its own, the way systemd or
+// Kubernetes run it: its Prometheus and health endpoints, and its shutdown on SIGTERM. A child
+// process also gets a Temporal Runtime of its own (one per process, and jest's setup installs one).
+const sqlite = testDatabases.find((d) => d.name === 'sqlite')!;
+let env: TestWorkflowEnvironment;
+let db: TestDatabaseHandle;
+let warehouse: WarehouseSimulator;
+let warehouseUrl: string;
+let smtp: SmtpSink;
+/** Resolves the next time the warehouse starts answering a request. */
+let onWarehouseRequest: (() => void) | undefined;
+
+beforeAll(async () => {
+  env = await createDevServerEnv();
+  db = await sqlite.create();
+  warehouse = createWarehouseSimulator();
+  warehouse.app.addHook('onRequest', async () => onWarehouseRequest?.());
+  warehouseUrl = await warehouse.listen(0);
+  smtp = await startSmtpSink();
+});
+afterAll(async () => {
+  await smtp?.close();
+  await warehouse?.close();
+  await db?.close();
+  await env?.teardown();
+});
+
+function workerEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'info',
+    TEMPORAL_ADDRESS: env.address,
+    TEMPORAL_NAMESPACE: env.namespace ?? 'default',
+    DATABASE_URL: db.url,
+    WAREHOUSE_API_URL: warehouseUrl,
+    SMTP_URL: smtp.url,
+    ...extra,
+  };
+}
+
+async function createOrder(): Promise<number> {
+  const { order } = await createOrdersRepository(db.db).createWithIdempotencyKey({
+    userId: 1,
+    customerEmail: 'buyer@example.com',
+    totalAmount: 5400,
+  });
+  return order.id;
+}
+
+function startPayment(orderId: number) {
+  const eventId = uniqueEventId();
+  return env.client.workflow.start('paymentWorkflow', {
+    taskQueue: PAYMENTS_TASK_QUEUE,
+    workflowId: paymentWorkflowId(eventId),
+    args: [{ eventId, orderId, amount: 5400 }],
+    workflowExecutionTimeout: '2 minutes',
+  });
+}
+
+describe('worker process', () => {
+  let worker: WorkerProcess | undefined;
+  afterEach(async () => {
+    if (worker && worker.child.exitCode === null) worker.child.kill('SIGKILL');
+    worker = undefined;
+  });
+
+  it('serves the SDK metrics (temporal_…) and its health, and exits 0 on SIGTERM', async () => {
+    const [metricsPort, healthPort] = [await freePort(), await freePort()];
+    worker = spawnWorker(
+      workerEnv({
+        WORKER_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
+        WORKER_HEALTH_ADDRESS: `127.0.0.1:${healthPort}`,
+      }),
+    );
+    const health = `http://127.0.0.1:${healthPort}`;
+    await eventually(
+      async () => {
+        const ready = await fetch(`${health}/readyz`);
+        expect(ready.status).toBe(200);
+      },
+      { timeoutMs: 60_000 },
+    );
+    const live = await fetch(`${health}/healthz`);
+    expect(live.status).toBe(200);
+    expect(await live.json()).toEqual({ status: 'ok', workers: ['RUNNING'] });
+
+    const orderId = await createOrder();
+    const payment = await startPayment(orderId);
+    await payment.result();
+    await env.client.workflow.getHandle(orderWorkflowId(orderId)).result();
+
+    const metrics = await eventually(async () => {
+      const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+      expect(response.status).toBe(200);
+      const text = await response.text();
+      expect(text).toMatch(/^temporal_workflow_completed\{.*task_queue="payments".*\} [1-9]/m);
+      return text;
+    });
+    expect(metrics).toMatch(/^temporal_activity_execution_latency_(count|bucket)\{/m);
+    expect(metrics).toContain('activity_type="notifyWarehouse"');
+
+    expect(await stopWorker(worker)).toBe(0);
+    await expect(fetch(`${health}/healthz`)).rejects.toThrow();
+  });
+
+  it('finishes an in-flight activity after SIGTERM before it exits 0', async () => {
+    worker = spawnWorker(workerEnv());
+    await eventually(
+      async () => {
+        const queue = await env.client.workflowService.describeTaskQueue({
+          namespace: env.namespace ?? 'default',
+          taskQueue: { name: PAYMENTS_TASK_QUEUE },
+          taskQueueType: 2,
+        });
+        const fresh = (queue.pollers ?? []).filter((p) =>
+          p.identity?.startsWith(`${worker!.child.pid}@`),
+        );
+        expect(fresh).not.toHaveLength(0);
+      },
+      { timeoutMs: 60_000 },
+    );
+
+    // The warehouse takes 3 s to answer (the HTTP client waits up to 5 s, the activity 8 s).
+    warehouse.setMode({ kind: 'slow', delayMs: 3_000 }, 1);
+    const reached = new Promise<void>((resolve) => (onWarehouseRequest = resolve));
+    const orderId = await createOrder();
+    const payment = await startPayment(orderId);
+    await reached;
+    onWarehouseRequest = undefined;
+    const signalledAt = Date.now();
+
+    // SIGTERM while the warehouse call is in flight: the worker stops polling, lets the call
+    // finish, reports its result, and only then exits, with 0.
+    expect(await stopWorker(worker)).toBe(0);
+    expect(Date.now() - signalledAt).toBeGreaterThan(2_000);
+    expect(worker.output()).toContain('shutting down worker: finishing in-flight activities');
+    expect(warehouse.requests.filter((r) => r.orderId === orderId)).toEqual([
+      expect.objectContaining({ status: 201 }),
+    ]);
+    const order = env.client.workflow.getHandle(orderWorkflowId(orderId));
+    const history = await order.fetchHistory();
+    const completed = (history.events ?? []).filter((e) => e.activityTaskCompletedEventAttributes);
+    const started = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes);
+    expect(completed.length).toBeGreaterThan(0);
+    expect(started.map((e) => e.activityTaskStartedEventAttributes?.identity)).toContain(
+      `${worker.child.pid}@${hostname()}`,
+    );
+
+    // Another worker picks up the rest: the order completes, with that one warehouse call.
+    const successor: Worker = await createPaymentWorker({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      activities: testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
+    });
+    await successor.runUntil(async () => {
+      await payment.result();
+      await order.result();
+    });
+    expect(warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
+  });
+});

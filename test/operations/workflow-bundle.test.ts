@@ -1,0 +1,121 @@
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { WorkflowFailedError } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { buildWorkflowBundle } from '../../scripts/build-workflow-bundle';
+import { createOrdersRepository } from '../../src/db';
+import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { failureAlertWorkflowId } from '../../src/shared/alert';
+import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
+import { orderWorkflowId } from '../../src/shared/order';
+import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import {
+  createPaymentWorker,
+  resolveWorkflowBundlePath,
+  WORKFLOW_BUNDLE_FILENAME,
+} from '../../src/worker';
+import { testActivityDeps } from '../support/activity-deps';
+import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { createDevServerEnv } from '../support/temporal';
+import { uniqueEventId } from '../support/webhook';
+import { eventually } from './helpers';
+
+// The prebuilt workflow bundle of `npm run build` (scripts/build-workflow-bundle.ts): a worker
+// that loads it instead of bundling at start-up runs the payment flow, interceptors included.
+const sqlite = testDatabases.find((d) => d.name === 'sqlite')!;
+let dir: string;
+let env: TestWorkflowEnvironment;
+let db: TestDatabaseHandle;
+let warehouse: WarehouseSimulator;
+let smtp: SmtpSink;
+let worker: Worker;
+let running: Promise<void>;
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'order-payments-bundle-'));
+  env = await createDevServerEnv();
+  db = await sqlite.create();
+  warehouse = createWarehouseSimulator();
+  const warehouseUrl = await warehouse.listen(0);
+  smtp = await startSmtpSink();
+  const bundle = await buildWorkflowBundle(path.join(dir, WORKFLOW_BUNDLE_FILENAME));
+  expect(statSync(bundle.path).size).toBe(bundle.bytes);
+  worker = await createPaymentWorker({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    activities: testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
+    workflowBundlePath: bundle.path,
+  });
+  running = worker.run();
+});
+afterAll(async () => {
+  worker?.shutdown();
+  await running;
+  await smtp?.close();
+  await warehouse?.close();
+  await db?.close();
+  await env?.teardown();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function startPayment(orderId: number) {
+  const eventId = uniqueEventId();
+  return env.client.workflow.start('paymentWorkflow', {
+    taskQueue: PAYMENTS_TASK_QUEUE,
+    workflowId: paymentWorkflowId(eventId),
+    args: [{ eventId, orderId, amount: 5400 }],
+    workflowExecutionTimeout: '1 minute',
+  });
+}
+
+it('completes a payment workflow on the prebuilt bundle', async () => {
+  const { order } = await createOrdersRepository(db.db).createWithIdempotencyKey({
+    userId: 1,
+    customerEmail: 'buyer@example.com',
+    totalAmount: 5400,
+  });
+  const payment = await startPayment(order.id);
+  expect(await payment.result()).toMatchObject({
+    created: true,
+    orderWorkflowId: orderWorkflowId(order.id),
+  });
+  await env.client.workflow.getHandle(orderWorkflowId(order.id)).result();
+  expect(warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(1);
+});
+
+it('carries the failure-alert interceptor inside the bundle', async () => {
+  // No such order: the payment workflow fails, and the interceptor starts its one alert.
+  const payment = await startPayment(999_999);
+  await expect(payment.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+  const { runId } = await payment.describe();
+  const alertId = failureAlertWorkflowId(payment.workflowId, runId);
+  await eventually(async () => {
+    const alert = await env.client.workflow.getHandle(alertId).describe();
+    expect(alert.type).toBe('alertWorkflow');
+  });
+});
+
+describe('which bundle a worker loads', () => {
+  it('takes dist/workflow-bundle.js beside the compiled worker, none when run from source', () => {
+    expect(resolveWorkflowBundlePath(undefined, dir)).toBe(
+      path.join(dir, WORKFLOW_BUNDLE_FILENAME),
+    );
+    const empty = mkdtempSync(path.join(tmpdir(), 'order-payments-nobundle-'));
+    try {
+      expect(resolveWorkflowBundlePath(undefined, empty)).toBeUndefined();
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
+  });
+
+  it('takes WORKFLOW_BUNDLE_PATH first, and refuses one that does not exist', () => {
+    const custom = path.join(dir, 'custom-bundle.js');
+    writeFileSync(custom, '');
+    expect(resolveWorkflowBundlePath(custom, '/nonexistent')).toBe(custom);
+    expect(() => resolveWorkflowBundlePath(path.join(dir, 'missing.js'))).toThrow(
+      /WORKFLOW_BUNDLE_PATH: .*missing\.js does not exist; build it with npm run build/,
+    );
+  });
+});
