@@ -116,6 +116,38 @@ const schema = z
     MAIL_FROM: z.string().min(3).default('Order Payments <orders@order-payments.local>'),
     /** Port of the local SMTP sink that `npm start` runs when SMTP_URL is unset. */
     SMTP_SINK_PORT: port(2525),
+    /** Most connections one process's PostgreSQL pool opens; × processes must fit max_connections. */
+    DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(1000).default(10),
+    /** Activity slots of the payments worker (the SDK's default, 100). */
+    WORKER_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(10_000).default(100),
+    /** Workflow task slots of the payments worker (the SDK's default, 40; at least 2: sticky and normal queue). */
+    WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: z.coerce.number().int().min(2).max(10_000).default(40),
+    /** A prebuilt workflow bundle (npm run build); unset: dist/workflow-bundle.js next to a compiled worker, else bundled at start. */
+    WORKFLOW_BUNDLE_PATH: blankToUndefined,
+    /** host:port of the worker's Prometheus endpoint (/metrics), or off. Unset: off; `npm start` uses 127.0.0.1:9464. */
+    WORKER_METRICS_ADDRESS: blankToUndefined.pipe(
+      z
+        .union([z.literal('off'), hostPort('must be host:port (e.g. 0.0.0.0:9464) or off')])
+        .optional(),
+    ),
+    /** host:port of the standalone worker's /healthz and /readyz (for Kubernetes probes); unset: off. */
+    WORKER_HEALTH_ADDRESS: blankToUndefined.pipe(
+      hostPort('must be host:port, e.g. 0.0.0.0:8081').optional(),
+    ),
+    /**
+     * Alert when no worker has polled a task queue for this long; 0 turns the watchdog off. An idle
+     * worker renews its long poll only about once a minute, so shorter would alert on healthy ones.
+     */
+    TASK_QUEUE_NO_POLLER_ALERT_SECONDS: z.coerce
+      .number()
+      .int()
+      .refine((v) => v === 0 || (v >= 90 && v <= 86_400), {
+        message:
+          'must be 0 (off) or 90-86400: an idle worker renews its poll about once a minute, so less would alert on healthy workers',
+      })
+      .default(120),
+    /** How often the HTTP process's watchdog asks Temporal about the task queues' pollers. */
+    TASK_QUEUE_WATCHDOG_INTERVAL_SECONDS: z.coerce.number().int().min(5).max(3600).default(30),
     /** Makes each stock aggregation take at least this long: shows the schedule's overlap policy. */
     STOCK_AGGREGATION_DELAY_MS: z.coerce
       .number()
@@ -123,6 +155,14 @@ const schema = z
       .min(0)
       .max(15 * 60_000)
       .default(0),
+    /** Directory of the PDF invoices (`order-<id>.pdf`); shared by every heavy worker. */
+    INVOICE_DIR: z.string().min(1).default('./data/invoices'),
+    /** Directory of the order exports (`<exportId>/orders.csv`); shared by every heavy worker. */
+    EXPORT_DIR: z.string().min(1).default('./data/exports'),
+    /** Activities one heavy worker runs at once: low, so PDFs and exports never crowd the machine. */
+    HEAVY_WORKER_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(100).default(2),
+    /** Makes each invoice take at least this long: shows a slow heavy queue beside fast payments. */
+    INVOICE_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
   })
   .superRefine((c, ctx) => {
     if (
@@ -189,6 +229,11 @@ function optionalUrlLikeAddress() {
       )
       .optional(),
   );
+}
+
+/** A listening address: host:port, IPv6 hosts in brackets ([::]:9464). */
+function hostPort(message: string) {
+  return z.string().regex(/^[A-Za-z0-9.-]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/, message);
 }
 
 /**

@@ -7,17 +7,30 @@ import {
   migrateToLatest,
 } from './db';
 import { buildApp } from './http/app';
+import { databaseReadiness, temporalReadiness } from './http/health';
+import { createHttpMetrics } from './http/metrics';
 import { PAYMENT_WEBHOOK_PATH } from './http/routes/payment-webhook';
 import { createLogger } from './logger';
+import { startWatchdogFromConfig } from './monitoring';
 import { onShutdownSignal } from './process/shutdown';
+import { CUSTOM_SEARCH_ATTRIBUTES } from './shared/search-attributes';
 import { createLazyClient } from './temporal/client';
 import { startDevServer } from './temporal/dev-server';
 import { createPaymentStarter } from './temporal/payment-starter';
-import { installTemporalRuntime } from './temporal/runtime';
+import {
+  DEV_WORKER_METRICS_ADDRESS,
+  installTemporalRuntime,
+  metricsAddressFrom,
+} from './temporal/runtime';
 import { startSmtpSink } from './mail/smtp-sink';
 import { ensureStockAggregationSchedule } from './temporal/schedules';
 import { createWarehouseSimulator } from './warehouse/simulator';
-import { activityDepsFromConfig, createPaymentWorker } from './worker';
+import { activityDepsFromConfig, createPaymentWorker, workerSettingsFromConfig } from './worker';
+import {
+  createHeavyWorker,
+  heavyActivityDepsFromConfig,
+  heavyWorkerSettingsFromConfig,
+} from './heavy-worker';
 
 /**
  * `npm start`: the whole system on one machine with embedded defaults. Starts (unless configured
@@ -28,7 +41,11 @@ import { activityDepsFromConfig, createPaymentWorker } from './worker';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config, 'dev-stack');
-  installTemporalRuntime(logger);
+  const workerMetricsAddress = metricsAddressFrom(
+    config.WORKER_METRICS_ADDRESS,
+    DEV_WORKER_METRICS_ADDRESS,
+  );
+  installTemporalRuntime(logger, { metricsAddress: workerMetricsAddress });
   const cleanups: Array<{ name: string; run: () => Promise<void> }> = [];
   const stopAll = async () => {
     for (const { name, run } of cleanups.reverse()) {
@@ -55,6 +72,8 @@ async function main(): Promise<void> {
         uiPort: config.TEMPORAL_UI_PORT,
         dbFilename: config.TEMPORAL_DEV_DB,
         namespace: config.TEMPORAL_NAMESPACE,
+        // The workflows set them (OrderId, PaymentEventId): the server must know them first.
+        searchAttributes: [...CUSTOM_SEARCH_ATTRIBUTES],
         log: (line) => logger.info({ component: 'temporal-dev-server' }, line),
       });
       cleanups.push({ name: 'temporal dev server', run: () => devServer.shutdown() });
@@ -62,7 +81,7 @@ async function main(): Promise<void> {
       uiUrl = devServer.uiUrl;
     }
 
-    const db = createDatabase(config.DATABASE_URL);
+    const db = createDatabase(config.DATABASE_URL, { poolMax: config.DATABASE_POOL_MAX });
     cleanups.push({ name: 'database', run: () => db.close() });
     const applied = await migrateToLatest(db.db);
     logger.info({ applied }, 'database migrated');
@@ -103,6 +122,7 @@ async function main(): Promise<void> {
         temporalUiUrl: config.TEMPORAL_UI_URL ?? uiUrl,
         smtpUrl,
       }),
+      ...workerSettingsFromConfig(config),
     });
     const workerRun = worker.run();
     cleanups.push({
@@ -110,6 +130,26 @@ async function main(): Promise<void> {
       run: async () => {
         worker.shutdown();
         await workerRun;
+      },
+    });
+    // PDF invoices and exports: task queue `heavy`, a worker of its own with few slots, so a
+    // backlog there never delays payments and mail (docs/task-queues.md).
+    const heavyWorker = await createHeavyWorker({
+      connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      activities: heavyActivityDepsFromConfig(config, db, {
+        temporalUiUrl: config.TEMPORAL_UI_URL ?? uiUrl,
+      }),
+      ...heavyWorkerSettingsFromConfig(config),
+    });
+    const heavyWorkerRun = heavyWorker.run();
+    // A heavy worker that dies leaves payments running; its work waits for the next start.
+    void heavyWorkerRun.catch((err: unknown) => logger.error({ err }, 'heavy worker stopped'));
+    cleanups.push({
+      name: 'heavy worker',
+      run: async () => {
+        heavyWorker.shutdown();
+        await heavyWorkerRun;
       },
     });
 
@@ -126,9 +166,18 @@ async function main(): Promise<void> {
       payments: createPaymentStarter(client, { startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS }),
       ordersRepository: createOrdersRepository(db.db),
       paymentsRepository: createPaymentsRepository(db.db),
+      readiness: [databaseReadiness(db.db), temporalReadiness(client.connection)],
+      metrics: createHttpMetrics({ defaultMetrics: true }),
     });
     await app.listen({ port: config.PORT, host: config.HOST });
     cleanups.push({ name: 'http server', run: () => app.close() });
+    const watchdog = startWatchdogFromConfig(
+      config,
+      client,
+      logger,
+      config.TEMPORAL_UI_URL ?? uiUrl,
+    );
+    if (watchdog) cleanups.push({ name: 'task queue watchdog', run: () => watchdog.stop() });
 
     const apiUrl = `http://${config.HOST}:${config.PORT}`;
     process.stdout.write(
@@ -143,6 +192,8 @@ async function main(): Promise<void> {
         `  SMTP             ${config.SMTP_URL ? 'configured' : `${smtpUrl} (local sink: mails are logged)`}`,
         `  Schedule         ${schedule.scheduleId} (stock aggregation, every 5 minutes)`,
         `  Database         ${config.DATABASE_URL}`,
+        `  Metrics          ${apiUrl}/metrics${workerMetricsAddress ? `, worker http://${workerMetricsAddress}/metrics` : ''}`,
+        `  Health           ${apiUrl}/healthz, ${apiUrl}/readyz   Check it all: npm run doctor`,
         '',
         'Try it: npm run demo   (in another terminal)   Stop: Ctrl-C',
         '',

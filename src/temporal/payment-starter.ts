@@ -1,6 +1,7 @@
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../shared/constants';
 import type { PaymentWorkflowInput } from '../shared/payment';
+import { OrderIdSearchAttribute, PaymentEventIdSearchAttribute } from '../shared/search-attributes';
 import type { paymentWorkflow } from '../workflows';
 
 export interface StartedPayment {
@@ -49,6 +50,12 @@ export function createPaymentStarter(
             workflowIdReusePolicy: 'REJECT_DUPLICATE',
             // Shown in workflow lists (Web UI, operator CLI) without reading the history.
             memo: { orderId: input.orderId, eventId: input.eventId },
+            // Filters for the Web UI and the CLI (`OrderId = 12`), set at start: no workflow code
+            // changes, so no patch. The server must know them (src/shared/search-attributes.ts).
+            typedSearchAttributes: [
+              { key: OrderIdSearchAttribute, value: input.orderId },
+              { key: PaymentEventIdSearchAttribute, value: input.eventId },
+            ],
           }),
         );
         return { workflowId, duplicate: false };

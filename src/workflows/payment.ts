@@ -1,4 +1,4 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { NON_RETRYABLE_FAILURE_TYPES } from '../shared/errors';
 import { orderWorkflowId } from '../shared/order';
@@ -9,7 +9,7 @@ import type { PaymentWorkflowInput, PaymentWorkflowResult } from '../shared/paym
 // the server may retry it. Attempts are unlimited: a payment must not be dropped because the
 // database was down for an hour; each attempt is idempotent, and `npm run ops -- stuck` shows
 // long outages.
-const { recordPayment, handOverToOrder } = proxyActivities<Activities>({
+const databaseCall: ActivityOptions = {
   startToCloseTimeout: '10 seconds',
   retry: {
     initialInterval: '1 second',
@@ -17,6 +17,15 @@ const { recordPayment, handOverToOrder } = proxyActivities<Activities>({
     maximumInterval: '1 minute',
     nonRetryableErrorTypes: [...NON_RETRYABLE_FAILURE_TYPES],
   },
+};
+// One proxy per activity, each with its own Web UI summary (metadata, not matched on replay).
+const { recordPayment } = proxyActivities<Activities>({
+  ...databaseCall,
+  summary: 'Record the payment (once per provider event)',
+});
+const { handOverToOrder } = proxyActivities<Activities>({
+  ...databaseCall,
+  summary: "Hand the payment to the order's workflow",
 });
 
 /**

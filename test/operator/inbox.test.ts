@@ -4,6 +4,7 @@ import { listFailedWorkflows } from '../../src/operator/failed-workflows';
 import { retryFailedWorkflow, RetryRefusedError } from '../../src/operator/retry';
 import { describeLatestRun, runsByWorkflowId } from '../../src/operator/visibility';
 import { shipmentIdempotencyKey } from '../../src/shared/constants';
+import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
 import { devServerExecutable } from '../../src/temporal/provision';
 import {
   captureIo,
@@ -29,6 +30,8 @@ beforeAll(async () => {
   env = await TestWorkflowEnvironment.createLocal({
     server: {
       executable: await devServerExecutable(),
+      // The payment and order workflows set them.
+      searchAttributes: [...CUSTOM_SEARCH_ATTRIBUTES],
       // The server deletes a closed workflow only once it has recorded that the close was
       // processed, which it does every 30 s by default; every second keeps the flush test short.
       // Deletion stays asynchronous, as on any server.

@@ -1,4 +1,6 @@
+import { temporal } from '@temporalio/proto';
 import { type DevServerConfig, TestWorkflowEnvironment } from '@temporalio/testing';
+import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
 import { devServerExecutable, testServerExecutable } from '../../src/temporal/provision';
 
 /**
@@ -9,13 +11,32 @@ import { devServerExecutable, testServerExecutable } from '../../src/temporal/pr
 
 /** The time-skipping test server: timers and `env.sleep` jump ahead instead of waiting. */
 export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
-  return TestWorkflowEnvironment.createTimeSkipping({
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: await testServerExecutable() },
   });
+  // The order workflow upserts OrderId, and the Java test server, like any server, refuses a
+  // search attribute it does not know (the workflow task would fail and retry until timeout).
+  // The SDK has no option for it here, but the server takes them over the operator API.
+  try {
+    await env.connection.operatorService.addSearchAttributes({
+      namespace: env.namespace ?? 'default',
+      searchAttributes: Object.fromEntries(
+        CUSTOM_SEARCH_ATTRIBUTES.map(({ name, type }) => [
+          name,
+          temporal.api.enums.v1.IndexedValueType[`INDEXED_VALUE_TYPE_${type}`],
+        ]),
+      ),
+    });
+  } catch (error) {
+    await env.teardown();
+    throw error;
+  }
+  return env;
 }
 
 export interface DevServerEnvOptions {
   namespace?: string;
+  /** Default: the app's custom search attributes, which its workflows set and need registered. */
   searchAttributes?: DevServerConfig['searchAttributes'];
   /**
    * Delete closed workflows within seconds instead of ~30 s: the server deletes a run only once
@@ -32,7 +53,7 @@ export async function createDevServerEnv(
     server: {
       executable: await devServerExecutable(),
       namespace: options.namespace,
-      searchAttributes: options.searchAttributes,
+      searchAttributes: options.searchAttributes ?? [...CUSTOM_SEARCH_ATTRIBUTES],
       extraArgs: options.fastDeletion
         ? ['--dynamic-config-value', 'history.transferProcessorUpdateAckInterval="1s"']
         : [],

@@ -1,0 +1,48 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * Writes files so that readers only ever see a whole one: the bytes go to a temporary file in
+ * the same directory (so the rename below never crosses file systems), are flushed to disk, and
+ * the temporary file is renamed over the target in one step. An activity attempt that dies
+ * halfway leaves at most a stray `.tmp` file, never a truncated target, and its retry simply
+ * writes the target again: same path, same content.
+ */
+
+/** Writes `data` to `file` atomically, creating the directory when needed. */
+export async function writeFileAtomically(file: string, data: string | Uint8Array): Promise<void> {
+  await writeAtomically(file, async (handle) => {
+    await handle.writeFile(data);
+  });
+}
+
+/** Like `writeFileAtomically`, for content written piece by piece (large files). */
+export async function writeAtomically(
+  file: string,
+  write: (handle: FileHandle) => Promise<void>,
+): Promise<void> {
+  const dir = path.dirname(file);
+  await mkdir(dir, { recursive: true });
+  // Unique per attempt: two attempts that overlap (a timed-out one still running) never share one.
+  const temp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    const handle = await open(temp, 'w');
+    try {
+      await write(handle);
+      // Without this, a power cut after the rename can leave the new name on empty blocks.
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, file);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+}
+
+/** Whether `name` is a temporary file left by `writeAtomically` (for clean-ups). */
+export function isTemporaryFile(name: string): boolean {
+  return name.startsWith('.') && name.endsWith('.tmp');
+}

@@ -1,0 +1,38 @@
+import type { OrderExportRepository, OrdersRepository, PaymentsRepository } from '../db';
+import { createAlertActivities, type AlertActivityDeps } from './alert-activities';
+import { createBatchActivities } from './batch-activities';
+import { createInvoiceActivities } from './invoice-activities';
+
+export interface HeavyActivityDeps {
+  orders: OrdersRepository;
+  payments: PaymentsRepository;
+  orderExport: OrderExportRepository;
+  /** Where invoices go: `<invoiceDir>/order-<id>.pdf`. */
+  invoiceDir: string;
+  /** Where exports go: `<exportDir>/<exportId>/`. */
+  exportDir: string;
+  /** Makes each invoice take at least this long (tests and demo of a saturated heavy queue). */
+  invoiceDelayMs?: number;
+  alerts: AlertActivityDeps;
+}
+
+/**
+ * Every activity the heavy worker (task queue `heavy`) registers: PDF invoices, order exports,
+ * and the alert delivery, because a heavy workflow that fails raises its alert as a child on
+ * its own task queue.
+ */
+export function createHeavyActivities(deps: HeavyActivityDeps) {
+  return {
+    ...createInvoiceActivities({
+      orders: deps.orders,
+      payments: deps.payments,
+      invoiceDir: deps.invoiceDir,
+      invoiceDelayMs: deps.invoiceDelayMs,
+    }),
+    ...createBatchActivities({ orderExport: deps.orderExport, exportDir: deps.exportDir }),
+    ...createAlertActivities(deps.alerts),
+  };
+}
+
+/** The type heavy workflows proxy against (`import type` only). */
+export type HeavyActivities = ReturnType<typeof createHeavyActivities>;

@@ -1,0 +1,136 @@
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createHeavyActivities, type HeavyActivityDeps } from './activities/heavy';
+import { loadConfig, type Config } from './config';
+import {
+  createDatabase,
+  createOrderExportRepository,
+  createOrdersRepository,
+  createPaymentsRepository,
+  type DatabaseHandle,
+} from './db';
+import { createLogger } from './logger';
+import { onShutdownSignal } from './process/shutdown';
+import { HEAVY_TASK_QUEUE } from './shared/constants';
+import { installTemporalRuntime } from './temporal/runtime';
+import { resolveWorkflowBundlePath, workflowCodeOptions } from './worker';
+
+/** Activities one heavy worker runs at once unless told otherwise (HEAVY_WORKER_MAX_CONCURRENT_ACTIVITIES). */
+export const DEFAULT_HEAVY_MAX_CONCURRENT_ACTIVITIES = 2;
+
+/**
+ * On SIGTERM, in-flight heavy activities get this long to finish before they are cancelled. An
+ * export chunk takes milliseconds; a long invoice is cancelled at its next heartbeat and retried
+ * by another worker, writing the same file. Both are idempotent, so cutting them short loses
+ * nothing but the work done so far.
+ */
+const SHUTDOWN_GRACE_TIME = '10 seconds';
+
+export interface HeavyWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  activities: HeavyActivityDeps;
+  /** Activities run at once (default 2). Workflow tasks are cheap and keep the SDK's default. */
+  maxConcurrentActivities?: number;
+  /** The prebuilt bundle the payment worker loads too (`npm run build`); unset: bundled from source. */
+  workflowBundlePath?: string;
+  taskQueue?: string;
+  /** Extra Worker options (tests: a prebuilt bundle…). */
+  overrides?: Partial<WorkerOptions>;
+}
+
+/**
+ * The worker of task queue `heavy`: PDF invoices and order exports, in a pool of their own so a
+ * backlog there never delays payments and mail on `payments`. It loads the same workflow
+ * bundle as the payment worker and registers only the heavy activities.
+ */
+export async function createHeavyWorker(options: HeavyWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue ?? HEAVY_TASK_QUEUE,
+    // The payment worker's workflow code, failure-alert interceptor included: one bundle for both.
+    ...workflowCodeOptions(options.workflowBundlePath),
+    activities: createHeavyActivities(options.activities),
+    maxConcurrentActivityTaskExecutions:
+      options.maxConcurrentActivities ?? DEFAULT_HEAVY_MAX_CONCURRENT_ACTIVITIES,
+    shutdownGraceTime: SHUTDOWN_GRACE_TIME,
+    ...options.overrides,
+  });
+}
+
+/** The heavy worker's settings that come from configuration (slots, workflow bundle). */
+export function heavyWorkerSettingsFromConfig(
+  config: Config,
+): Pick<HeavyWorkerOptions, 'maxConcurrentActivities' | 'workflowBundlePath'> {
+  return {
+    maxConcurrentActivities: config.HEAVY_WORKER_MAX_CONCURRENT_ACTIVITIES,
+    workflowBundlePath: resolveWorkflowBundlePath(config.WORKFLOW_BUNDLE_PATH),
+  };
+}
+
+/** Wires the heavy activities' dependencies from configuration. */
+export function heavyActivityDepsFromConfig(
+  config: Config,
+  db: DatabaseHandle,
+  urls: { temporalUiUrl: string | undefined },
+): HeavyActivityDeps {
+  return {
+    orders: createOrdersRepository(db.db),
+    payments: createPaymentsRepository(db.db),
+    orderExport: createOrderExportRepository(db.db),
+    invoiceDir: config.INVOICE_DIR,
+    exportDir: config.EXPORT_DIR,
+    invoiceDelayMs: config.INVOICE_DELAY_MS,
+    alerts: { alertWebhookUrl: config.ALERT_WEBHOOK_URL, temporalUiUrl: urls.temporalUiUrl },
+  };
+}
+
+/** Production entry: `node dist/heavy-worker.js` (or `npm run heavy-worker`). Runs until SIGTERM / SIGINT. */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config, 'heavy-worker');
+  if (!config.TEMPORAL_ADDRESS) {
+    throw new Error(
+      'the standalone heavy worker needs TEMPORAL_ADDRESS; `npm start` runs the embedded dev stack',
+    );
+  }
+  installTemporalRuntime(logger);
+  const db = createDatabase(config.DATABASE_URL);
+  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  try {
+    const worker = await createHeavyWorker({
+      connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      activities: heavyActivityDepsFromConfig(config, db, {
+        temporalUiUrl: config.TEMPORAL_UI_URL,
+      }),
+      ...heavyWorkerSettingsFromConfig(config),
+    });
+    onShutdownSignal((signal) => {
+      logger.info({ signal }, 'shutting down heavy worker: finishing in-flight activities');
+      worker.shutdown();
+    });
+    logger.info(
+      {
+        taskQueue: HEAVY_TASK_QUEUE,
+        namespace: config.TEMPORAL_NAMESPACE,
+        maxConcurrentActivities: config.HEAVY_WORKER_MAX_CONCURRENT_ACTIVITIES,
+        invoiceDir: config.INVOICE_DIR,
+        exportDir: config.EXPORT_DIR,
+      },
+      'heavy worker started',
+    );
+    await worker.run();
+    logger.info('heavy worker stopped');
+  } finally {
+    await connection.close();
+    await db.close();
+  }
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}

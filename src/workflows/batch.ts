@@ -1,0 +1,279 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  continueAsNew,
+  defineQuery,
+  log,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { FinishOrderExportResult } from '../activities/batch-activities';
+import type { HeavyActivities } from '../activities/heavy';
+import { NON_RETRYABLE_FAILURE_TYPES } from '../shared/errors';
+
+/** Orders per chunk: one activity, one file. */
+export const EXPORT_CHUNK_SIZE = 100;
+/**
+ * Chunks per run before continue-as-new. Each chunk adds about 6 events to the history, so a
+ * run stays near 300 events however many orders there are (the server's limit is 51,200).
+ */
+export const EXPORT_CHUNKS_PER_RUN = 50;
+/** Export IDs name a directory: letters, digits, `_`, `-`, `.`, not starting with a dot. */
+export const EXPORT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
+
+/** Failure types of exports (thrown by the workflow and its activities, matched by type). */
+export const ExportFailureType = {
+  /** The request cannot be served as given (bad export ID or range): no retry can fix it. */
+  InvalidExportRequest: 'InvalidExportRequest',
+  /** The chunk files do not add up (missing file, other row count): see the message. */
+  ExportIncomplete: 'ExportIncomplete',
+  /** A chunk kept failing after its retries; the chunks before it stay written. */
+  ExportFailed: 'ExportFailed',
+} as const;
+
+/** Workflow ID of one export. */
+export function exportWorkflowId(exportId: string): string {
+  return `export-orders-${exportId}`;
+}
+
+export interface ExportOrdersInput {
+  /** Names the export and its directory, `<EXPORT_DIR>/<exportId>/`. */
+  exportId: string;
+  /** First and last order ID to export, both included; open when left out. */
+  fromOrderId?: number;
+  toOrderId?: number;
+  /** Orders per chunk (default 100). */
+  chunkSize?: number;
+  /** Chunks per run before continue-as-new (default 50). */
+  chunksPerRun?: number;
+  /** Carried over by continue-as-new; absent on the first run. */
+  state?: ExportState;
+}
+
+/** Where an export stands between runs. */
+export interface ExportState {
+  /**
+   * Highest order ID the export covers, fixed when it starts, so orders created meanwhile do not
+   * move the end; null when the range held no orders.
+   */
+  lastOrderId: number | null;
+  /** The last order ID already written; the next chunk starts after it. */
+  cursor: number;
+  totalOrders: number;
+  totalChunks: number;
+  doneChunks: number;
+  exportedOrders: number;
+  /** Chunk attempts that failed and were retried, over all runs. */
+  failedAttempts: number;
+  /** 1 for the first run, +1 per continue-as-new. */
+  run: number;
+}
+
+export type ExportPhase = 'planning' | 'exporting' | 'finishing' | 'completed';
+
+/** Answer of the `progress` query. `total` and `done` count chunks. */
+export interface ExportProgress {
+  exportId: string;
+  phase: ExportPhase;
+  total: number;
+  done: number;
+  failedAttempts: number;
+  /** The chunk being written now (1-based), null between chunks. */
+  currentChunk: number | null;
+  totalOrders: number;
+  exportedOrders: number;
+  run: number;
+}
+
+export interface ExportOrdersResult extends FinishOrderExportResult {
+  exportId: string;
+  chunks: number;
+  failedAttempts: number;
+  /** Runs the export took (continue-as-new). */
+  runs: number;
+}
+
+export const exportProgressQuery = defineQuery<ExportProgress>('progress');
+
+// Planning and chunks read the database and write one small file: milliseconds. One minute
+// start-to-close only catches a hung worker (a database statement gives up after 5 s). A failing
+// chunk is retried on its own, the chunks before it stay done: 10 attempts, 1 s doubling to
+// 1 minute, about 6 minutes in all, ride out a database restart; a chunk that still fails
+// fails the export (one alert), and `npm run ops -- retry` resumes it from that chunk.
+const { planOrderExport, exportOrdersChunk } = proxyActivities<HeavyActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: [
+      ...NON_RETRYABLE_FAILURE_TYPES,
+      ExportFailureType.InvalidExportRequest,
+      ExportFailureType.ExportIncomplete,
+    ],
+  },
+});
+
+// Joining reads every chunk back: 1,000,000 orders are about 150 MB, a minute on a slow disk.
+// 30 minutes start-to-close bounds a hung attempt; it heartbeats per chunk file, so a crashed
+// worker is noticed after 30 s. Missing or short chunks are not retried (ExportIncomplete).
+const { finishOrderExport } = proxyActivities<HeavyActivities>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: [
+      ExportFailureType.InvalidExportRequest,
+      ExportFailureType.ExportIncomplete,
+    ],
+  },
+});
+
+/**
+ * Exports orders to CSV in chunks: one activity per chunk of 100 orders, each writing
+ * `<EXPORT_DIR>/<exportId>/chunk-<n>.csv`, then one that joins them into `orders.csv` with an
+ * `index.json`. Runs on task queue `heavy`. Chunks follow the order ID (a keyset cursor), so
+ * each chunk is defined by where the previous one ended, and a retried chunk rewrites the same
+ * file. Progress is answered by the `progress` query; the history stays bounded by continuing
+ * as new every 50 chunks, carrying the progress over.
+ */
+export async function exportOrdersWorkflow(input: ExportOrdersInput): Promise<ExportOrdersResult> {
+  checkInput(input);
+  const chunkSize = input.chunkSize ?? EXPORT_CHUNK_SIZE;
+  const chunksPerRun = input.chunksPerRun ?? EXPORT_CHUNKS_PER_RUN;
+  let state = input.state;
+  let phase: ExportPhase = state ? 'exporting' : 'planning';
+  let currentChunk: number | null = null;
+
+  setHandler(exportProgressQuery, () => ({
+    exportId: input.exportId,
+    phase,
+    total: state?.totalChunks ?? 0,
+    done: state?.doneChunks ?? 0,
+    failedAttempts: state?.failedAttempts ?? 0,
+    currentChunk,
+    totalOrders: state?.totalOrders ?? 0,
+    exportedOrders: state?.exportedOrders ?? 0,
+    run: state?.run ?? 1,
+  }));
+
+  if (!state) {
+    const plan = await planOrderExport({
+      exportId: input.exportId,
+      fromOrderId: input.fromOrderId,
+      toOrderId: input.toOrderId,
+    });
+    state = {
+      lastOrderId: plan.lastOrderId,
+      cursor: (plan.firstOrderId ?? 1) - 1,
+      totalOrders: plan.count,
+      totalChunks: Math.ceil(plan.count / chunkSize),
+      doneChunks: 0,
+      exportedOrders: 0,
+      failedAttempts: 0,
+      run: 1,
+    };
+    log.info('order export planned', { exportId: input.exportId, ...state });
+  }
+  phase = 'exporting';
+
+  for (let chunksThisRun = 0; state.lastOrderId !== null && state.cursor < state.lastOrderId;) {
+    if (chunksThisRun >= chunksPerRun || workflowInfo().continueAsNewSuggested) {
+      // A fresh history for the next chunks; the progress travels in the input.
+      await continueAsNew<typeof exportOrdersWorkflow>({
+        ...input,
+        state: { ...state, run: state.run + 1 },
+      });
+    }
+    const chunk: number = state.doneChunks + 1;
+    currentChunk = chunk;
+    let written;
+    try {
+      written = await exportOrdersChunk({
+        exportId: input.exportId,
+        chunk,
+        afterOrderId: state.cursor,
+        toOrderId: state.lastOrderId,
+        limit: chunkSize,
+      });
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      throw ApplicationFailure.create({
+        type: ExportFailureType.ExportFailed,
+        message: `export ${input.exportId} stopped at chunk ${chunk} of ${state.totalChunks}: ${err.cause?.message ?? err.message}`,
+        details: [{ exportId: input.exportId, chunk, ...state }],
+        nonRetryable: true,
+        cause: err,
+      });
+    }
+    chunksThisRun += 1;
+    currentChunk = null;
+    state = {
+      ...state,
+      // A short page means nothing is left up to the end of the range.
+      cursor: written.rows < chunkSize ? state.lastOrderId : written.lastOrderId!,
+      doneChunks: chunk,
+      // Orders created inside the range after planning can add a chunk.
+      totalChunks: Math.max(state.totalChunks, chunk),
+      exportedOrders: state.exportedOrders + written.rows,
+      failedAttempts: state.failedAttempts + (written.attempt - 1),
+    };
+  }
+
+  phase = 'finishing';
+  const finished = await finishOrderExport({
+    exportId: input.exportId,
+    chunks: state.doneChunks,
+    expectedRows: state.exportedOrders,
+  });
+  // Planned from a count taken at the start; what was written is what counts now.
+  state = { ...state, totalChunks: state.doneChunks, totalOrders: state.exportedOrders };
+  phase = 'completed';
+  log.info('order export completed', { exportId: input.exportId, ...finished });
+  return {
+    ...finished,
+    exportId: input.exportId,
+    chunks: state.doneChunks,
+    failedAttempts: state.failedAttempts,
+    runs: state.run,
+  };
+}
+
+function checkInput(input: ExportOrdersInput): void {
+  const problems: string[] = [];
+  if (typeof input.exportId !== 'string' || !EXPORT_ID_PATTERN.test(input.exportId)) {
+    problems.push(`exportId must match ${String(EXPORT_ID_PATTERN)}`);
+  }
+  for (const key of ['fromOrderId', 'toOrderId'] as const) {
+    const value = input[key];
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) {
+      problems.push(`${key} must be a positive whole number`);
+    }
+  }
+  if (
+    input.fromOrderId !== undefined &&
+    input.toOrderId !== undefined &&
+    input.fromOrderId > input.toOrderId
+  ) {
+    problems.push('fromOrderId must not be above toOrderId');
+  }
+  for (const key of ['chunkSize', 'chunksPerRun'] as const) {
+    const value = input[key];
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 1 || value > 10_000)) {
+      problems.push(`${key} must be a whole number from 1 to 10000`);
+    }
+  }
+  if (problems.length > 0) {
+    throw ApplicationFailure.create({
+      type: ExportFailureType.InvalidExportRequest,
+      message: `invalid export request: ${problems.join('; ')}`,
+      details: [{ exportId: input.exportId, problems }],
+      nonRetryable: true,
+    });
+  }
+}

@@ -1,0 +1,87 @@
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  log,
+  proxyActivities,
+  startChild,
+  WorkflowIdReusePolicy,
+} from '@temporalio/workflow';
+import type { GenerateInvoicePdfResult } from '../activities/invoice-activities';
+import type { HeavyActivities } from '../activities/heavy';
+import { HEAVY_TASK_QUEUE } from '../shared/constants';
+import { NON_RETRYABLE_FAILURE_TYPES } from '../shared/errors';
+
+// A one-page PDF renders in milliseconds; 5 minutes start-to-close leaves room for a slow disk
+// or a long INVOICE_DELAY_MS demo, while the 10 s heartbeat timeout (the activity heartbeats
+// every 500 ms) notices a crashed worker long before that. 10 attempts, 10 s doubling to
+// 10 minutes, ride out about an hour of database or disk trouble; then the workflow fails, the
+// failure alert goes out, and `npm run ops -- retry` runs it again.
+const { generateInvoicePdf } = proxyActivities<HeavyActivities>({
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: {
+    initialInterval: '10 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '10 minutes',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: [...NON_RETRYABLE_FAILURE_TYPES],
+  },
+});
+
+/** The invoice could not be written after its retries; the activity failure is its cause. */
+export const INVOICE_FAILED = 'InvoiceFailed';
+
+export interface InvoiceWorkflowInput {
+  orderId: number;
+}
+
+export type InvoiceWorkflowResult = GenerateInvoicePdfResult;
+
+/** Workflow ID of an order's invoice: one invoice workflow per order. */
+export function invoiceWorkflowId(orderId: number): string {
+  return `invoice-order-${orderId}`;
+}
+
+/**
+ * Writes the PDF invoice of one order (`<INVOICE_DIR>/order-<id>.pdf`). Runs on task queue
+ * `heavy` under workflow ID `invoice-order-<id>`, so a backlog of invoices never holds up
+ * payments or mail.
+ */
+export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<InvoiceWorkflowResult> {
+  try {
+    return await generateInvoicePdf({ orderId: input.orderId });
+  } catch (err) {
+    if (!(err instanceof ActivityFailure)) throw err;
+    throw ApplicationFailure.create({
+      type: INVOICE_FAILED,
+      message: `the invoice of order ${input.orderId} could not be written: ${err.cause?.message ?? err.message}`,
+      details: [{ orderId: input.orderId }],
+      nonRetryable: true,
+      cause: err,
+    });
+  }
+}
+
+/**
+ * Starts the invoice of an order from another workflow and returns once the server has it: the
+ * caller never waits for the PDF (ABANDON: it lives on when the caller completes). A second
+ * start for the same order, while the first runs or after it completed, is refused by the
+ * server and ignored here; only a failed invoice may be started again.
+ */
+export async function startInvoiceWorkflow(orderId: number): Promise<void> {
+  const workflowId = invoiceWorkflowId(orderId);
+  try {
+    await startChild<typeof invoiceWorkflow>('invoiceWorkflow', {
+      workflowId,
+      taskQueue: HEAVY_TASK_QUEUE,
+      args: [{ orderId }],
+      parentClosePolicy: 'ABANDON',
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+    });
+  } catch (err) {
+    // Already there, e.g. when an operator re-runs a fulfilment: one invoice is enough.
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    log.info('invoice workflow already started', { orderId, workflowId });
+  }
+}
