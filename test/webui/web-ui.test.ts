@@ -1,0 +1,221 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { DatabaseHandle } from '../../src/db';
+import { createOrdersRepository } from '../../src/db';
+import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { orderWorkflowId } from '../../src/shared/order';
+import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
+import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
+import { createPaymentStarter, type PaymentStarter } from '../../src/temporal/payment-starter';
+import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import { createPaymentWorker } from '../../src/worker';
+import { testActivityDeps } from '../support/activity-deps';
+import { testDatabases } from '../support/databases';
+import { uniqueEventId } from '../support/webhook';
+
+// What an operator does in the Temporal Web UI, in a real browser: filter the workflow list by
+// the custom search attribute `OrderId = <id>` and find the order's payment, Completed. Runs the
+// dev server with its Web UI (as `npm start` does), the real payment worker and local peers.
+
+const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+// Without the networking flags Chromium keeps calling Google services, which a closed network
+// refuses, and the page load waits on them.
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+// The UI reads visibility, which the server updates just after a workflow closes.
+const UI_WAIT_MS = 30_000;
+
+let server: DevServer;
+let db: DatabaseHandle;
+let warehouse: WarehouseSimulator;
+let smtp: SmtpSink;
+let workerConnection: NativeConnection;
+let worker: Worker;
+let workerRun: Promise<void>;
+let clientConnection: Connection;
+let client: Client;
+let starter: PaymentStarter;
+let browser: BrowserContext;
+let browserDir: string;
+let screenshotDir: string;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM_PATH)) {
+    throw new Error(
+      `The Web UI test drives Chromium, which is not at ${CHROMIUM_PATH}. Install it with ` +
+        '`apt-get update && apt-get install -y chromium` (as root), or set CHROMIUM_PATH.',
+    );
+  }
+  server = await startDevServer({
+    port: await freePort(),
+    uiPort: await freePort(),
+    searchAttributes: [...CUSTOM_SEARCH_ATTRIBUTES],
+    log: () => {},
+  });
+  if (!server.uiUrl) {
+    throw new Error(
+      'The dev server has no Web UI (only the Java stand-in could be provisioned): see ' +
+        'docs/temporal-servers.md for building the Temporal CLI.',
+    );
+  }
+  db = await testDatabases[0]!.create();
+  warehouse = createWarehouseSimulator();
+  const warehouseUrl = await warehouse.listen(0);
+  smtp = await startSmtpSink();
+  workerConnection = await NativeConnection.connect({ address: server.address });
+  worker = await createPaymentWorker({
+    connection: workerConnection,
+    namespace: 'default',
+    activities: testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
+  });
+  workerRun = worker.run();
+  clientConnection = await Connection.connect({ address: server.address });
+  client = new Client({ connection: clientConnection, namespace: 'default' });
+  starter = createPaymentStarter(client, { startTimeoutMs: 10_000 });
+
+  browserDir = await mkdtemp(path.join(tmpdir(), 'order-payments-chromium-'));
+  screenshotDir = await mkdtemp(path.join(tmpdir(), 'order-payments-web-ui-'));
+  browser = await chromium.launchPersistentContext(browserDir, {
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1600, height: 900 },
+  });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (browserDir) await rm(browserDir, { recursive: true, force: true });
+  if (worker) {
+    worker.shutdown();
+    await workerRun;
+  }
+  await workerConnection?.close();
+  await clientConnection?.close();
+  await smtp?.close();
+  await warehouse?.close();
+  await db?.close();
+  await server?.shutdown();
+});
+
+async function newOrder(): Promise<number> {
+  const { order } = await createOrdersRepository(db.db).createWithIdempotencyKey({
+    userId: 1,
+    customerEmail: 'buyer@example.com',
+    totalAmount: 5400,
+  });
+  return order.id;
+}
+
+/** Pays an order as the webhook would, and waits until the payment and the order are done. */
+async function payAndSettle(orderId: number): Promise<string> {
+  const { workflowId } = await starter.start({
+    eventId: uniqueEventId(),
+    orderId,
+    amount: 5400,
+  });
+  await client.workflow.getHandle(workflowId).result();
+  await client.workflow.getHandle(orderWorkflowId(orderId)).result();
+  return workflowId;
+}
+
+/** Opens the workflow list filtered by a visibility query, reloading until `ready` holds. */
+async function openWorkflowList(query: string, ready: (page: Page) => Promise<boolean>) {
+  const page = await browser.newPage();
+  const url = `${server.uiUrl}/namespaces/default/workflows?query=${encodeURIComponent(query)}`;
+  const deadline = Date.now() + UI_WAIT_MS;
+  for (;;) {
+    await page.goto(url, { waitUntil: 'domcontentloaded' });
+    try {
+      await page
+        .getByRole('link', { name: /^payment-/ })
+        .first()
+        .waitFor({ timeout: 5_000 });
+      if (await ready(page)) return page;
+    } catch {
+      // Not listed yet: visibility lags a moment behind the close of a workflow.
+    }
+    if (Date.now() > deadline) {
+      const shot = path.join(screenshotDir, 'workflow-list-timeout.png');
+      await page.screenshot({ path: shot, fullPage: true });
+      throw new Error(`the Web UI did not list the expected workflows for ${query}; see ${shot}`);
+    }
+  }
+}
+
+describe('Temporal Web UI (Chromium)', () => {
+  it("lists an order's payment, Completed, filtered by OrderId, and no other order's", async () => {
+    const orderId = await newOrder();
+    const otherOrderId = await newOrder();
+    const paymentId = await payAndSettle(orderId);
+    const otherPaymentId = await payAndSettle(otherOrderId);
+
+    const page = await openWorkflowList(`OrderId = ${orderId}`, async (p) =>
+      p.getByRole('link', { name: paymentId, exact: true }).isVisible(),
+    );
+    const row = page.getByRole('row').filter({ hasText: paymentId });
+    await row.getByText('Completed', { exact: true }).waitFor({ timeout: UI_WAIT_MS });
+    expect(await row.innerText()).toContain('paymentWorkflow');
+    // The order's own workflow carries OrderId too (upserted by the workflow), the other
+    // order's payment does not match the filter.
+    await page
+      .getByRole('row')
+      .filter({ hasText: orderWorkflowId(orderId) })
+      .getByText('Completed', { exact: true })
+      .waitFor({ timeout: UI_WAIT_MS });
+    expect(await page.getByText(otherPaymentId).count()).toBe(0);
+
+    const shot = path.join(screenshotDir, `workflows-order-${orderId}.png`);
+    await page.screenshot({ path: shot, fullPage: true });
+    process.stderr.write(`Web UI screenshot: ${shot}\n`);
+    await page.close();
+  }, 120_000);
+
+  it("shows the payment's activities by their summaries in its history", async () => {
+    const orderId = await newOrder();
+    const paymentId = await payAndSettle(orderId);
+    const { runId } = await client.workflow.getHandle(paymentId).describe();
+    const page = await browser.newPage();
+    const workflowPath = `workflows/${encodeURIComponent(paymentId)}/${runId}/history`;
+    await page.goto(`${server.uiUrl}/namespaces/default/${workflowPath}`, {
+      waitUntil: 'domcontentloaded',
+    });
+    const shot = path.join(screenshotDir, `history-${paymentId}.png`);
+    try {
+      await page
+        .getByText('Record the payment (once per provider event)')
+        .first()
+        .waitFor({ timeout: UI_WAIT_MS });
+      await page
+        .getByText("Hand the payment to the order's workflow")
+        .first()
+        .waitFor({ timeout: UI_WAIT_MS });
+    } finally {
+      await page.screenshot({ path: shot, fullPage: true });
+      process.stderr.write(`Web UI screenshot: ${shot}\n`);
+    }
+    await page.close();
+  }, 120_000);
+});
+
+async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
