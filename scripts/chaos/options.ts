@@ -1,0 +1,298 @@
+/**
+ * What a chaos run does, and how big it is. Two presets: `full` for `npm run chaos` (about five
+ * minutes) and `small` for CI (test/chaos, under a minute and a half). Every value can be
+ * changed by a flag or an environment variable (flag wins), e.g. `npm run chaos -- --events 50`
+ * or `CHAOS_EVENTS=50 npm run chaos`.
+ */
+export interface ChaosOptions {
+  /** Payment events (distinct event IDs) delivered by the provider. */
+  events: number;
+  /** Share of orders paid twice (two distinct events: a double charge, flagged for review). */
+  doubleChargeRate: number;
+  /** Customers the orders belong to (loyalty balances are per customer). */
+  users: number;
+  /** Worker processes running side by side on the task queue. */
+  workers: number;
+  /** Workers of task queue `heavy` (invoices), when the system has them (src/heavy-worker.ts). */
+  heavyWorkers: number;
+  /** Events are first delivered at random moments within this window. */
+  deliveryWindowMs: number;
+  /** Chaos actions are spread over the delivery window plus this tail. */
+  chaosTailMs: number;
+  /** SIGKILLs of a random worker (payments or heavy) at a random moment. */
+  workerKills: number;
+  /** SIGKILLs right after a payment row committed, before recordPayment returned. */
+  commitKills: number;
+  /** SIGKILLs right after the warehouse answered 201, before notifyWarehouse returned. */
+  warehouseKills: number;
+  /** SIGKILLs after the SMTP server accepted the confirmation, before it was stamped. */
+  mailKills: number;
+  /** SIGKILLs of the Temporal server, restarted on the same port and SQLite file. */
+  serverRestarts: number;
+  serverDownMs: [number, number];
+  /** Immediate stops of PostgreSQL, started again after a while. */
+  dbOutages: number;
+  dbDownMs: [number, number];
+  /** How long, after the last chaos action, every workflow has to complete. */
+  convergenceTimeoutMs: number;
+  /** How long a worker frozen at an armed moment waits for its SIGKILL before carrying on. */
+  holdMs: number;
+  /** A worker is restarted this long after it died (a process manager's restart delay). */
+  restartDelayMs: number;
+  /** Count duplicate mails (same Message-ID) as failures too. */
+  strictMail: boolean;
+  seed: number;
+  /** Keep the run directory (logs are always kept; this also keeps the databases). */
+  keep: boolean;
+}
+
+export type Size = 'small' | 'full';
+
+export const PRESETS: Record<Size, Omit<ChaosOptions, 'seed' | 'keep' | 'strictMail'>> = {
+  small: {
+    events: 20,
+    doubleChargeRate: 0.1,
+    users: 3,
+    workers: 2,
+    heavyWorkers: 1,
+    deliveryWindowMs: 8_000,
+    chaosTailMs: 6_000,
+    workerKills: 1,
+    commitKills: 1,
+    warehouseKills: 0,
+    mailKills: 0,
+    serverRestarts: 1,
+    serverDownMs: [1_000, 2_000],
+    dbOutages: 1,
+    dbDownMs: [3_000, 4_000],
+    convergenceTimeoutMs: 45_000,
+    holdMs: 5_000,
+    restartDelayMs: 500,
+  },
+  full: {
+    events: 300,
+    doubleChargeRate: 0.05,
+    users: 20,
+    workers: 2,
+    heavyWorkers: 1,
+    deliveryWindowMs: 60_000,
+    chaosTailMs: 30_000,
+    workerKills: 6,
+    commitKills: 4,
+    warehouseKills: 2,
+    mailKills: 2,
+    serverRestarts: 2,
+    serverDownMs: [2_000, 5_000],
+    dbOutages: 2,
+    dbDownMs: [4_000, 8_000],
+    convergenceTimeoutMs: 180_000,
+    holdMs: 5_000,
+    restartDelayMs: 1_000,
+  },
+};
+
+interface Knob {
+  flag: string;
+  env: string;
+  key: keyof ChaosOptions;
+  kind: 'int' | 'fraction' | 'range' | 'bool';
+  help: string;
+}
+
+const KNOBS: Knob[] = [
+  { flag: 'events', env: 'CHAOS_EVENTS', key: 'events', kind: 'int', help: 'payment events' },
+  {
+    flag: 'double-charge-rate',
+    env: 'CHAOS_DOUBLE_CHARGE_RATE',
+    key: 'doubleChargeRate',
+    kind: 'fraction',
+    help: 'share of orders paid twice',
+  },
+  { flag: 'users', env: 'CHAOS_USERS', key: 'users', kind: 'int', help: 'customers' },
+  { flag: 'workers', env: 'CHAOS_WORKERS', key: 'workers', kind: 'int', help: 'worker processes' },
+  {
+    flag: 'heavy-workers',
+    env: 'CHAOS_HEAVY_WORKERS',
+    key: 'heavyWorkers',
+    kind: 'int',
+    help: 'heavy (invoice) worker processes',
+  },
+  {
+    flag: 'delivery-window-ms',
+    env: 'CHAOS_DELIVERY_WINDOW_MS',
+    key: 'deliveryWindowMs',
+    kind: 'int',
+    help: 'first deliveries spread over this window',
+  },
+  {
+    flag: 'chaos-tail-ms',
+    env: 'CHAOS_TAIL_MS',
+    key: 'chaosTailMs',
+    kind: 'int',
+    help: 'chaos goes on this long after the delivery window',
+  },
+  {
+    flag: 'worker-kills',
+    env: 'CHAOS_WORKER_KILLS',
+    key: 'workerKills',
+    kind: 'int',
+    help: 'SIGKILLs of a worker at random moments',
+  },
+  {
+    flag: 'commit-kills',
+    env: 'CHAOS_COMMIT_KILLS',
+    key: 'commitKills',
+    kind: 'int',
+    help: 'SIGKILLs after a payment row commits, before recordPayment returns',
+  },
+  {
+    flag: 'warehouse-kills',
+    env: 'CHAOS_WAREHOUSE_KILLS',
+    key: 'warehouseKills',
+    kind: 'int',
+    help: 'SIGKILLs after the warehouse answered 201',
+  },
+  {
+    flag: 'mail-kills',
+    env: 'CHAOS_MAIL_KILLS',
+    key: 'mailKills',
+    kind: 'int',
+    help: 'SIGKILLs after SMTP accepted a mail, before its stamp',
+  },
+  {
+    flag: 'server-restarts',
+    env: 'CHAOS_SERVER_RESTARTS',
+    key: 'serverRestarts',
+    kind: 'int',
+    help: 'SIGKILL + restart of the Temporal server',
+  },
+  {
+    flag: 'server-down-ms',
+    env: 'CHAOS_SERVER_DOWN_MS',
+    key: 'serverDownMs',
+    kind: 'range',
+    help: 'Temporal stays down this long (min-max)',
+  },
+  {
+    flag: 'db-outages',
+    env: 'CHAOS_DB_OUTAGES',
+    key: 'dbOutages',
+    kind: 'int',
+    help: 'immediate stops of PostgreSQL',
+  },
+  {
+    flag: 'db-down-ms',
+    env: 'CHAOS_DB_DOWN_MS',
+    key: 'dbDownMs',
+    kind: 'range',
+    help: 'PostgreSQL stays down this long (min-max)',
+  },
+  {
+    flag: 'convergence-timeout-ms',
+    env: 'CHAOS_CONVERGENCE_TIMEOUT_MS',
+    key: 'convergenceTimeoutMs',
+    kind: 'int',
+    help: 'time for every workflow to complete after the chaos',
+  },
+  {
+    flag: 'strict-mail',
+    env: 'CHAOS_STRICT_MAIL',
+    key: 'strictMail',
+    kind: 'bool',
+    help: 'duplicate mails with the same Message-ID fail the run too',
+  },
+  { flag: 'seed', env: 'CHAOS_SEED', key: 'seed', kind: 'int', help: 'seed of the plan' },
+  {
+    flag: 'keep',
+    env: 'CHAOS_KEEP',
+    key: 'keep',
+    kind: 'bool',
+    help: 'keep the databases in the run directory',
+  },
+];
+
+export function usage(): string {
+  const lines = KNOBS.map(
+    (k) =>
+      `  --${`${k.flag}${k.kind === 'bool' ? '' : ' <v>'}`.padEnd(28)} ${k.env.padEnd(30)} ${k.help}`,
+  );
+  return [
+    'npm run chaos -- [--size full|small] [options]   (env CHAOS_SIZE)',
+    '',
+    `  ${'flag'.padEnd(30)} ${'environment'.padEnd(30)} meaning`,
+    ...lines,
+  ].join('\n');
+}
+
+/** Options for a size, with any overrides; a fresh random seed unless one is given. */
+export function chaosOptions(size: Size, overrides: Partial<ChaosOptions> = {}): ChaosOptions {
+  return {
+    ...PRESETS[size],
+    seed: Math.floor(Math.random() * 2 ** 31),
+    keep: false,
+    strictMail: false,
+    ...overrides,
+  };
+}
+
+/** Reads `--size` and the knobs from argv, then the environment; throws on anything unknown. */
+export function parseChaosArgs(argv: string[], env: NodeJS.ProcessEnv): ChaosOptions {
+  const overrides: Partial<ChaosOptions> = {};
+  const set = (key: keyof ChaosOptions, value: unknown) =>
+    Object.assign(overrides, { [key]: value });
+  let size = env.CHAOS_SIZE ?? 'full';
+  for (const knob of KNOBS) {
+    const value = env[knob.env];
+    if (value !== undefined && value !== '') set(knob.key, parseValue(knob, value, knob.env));
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [name, inline] = arg.startsWith('--') ? arg.slice(2).split('=', 2) : [arg, undefined];
+    if (name === 'size') {
+      size = inline ?? argv[++i] ?? '';
+      continue;
+    }
+    const knob = KNOBS.find((k) => k.flag === name);
+    if (!knob) throw new Error(`unknown option ${arg}\n\n${usage()}`);
+    const value = knob.kind === 'bool' ? (inline ?? 'true') : (inline ?? argv[++i]);
+    if (value === undefined) throw new Error(`--${knob.flag} needs a value`);
+    set(knob.key, parseValue(knob, value, `--${knob.flag}`));
+  }
+  if (size !== 'full' && size !== 'small')
+    throw new Error(`size must be full or small (got ${size})`);
+  return chaosOptions(size, overrides);
+}
+
+function parseValue(knob: Knob, value: string, source: string): unknown {
+  switch (knob.kind) {
+    case 'bool':
+      if (!['true', 'false', '1', '0'].includes(value)) throw new Error(`${source}: true or false`);
+      return value === 'true' || value === '1';
+    case 'int': {
+      const n = Number(value);
+      if (!Number.isInteger(n) || n < 0) throw new Error(`${source}: a whole number >= 0`);
+      return n;
+    }
+    case 'fraction': {
+      const n = Number(value);
+      if (!(n >= 0 && n <= 1)) throw new Error(`${source}: a number between 0 and 1`);
+      return n;
+    }
+    case 'range': {
+      const parts = value.split('-').map(Number);
+      const [min, max = min] = parts;
+      if (
+        parts.length > 2 ||
+        min === undefined ||
+        max === undefined ||
+        !Number.isInteger(min) ||
+        !Number.isInteger(max) ||
+        min < 0 ||
+        max < min
+      ) {
+        throw new Error(`${source}: milliseconds, or a range such as 3000-6000`);
+      }
+      return [min, max];
+    }
+  }
+}
