@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { parseEncryptionKeys } from './temporal/codec';
 
 /**
  * The only reader of process.env. Every setting has a default that works on a laptop; the
@@ -108,6 +109,26 @@ const schema = z
     WAREHOUSE_SIMULATOR_PORT: port(4001),
     /** Must stay below the warehouse activity's 8 s start-to-close timeout (src/workflows/payment.ts). */
     WAREHOUSE_TIMEOUT_MS: z.coerce.number().int().min(100).max(7_000).default(5_000),
+    /**
+     * Encrypts every payload in Temporal (histories hold no customer data in clear):
+     * `<key id>:<base64 of 32 bytes>`, comma-separated with the current key first during rotation.
+     */
+    PAYLOAD_ENCRYPTION_KEY: blankToUndefined.refine((v) => v === undefined || keysAreValid(v), {
+      message:
+        'must be <key id>:<base64 of 32 bytes>[,<older id>:<base64>…] (e.g. k1:$(openssl rand -base64 32))',
+    }),
+    /** Bearer token the codec endpoint requires (the Web UI can send one); unset: none. */
+    CODEC_AUTH_TOKEN: blankToUndefined,
+    /** Browser origins allowed to call the codec endpoint: the Temporal Web UI's. */
+    CODEC_CORS_ORIGINS: z
+      .string()
+      .default('http://localhost:8233,http://127.0.0.1:8233')
+      .transform((v) =>
+        v
+          .split(',')
+          .map((o) => o.trim())
+          .filter((o) => o.length > 0),
+      ),
     ALERT_WEBHOOK_URL: optionalUrl,
     /** Base URL of the Temporal Web UI for links in alerts; the embedded dev server's by default. */
     TEMPORAL_UI_URL: optionalUrl,
@@ -276,4 +297,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   return Object.freeze(result.data);
+}
+
+function keysAreValid(setting: string): boolean {
+  try {
+    parseEncryptionKeys(setting);
+    return true;
+  } catch {
+    return false;
+  }
 }

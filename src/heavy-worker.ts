@@ -1,3 +1,5 @@
+import type { DataConverter } from '@temporalio/common';
+import { dataConverterFor } from './temporal/data-converter';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createHeavyActivities, type HeavyActivityDeps } from './activities/heavy';
 import { loadConfig, type Config } from './config';
@@ -34,6 +36,8 @@ export interface HeavyWorkerOptions {
   /** The prebuilt bundle the payment worker loads too (`npm run build`); unset: bundled from source. */
   workflowBundlePath?: string;
   taskQueue?: string;
+  /** Payload encryption, the same as the payment worker's (src/temporal/data-converter.ts). */
+  dataConverter?: DataConverter;
   /** Extra Worker options (tests: a prebuilt bundle…). */
   overrides?: Partial<WorkerOptions>;
 }
@@ -50,6 +54,7 @@ export async function createHeavyWorker(options: HeavyWorkerOptions): Promise<Wo
     taskQueue: options.taskQueue ?? HEAVY_TASK_QUEUE,
     // The payment worker's workflow code, failure-alert interceptor included: one bundle for both.
     ...workflowCodeOptions(options.workflowBundlePath),
+    dataConverter: options.dataConverter,
     activities: createHeavyActivities(options.activities),
     maxConcurrentActivityTaskExecutions:
       options.maxConcurrentActivities ?? DEFAULT_HEAVY_MAX_CONCURRENT_ACTIVITIES,
@@ -99,6 +104,7 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   try {
     const worker = await createHeavyWorker({
+      dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
       activities: heavyActivityDepsFromConfig(config, db, {

@@ -1,4 +1,5 @@
 import { NativeConnection } from '@temporalio/worker';
+import { codecEndpointFor, dataConverterFor } from './temporal/data-converter';
 import { loadConfig } from './config';
 import {
   createDatabase,
@@ -74,6 +75,10 @@ async function main(): Promise<void> {
         namespace: config.TEMPORAL_NAMESPACE,
         // The workflows set them (OrderId, PaymentEventId): the server must know them first.
         searchAttributes: [...CUSTOM_SEARCH_ATTRIBUTES],
+        // With payloads encrypted, the UI asks our HTTP server to show them in clear.
+        uiCodecEndpoint: config.PAYLOAD_ENCRYPTION_KEY
+          ? `http://${config.HOST}:${config.PORT}/codec`
+          : undefined,
         log: (line) => logger.info({ component: 'temporal-dev-server' }, line),
       });
       cleanups.push({ name: 'temporal dev server', run: () => devServer.shutdown() });
@@ -115,6 +120,7 @@ async function main(): Promise<void> {
     const connection = await NativeConnection.connect({ address: temporalAddress });
     cleanups.push({ name: 'worker connection', run: () => connection.close() });
     const worker = await createPaymentWorker({
+      dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
       activities: activityDepsFromConfig(config, db, {
@@ -135,6 +141,7 @@ async function main(): Promise<void> {
     // PDF invoices and exports: task queue `heavy`, a worker of its own with few slots, so a
     // backlog there never delays payments and mail (docs/task-queues.md).
     const heavyWorker = await createHeavyWorker({
+      dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
       activities: heavyActivityDepsFromConfig(config, db, {
@@ -154,6 +161,7 @@ async function main(): Promise<void> {
     });
 
     const client = createLazyClient({
+      dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
       address: temporalAddress,
       namespace: config.TEMPORAL_NAMESPACE,
     });
@@ -168,6 +176,7 @@ async function main(): Promise<void> {
       paymentsRepository: createPaymentsRepository(db.db),
       readiness: [databaseReadiness(db.db), temporalReadiness(client.connection)],
       metrics: createHttpMetrics({ defaultMetrics: true }),
+      codec: codecEndpointFor(config),
     });
     await app.listen({ port: config.PORT, host: config.HOST });
     cleanups.push({ name: 'http server', run: () => app.close() });

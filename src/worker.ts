@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
+import { dataConverterFor } from './temporal/data-converter';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
 import { createWarehouseClient } from './activities/warehouse-client';
@@ -66,6 +68,8 @@ export interface PaymentWorkerOptions {
   maxConcurrentActivities?: number;
   /** Workflow task slots (default: the SDK's, 40). */
   maxConcurrentWorkflowTasks?: number;
+  /** Payload encryption (src/temporal/data-converter.ts); unset: payloads in clear. */
+  dataConverter?: DataConverter;
   /** Extra Worker options (tests: a prebuilt bundle, shorter shutdown grace time…). */
   overrides?: Partial<WorkerOptions>;
 }
@@ -80,9 +84,14 @@ export async function createPaymentWorker(options: PaymentWorkerOptions): Promis
     namespace: options.namespace,
     taskQueue: options.taskQueue ?? PAYMENTS_TASK_QUEUE,
     ...workflowCodeOptions(options.workflowBundlePath),
+    dataConverter: options.dataConverter,
     activities: createActivities({
       ...options.activities,
-      client: new Client({ connection: options.connection, namespace: options.namespace }),
+      client: new Client({
+        connection: options.connection,
+        namespace: options.namespace,
+        dataConverter: options.dataConverter,
+      }),
     }),
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities,
     maxConcurrentWorkflowTaskExecutions: options.maxConcurrentWorkflowTasks,
@@ -181,6 +190,7 @@ async function main(): Promise<void> {
   let health: { close(): Promise<void> } | undefined;
   try {
     const worker = await createPaymentWorker({
+      dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
       activities: activityDepsFromConfig(config, db, {

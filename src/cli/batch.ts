@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { dataConverterFor } from '../temporal/data-converter';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import {
   Client,
@@ -111,7 +112,13 @@ export async function main(argv: readonly string[], io: BatchCliIo = processIo()
     return EXIT_PROBLEM;
   }
   try {
-    return await run(new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }));
+    return await run(
+      new Client({
+        connection,
+        namespace: config.TEMPORAL_NAMESPACE,
+        dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
+      }),
+    );
   } catch (err) {
     io.err(`${command} failed: ${message(err)}`);
     return EXIT_PROBLEM;

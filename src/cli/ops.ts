@@ -1,4 +1,5 @@
 import { hostname, userInfo } from 'node:os';
+import { dataConverterFor } from '../temporal/data-converter';
 import { createInterface } from 'node:readline/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
@@ -205,6 +206,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     const client = new Client({
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
+      dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
       identity: `ops:${io.user}@${hostname()}`,
     });
     return await run(client);

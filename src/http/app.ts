@@ -7,6 +7,7 @@ import { type Config, WEBHOOK_SECURITY_DEFAULTS } from '../config';
 import type { createOrdersRepository, createPaymentsRepository } from '../db';
 import type { PaymentStarter } from '../temporal/payment-starter';
 import { registerErrorHandler } from './errors';
+import { codecRoutes, type CodecRouteOptions } from './routes/codec';
 import { healthRoutes, type ReadinessCheck } from './health';
 import { createHttpMetrics, type HttpMetrics, registerHttpMetrics } from './metrics';
 import { createFailureLimiter } from './rate-limit';
@@ -40,6 +41,8 @@ export interface AppDeps {
   readiness?: readonly ReadinessCheck[];
   /** Where GET /metrics counts; default: a registry of the app's own. */
   metrics?: HttpMetrics;
+  /** The codec endpoint for the Web UI (POST /codec/decode, /codec/encode), when payloads are encrypted. */
+  codec?: CodecRouteOptions;
 }
 
 /** Builds the HTTP app without listening, so tests can inject requests into it. */
@@ -78,6 +81,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     orders: deps.ordersRepository,
     payments: deps.paymentsRepository,
   });
+  if (deps.codec) await app.register(codecRoutes, deps.codec);
   return app;
 }
 

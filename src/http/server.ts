@@ -1,4 +1,5 @@
 import { loadConfig } from '../config';
+import { codecEndpointFor, dataConverterFor } from '../temporal/data-converter';
 import { createDatabase, createOrdersRepository, createPaymentsRepository } from '../db';
 import { createLogger } from '../logger';
 import { startWatchdogFromConfig } from '../monitoring';
@@ -23,6 +24,7 @@ async function main(): Promise<void> {
   }
   const db = createDatabase(config.DATABASE_URL, { poolMax: config.DATABASE_POOL_MAX });
   const client = createLazyClient({
+    dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
     address: config.TEMPORAL_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
   });
@@ -34,6 +36,7 @@ async function main(): Promise<void> {
     paymentsRepository: createPaymentsRepository(db.db),
     readiness: [databaseReadiness(db.db), temporalReadiness(client.connection)],
     metrics: createHttpMetrics({ defaultMetrics: true }),
+    codec: codecEndpointFor(config),
   });
   // Here, not in a worker: a dead worker cannot report that it is dead.
   const watchdog = startWatchdogFromConfig(config, client, logger, config.TEMPORAL_UI_URL);

@@ -21,6 +21,8 @@ export interface DevServerOptions {
   log?: (line: string) => void;
   /** Custom search attributes to register at start-up. */
   searchAttributes?: DevServerConfig['searchAttributes'];
+  /** Codec endpoint the Web UI calls to show encrypted payloads in clear. */
+  uiCodecEndpoint?: string;
 }
 
 export interface DevServer {
@@ -97,6 +99,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   args.push('--dynamic-config-value', 'frontend.enableServerVersionCheck=false');
   if (options.dbFilename) args.push('--db-filename', options.dbFilename);
   args.push(...(hasUi ? ['--ui-port', String(uiPort)] : ['--headless']));
+  if (hasUi && options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
   for (const { name, type } of options.searchAttributes ?? []) {
     args.push('--search-attribute', `${name}=${TypedSearchAttributes.toMetadataType(type)}`);
   }

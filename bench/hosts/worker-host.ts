@@ -1,0 +1,137 @@
+import { Client } from '@temporalio/client';
+import {
+  NativeConnection,
+  Worker,
+  type InjectedSinks,
+  type WorkerOptions,
+} from '@temporalio/worker';
+import { loadConfig } from '../../src/config';
+import { createDatabase, type DatabaseHandle } from '../../src/db';
+import { createLogger } from '../../src/logger';
+import { installTemporalRuntime } from '../../src/temporal/runtime';
+import { activityDepsFromConfig, createPaymentWorker } from '../../src/worker';
+import { createBenchActivities } from '../activities';
+import type { BenchSinks } from '../workflows';
+import { ActivityTimings } from '../lib/activity-timing';
+import { serveHost } from '../lib/host';
+
+/**
+ * The worker process of the benchmarks: the production payments worker (createPaymentWorker,
+ * activities wired from configuration as `npm run worker` wires them) and, beside it on its own
+ * task queue, the bench workflows' worker with the same settings. Its stdout is its log file.
+ *
+ * Settings come from the environment the driver sets (see WorkerHostEnv).
+ */
+
+export interface WorkerHostEnv {
+  TEMPORAL_ADDRESS: string;
+  DATABASE_URL: string;
+  WAREHOUSE_API_URL: string;
+  SMTP_URL: string;
+  BENCH_PAYMENTS_BUNDLE: string;
+  BENCH_BENCH_BUNDLE: string;
+  /** Task queue of the bench workflows. */
+  BENCH_TASK_QUEUE: string;
+  /** Unset: the SDK's default workflow cache size. */
+  BENCH_MAX_CACHED_WORKFLOWS?: string;
+}
+
+async function main(): Promise<void> {
+  const env = process.env as NodeJS.ProcessEnv & WorkerHostEnv;
+  const config = loadConfig({ ...env, LOG_LEVEL: 'info' });
+  const logger = createLogger(config, 'worker');
+  installTemporalRuntime(logger);
+  const db = createDatabase(config.DATABASE_URL);
+  const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
+  const timings = new ActivityTimings();
+  let arrivals = 0;
+
+  const shared: Partial<WorkerOptions> = {
+    ...(env.BENCH_MAX_CACHED_WORKFLOWS === undefined
+      ? {}
+      : { maxCachedWorkflows: Number(env.BENCH_MAX_CACHED_WORKFLOWS) }),
+  };
+  const payments = await createPaymentWorker({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    activities: activityDepsFromConfig(config, db, {
+      warehouseUrl: env.WAREHOUSE_API_URL,
+      temporalUiUrl: undefined,
+      smtpUrl: env.SMTP_URL,
+    }),
+    overrides: {
+      ...shared,
+      // The same code createPaymentWorker bundles from workflowsPath, its interceptor included.
+      workflowsPath: undefined,
+      workflowBundle: { codePath: env.BENCH_PAYMENTS_BUNDLE },
+      interceptors: { activity: [timings.interceptor], workflowModules: [] },
+    },
+  });
+  const bench = await Worker.create({
+    ...shared,
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: env.BENCH_TASK_QUEUE,
+    workflowBundle: { codePath: env.BENCH_BENCH_BUNDLE },
+    activities: createBenchActivities({
+      client: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
+    }),
+    sinks: {
+      bench: { arrived: { fn: () => void (arrivals += 1) } },
+    } satisfies InjectedSinks<BenchSinks>,
+    interceptors: { activity: [timings.interceptor] },
+  });
+  const workers = [payments, bench];
+  const running = Promise.all(workers.map((w) => w.run()));
+
+  serveHost(workerHostApi({ workers, running, timings, arrivals: () => arrivals, connection, db }));
+}
+
+interface WorkerHostState {
+  workers: Worker[];
+  running: Promise<unknown>;
+  timings: ActivityTimings;
+  arrivals: () => number;
+  connection: NativeConnection;
+  db: DatabaseHandle;
+}
+
+/** The commands the driver calls. */
+function workerHostApi({ workers, running, timings, arrivals, connection, db }: WorkerHostState) {
+  return {
+    /** Activity timings since the last call. */
+    timings: async () => timings.take(),
+    /** Worker state and this process's memory, after a full GC when --expose-gc is on. */
+    status: async (args: { gc?: boolean } | undefined) => {
+      if (args?.gc && global.gc) {
+        global.gc();
+        global.gc();
+      }
+      const [p, b] = workers.map((w) => w.getStatus());
+      return {
+        arrivals: arrivals(),
+        cachedWorkflows: p!.numCachedWorkflows + b!.numCachedWorkflows,
+        inFlightActivations: p!.numInFlightWorkflowActivations + b!.numInFlightWorkflowActivations,
+        inFlightActivities: p!.numInFlightActivities + b!.numInFlightActivities,
+        memory: process.memoryUsage(),
+        /** In force, the SDK's default when the setting is left out. */
+        maxCachedWorkflows: workers[0]!.options.maxCachedWorkflows,
+      };
+    },
+    close: async () => {
+      for (const w of workers) w.shutdown();
+      await running;
+      await connection.close();
+      await db.close();
+    },
+  };
+}
+
+export type WorkerHostApi = ReturnType<typeof workerHostApi>;
+
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    process.stderr.write(`worker host: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  });
+}
