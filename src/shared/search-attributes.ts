@@ -10,4 +10,7 @@ export const OrderIdSearchAttribute = defineSearchAttributeKey('OrderId', 'INT')
 export const PaymentEventIdSearchAttribute = defineSearchAttributeKey('PaymentEventId', 'KEYWORD');
 
 /** Every custom search attribute, with its type as the server names it. */
-export const CUSTOM_SEARCH_ATTRIBUTES = [OrderIdSearchAttribute, PaymentEventIdSearchAttribute] as const;
+export const CUSTOM_SEARCH_ATTRIBUTES = [
+  OrderIdSearchAttribute,
+  PaymentEventIdSearchAttribute,
+] as const;
