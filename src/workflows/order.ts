@@ -8,7 +8,6 @@ import {
   startChild,
   upsertSearchAttributes,
   workflowInfo,
-  type ActivityOptions,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { refundReviewAlertWorkflowId, type Alert } from '../shared/alert';
@@ -24,18 +23,9 @@ import { RetryBudgets } from '../shared/retry-budget';
 import { OrderIdSearchAttribute } from '../shared/search-attributes';
 import type { alertWorkflow } from './alert';
 import { startInvoiceWorkflow } from './invoice';
+import { databaseCall } from './activity-options';
 import { withRetryBudget, type RetriesExhaustedDetails } from './retry';
 
-// Database work: see the same profile in payment.ts.
-const databaseCall: ActivityOptions = {
-  startToCloseTimeout: '10 seconds',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '1 minute',
-    nonRetryableErrorTypes: [...NON_RETRYABLE_FAILURE_TYPES],
-  },
-};
 // One proxy per activity, each with its own Web UI summary (metadata, not matched on replay).
 const { setShipmentStatus } = proxyActivities<Activities>({
   ...databaseCall,
