@@ -1,14 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { dataConverterFor } from '../temporal/data-converter';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import {
-  Client,
-  Connection,
+  type Client,
   WorkflowExecutionAlreadyStartedError,
   WorkflowIdReusePolicy,
   WorkflowNotFoundError,
 } from '@temporalio/client';
-import { type Config, ConfigError, loadConfig } from '../config';
+import { DEFAULT_TEMPORAL_ADDRESS, errorMessage, withTemporalClient } from './temporal-session';
 import { HEAVY_TASK_QUEUE } from '../shared/constants';
 import {
   EXPORT_ID_PATTERN,
@@ -41,9 +39,6 @@ export interface BatchCliIo {
   sleep?(ms: number): Promise<void>;
 }
 
-/** Where the embedded dev server of `npm start` listens when TEMPORAL_ADDRESS is unset. */
-const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
-const CONNECT_TIMEOUT = '5 seconds';
 const DEFAULT_WATCH_INTERVAL_MS = 1_000;
 /** `--watch` gives up after this many failed polls in a row (Temporal gone for good). */
 const MAX_POLL_ERRORS = 10;
@@ -92,39 +87,7 @@ export async function main(argv: readonly string[], io: BatchCliIo = processIo()
     return EXIT_USAGE;
   }
 
-  let config: Config;
-  try {
-    config = loadConfig(io.env);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    io.err(err.message);
-    return EXIT_PROBLEM;
-  }
-  const address = config.TEMPORAL_ADDRESS ?? DEFAULT_TEMPORAL_ADDRESS;
-  let connection: Connection;
-  try {
-    connection = await Connection.connect({ address, connectTimeout: CONNECT_TIMEOUT });
-  } catch (err) {
-    io.err(
-      `Cannot reach Temporal at ${address} (${message(err)}).\n` +
-        'Set TEMPORAL_ADDRESS, or start the dev stack with npm start.',
-    );
-    return EXIT_PROBLEM;
-  }
-  try {
-    return await run(
-      new Client({
-        connection,
-        namespace: config.TEMPORAL_NAMESPACE,
-        dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
-      }),
-    );
-  } catch (err) {
-    io.err(`${command} failed: ${message(err)}`);
-    return EXIT_PROBLEM;
-  } finally {
-    await connection.close();
-  }
+  return withTemporalClient(io, command, run);
 }
 
 function parseCommand(
@@ -197,7 +160,7 @@ function parse<O extends NonNullable<ParseArgsConfig['options']>>(
   try {
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (err) {
-    throw new UsageError(message(err));
+    throw new UsageError(errorMessage(err));
   }
   if (parsed.positionals.length > maxPositionals) {
     throw new UsageError(`Unexpected argument "${parsed.positionals[maxPositionals]}".`);
@@ -268,7 +231,7 @@ async function exportStatus(client: Client, workflowId: string): Promise<ExportS
   if (status === 'COMPLETED') return { kind: 'completed', result: await handle.result() };
   const reason = await handle.result().then(
     () => status,
-    (err: unknown) => message((err as { cause?: unknown }).cause ?? err),
+    (err: unknown) => errorMessage((err as { cause?: unknown }).cause ?? err),
   );
   return { kind: 'closed', status, reason };
 }
@@ -381,11 +344,6 @@ export function progressLine(p: ExportProgress): string {
 
 function number(n: number): string {
   return n.toLocaleString('en-US');
-}
-
-function message(err: unknown): string {
-  const text = (err as { message?: unknown } | null)?.message;
-  return typeof text === 'string' ? text : String(err);
 }
 
 function processIo(): BatchCliIo {

@@ -1,9 +1,8 @@
 import { hostname, userInfo } from 'node:os';
-import { dataConverterFor } from '../temporal/data-converter';
 import { createInterface } from 'node:readline/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
-import { type Config, ConfigError, loadConfig } from '../config';
+import type { Client } from '@temporalio/client';
+import { DEFAULT_TEMPORAL_ADDRESS, errorMessage, withTemporalClient } from './temporal-session';
 import {
   awaitDeletion,
   type FailedWorkflow,
@@ -48,10 +47,6 @@ export interface CliIo {
   env?: NodeJS.ProcessEnv;
 }
 
-/** Where the embedded dev server of `npm start` listens when TEMPORAL_ADDRESS is unset. */
-const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
-// An operator waits for an answer at the terminal: fail within seconds when Temporal is down.
-const CONNECT_TIMEOUT = '5 seconds';
 // A server deletes a closed run once it has recorded that the close was processed, which a
 // default server does every 30 s: a minute covers that and the retries of the deletion.
 const DELETION_WAIT_MS = 60_000;
@@ -183,39 +178,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     return EXIT_USAGE;
   }
 
-  let config: Config;
-  try {
-    config = loadConfig(io.env);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    io.err(err.message);
-    return EXIT_PROBLEM;
-  }
-  const address = config.TEMPORAL_ADDRESS ?? DEFAULT_TEMPORAL_ADDRESS;
-  let connection: Connection;
-  try {
-    connection = await Connection.connect({ address, connectTimeout: CONNECT_TIMEOUT });
-  } catch (err) {
-    io.err(
-      `Cannot reach Temporal at ${address} (${message(err)}).\n` +
-        'Set TEMPORAL_ADDRESS, or start the dev stack with npm start.',
-    );
-    return EXIT_PROBLEM;
-  }
-  try {
-    const client = new Client({
-      connection,
-      namespace: config.TEMPORAL_NAMESPACE,
-      dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
-      identity: `ops:${io.user}@${hostname()}`,
-    });
-    return await run(client);
-  } catch (err) {
-    io.err(`${command} failed: ${message(err)}`);
-    return EXIT_PROBLEM;
-  } finally {
-    await connection.close();
-  }
+  return withTemporalClient(io, command, run, `ops:${io.user}@${hostname()}`);
 }
 
 function isCommand(name: string): name is Command {
@@ -292,7 +255,7 @@ function parse<O extends NonNullable<ParseArgsConfig['options']>>(
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (err) {
     // parseArgs explains unknown options and missing values well; keep its words.
-    throw new UsageError(message(err));
+    throw new UsageError(errorMessage(err));
   }
   if (parsed.positionals.length > maxPositionals) {
     throw new UsageError(`Unexpected argument "${parsed.positionals[maxPositionals]}".`);
@@ -495,12 +458,6 @@ function retryReason(io: CliIo): string {
 /** UTC, to the second: the same on every operator's terminal and in the Web UI's UTC mode. */
 function timestamp(date: Date | undefined): string {
   return date ? date.toISOString().replace(/\.\d{3}Z$/, 'Z') : '-';
-}
-
-function message(err: unknown): string {
-  // Not `instanceof Error`: errors made by Node itself (parseArgs) may come from another realm.
-  const text = (err as { message?: unknown } | null)?.message;
-  return typeof text === 'string' ? text : String(err);
 }
 
 function processIo(): CliIo {

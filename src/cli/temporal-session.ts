@@ -1,0 +1,63 @@
+import { Client, Connection } from '@temporalio/client';
+import { ConfigError, loadConfig } from '../config';
+import { dataConverterFor } from '../temporal/data-converter';
+
+/** Where the embedded dev server of `npm start` listens when TEMPORAL_ADDRESS is unset. */
+export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
+// A person waits for an answer at the terminal: fail within seconds when Temporal is down.
+const CONNECT_TIMEOUT = '5 seconds';
+
+/** Exit code for a problem (configuration, connection, a failed command), as the CLIs use it. */
+const EXIT_PROBLEM = 1;
+
+/**
+ * The part every operator CLI shares: read the configuration, connect to Temporal with the
+ * project's data converter, run `work` with a client, and always close the connection. Problems
+ * are written to `err` with what to do, and come back as exit code 1.
+ */
+export async function withTemporalClient(
+  io: { err(text: string): void; env?: NodeJS.ProcessEnv },
+  command: string,
+  work: (client: Client) => Promise<number>,
+  identity?: string,
+): Promise<number> {
+  let config;
+  try {
+    config = loadConfig(io.env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    io.err(err.message);
+    return EXIT_PROBLEM;
+  }
+  const address = config.TEMPORAL_ADDRESS ?? DEFAULT_TEMPORAL_ADDRESS;
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: CONNECT_TIMEOUT });
+  } catch (err) {
+    io.err(
+      `Cannot reach Temporal at ${address} (${errorMessage(err)}).\n` +
+        'Set TEMPORAL_ADDRESS, or start the dev stack with npm start.',
+    );
+    return EXIT_PROBLEM;
+  }
+  try {
+    const client = new Client({
+      connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
+      identity,
+    });
+    return await work(client);
+  } catch (err) {
+    io.err(`${command} failed: ${errorMessage(err)}`);
+    return EXIT_PROBLEM;
+  } finally {
+    await connection.close();
+  }
+}
+
+/** The message of anything thrown. Not `instanceof Error`: Node's own errors may come from another realm. */
+export function errorMessage(err: unknown): string {
+  const text = (err as { message?: unknown } | null)?.message;
+  return typeof text === 'string' ? text : String(err);
+}
