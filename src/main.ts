@@ -117,10 +117,12 @@ async function main(): Promise<void> {
         return sink.url;
       })());
 
+    // One data converter for every worker and client here: they must all read each other's payloads.
+    const dataConverter = dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY);
     const connection = await NativeConnection.connect({ address: temporalAddress });
     cleanups.push({ name: 'worker connection', run: () => connection.close() });
     const worker = await createPaymentWorker({
-      dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
+      dataConverter,
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
       activities: activityDepsFromConfig(config, db, {
@@ -141,7 +143,7 @@ async function main(): Promise<void> {
     // PDF invoices and exports: task queue `heavy`, a worker of its own with few slots, so a
     // backlog there never delays payments and mail (docs/task-queues.md).
     const heavyWorker = await createHeavyWorker({
-      dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
+      dataConverter,
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
       activities: heavyActivityDepsFromConfig(config, db, {
@@ -161,7 +163,7 @@ async function main(): Promise<void> {
     });
 
     const client = createLazyClient({
-      dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
+      dataConverter,
       address: temporalAddress,
       namespace: config.TEMPORAL_NAMESPACE,
     });
