@@ -5,7 +5,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Activities } from '../../src/activities';
 import type { Alert } from '../../src/shared/alert';
-import { failureAlertWorkflowId } from '../../src/shared/alert';
+import { failureAlertWorkflowId, refundReviewAlertWorkflowId } from '../../src/shared/alert';
 import { FailureType } from '../../src/shared/errors';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { paymentRecordedSignal, type OrderPaymentEvent } from '../../src/shared/order';
@@ -86,12 +86,17 @@ const rateLimited = (retryAfterMs: number) =>
     details: [{ retryAfterMs }],
   });
 
-/** Runs a workflow to its end with mocked activities; returns the result or failure, and every call. */
+/**
+ * Runs a workflow to its end with mocked activities; returns the result or failure, and every
+ * call. Workflows it starts (alerts) run on the same task queue, so their results are awaited
+ * while the worker still runs: `followUps` names them, their results come back in that order.
+ */
 async function run(
   activities: Partial<Activities>,
   start: (
     taskQueue: string,
   ) => Promise<{ workflowId: string; runId: string; result(): Promise<unknown> }>,
+  followUps: string[] = [],
 ) {
   const calls: Call[] = [];
   const taskQueue = `test-${randomUUID()}`;
@@ -109,7 +114,22 @@ async function run(
       .getHandle(failureAlertWorkflowId(handle.workflowId, handle.runId))
       .result()
       .catch(() => undefined);
-    return { result, alert, runId: handle.runId, workflowId: handle.workflowId };
+    // Undefined for a workflow that was never started (NotFound).
+    const followUpResults = await Promise.all(
+      followUps.map((id) =>
+        env.client.workflow
+          .getHandle(id)
+          .result()
+          .catch(() => undefined),
+      ),
+    );
+    return {
+      result,
+      alert,
+      followUpResults,
+      runId: handle.runId,
+      workflowId: handle.workflowId,
+    };
   });
   const warehouseCalls = calls.filter((c) => c.name === 'notifyWarehouse');
   const waits = warehouseCalls.slice(1).map((c, i) => c.at - warehouseCalls[i]!.at);
@@ -149,21 +169,29 @@ function runOrder(activities: Partial<Activities>, event: Partial<OrderPaymentEv
     firstForOrder: true,
     ...event,
   };
-  return run(activities, async (taskQueue) => {
-    const handle = await env.client.workflow.signalWithStart('orderWorkflow', {
-      workflowId: `order-12-${randomUUID()}`,
-      taskQueue,
-      args: [{ orderId: 12 }],
-      signal: paymentRecordedSignal,
-      signalArgs: [paymentEvent],
-      workflowExecutionTimeout: '1 day',
-    });
-    return {
-      workflowId: handle.workflowId,
-      runId: handle.signaledRunId,
-      result: () => handle.result(),
-    };
-  }).then((r) => ({ ...r, eventId: paymentEvent.eventId }));
+  return run(
+    activities,
+    async (taskQueue) => {
+      const handle = await env.client.workflow.signalWithStart('orderWorkflow', {
+        workflowId: `order-12-${randomUUID()}`,
+        taskQueue,
+        args: [{ orderId: 12 }],
+        signal: paymentRecordedSignal,
+        signalArgs: [paymentEvent],
+        workflowExecutionTimeout: '1 day',
+      });
+      return {
+        workflowId: handle.workflowId,
+        runId: handle.signaledRunId,
+        result: () => handle.result(),
+      };
+    },
+    [refundReviewAlertWorkflowId(12, paymentEvent.eventId)],
+  ).then(({ followUpResults: [refundReviewAlert], ...r }) => ({
+    ...r,
+    refundReviewAlert,
+    eventId: paymentEvent.eventId,
+  }));
 }
 
 /** Unwraps a workflow failure down the chain: FulfilmentFailed → RetriesExhausted → activity → cause. */
@@ -398,10 +426,7 @@ describe('orderWorkflow', () => {
     expect(run.calls.map((c) => c.name).filter((n) => n !== 'deliverAlert')).toEqual([
       'requestRefundReview',
     ]);
-    const review = await env.client.workflow
-      .getHandle(`alert-refund-review-order-12-${run.eventId}`)
-      .result();
-    expect(review).toEqual({ delivered: true });
+    expect(run.refundReviewAlert).toEqual({ delivered: true });
     expect(run.calls.find((c) => c.name === 'deliverAlert')?.args[0]).toMatchObject({
       kind: 'refund_review',
       orderId: 12,
@@ -412,5 +437,6 @@ describe('orderWorkflow', () => {
   it('raises no alert when the order is fulfilled', async () => {
     const run = await runOrder({});
     expect(run.calls.filter((c) => c.name === 'deliverAlert')).toHaveLength(0);
+    expect(run.refundReviewAlert).toBeUndefined();
   });
 });
