@@ -1,6 +1,6 @@
 import type { DataConverter } from '@temporalio/common';
 import { dataConverterFor } from './temporal/data-converter';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createHeavyActivities, type HeavyActivityDeps } from './activities/heavy';
 import { loadConfig, type Config } from './config';
 import {
@@ -11,7 +11,8 @@ import {
   type DatabaseHandle,
 } from './db';
 import { createLogger } from './logger';
-import { onShutdownSignal } from './process/shutdown';
+import { abortOnShutdownSignal, whenAborted } from './process/shutdown';
+import { connectWhenReachable } from './temporal/worker-connection';
 import { HEAVY_TASK_QUEUE } from './shared/constants';
 import { installTemporalRuntime } from './temporal/runtime';
 import { resolveWorkflowBundlePath, workflowCodeOptions } from './worker';
@@ -100,8 +101,21 @@ async function main(): Promise<void> {
     );
   }
   installTemporalRuntime(logger);
+  const stopping = abortOnShutdownSignal();
+  const connection = await connectWhenReachable({
+    address: config.TEMPORAL_ADDRESS,
+    signal: stopping,
+    onRetry: (info) =>
+      logger.warn(
+        { temporalAddress: config.TEMPORAL_ADDRESS, ...info },
+        'Temporal is not reachable yet; waiting for it before polling',
+      ),
+  });
+  if (!connection) {
+    logger.info({ signal: stopping.reason }, 'stopped before Temporal was reachable');
+    return;
+  }
   const db = createDatabase(config.DATABASE_URL);
-  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   try {
     const worker = await createHeavyWorker({
       dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
@@ -111,10 +125,6 @@ async function main(): Promise<void> {
         temporalUiUrl: config.TEMPORAL_UI_URL,
       }),
       ...heavyWorkerSettingsFromConfig(config),
-    });
-    onShutdownSignal((signal) => {
-      logger.info({ signal }, 'shutting down heavy worker: finishing in-flight activities');
-      worker.shutdown();
     });
     logger.info(
       {
@@ -126,7 +136,15 @@ async function main(): Promise<void> {
       },
       'heavy worker started',
     );
-    await worker.run();
+    const running = worker.run();
+    whenAborted(stopping, () => {
+      logger.info(
+        { signal: stopping.reason },
+        'shutting down heavy worker: finishing in-flight activities',
+      );
+      worker.shutdown();
+    });
+    await running;
     logger.info('heavy worker stopped');
   } finally {
     await connection.close();

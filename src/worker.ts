@@ -3,7 +3,7 @@ import { dataConverterFor } from './temporal/data-converter';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
 import { createWarehouseClient } from './activities/warehouse-client';
 import { loadConfig, type Config } from './config';
@@ -19,7 +19,8 @@ import { createLogger } from './logger';
 import { startWorkerHealthServer } from './monitoring/worker-health';
 import { PAYMENTS_TASK_QUEUE } from './shared/constants';
 import { installTemporalRuntime, metricsAddressFrom } from './temporal/runtime';
-import { onShutdownSignal } from './process/shutdown';
+import { abortOnShutdownSignal, whenAborted } from './process/shutdown';
+import { connectWhenReachable } from './temporal/worker-connection';
 
 export type WorkerActivityDeps = Omit<ActivityDeps, 'client'>;
 
@@ -185,8 +186,21 @@ async function main(): Promise<void> {
   const metricsAddress = metricsAddressFrom(config.WORKER_METRICS_ADDRESS);
   installTemporalRuntime(logger, { metricsAddress });
   const settings = workerSettingsFromConfig(config);
+  const stopping = abortOnShutdownSignal();
+  const connection = await connectWhenReachable({
+    address: config.TEMPORAL_ADDRESS,
+    signal: stopping,
+    onRetry: (info) =>
+      logger.warn(
+        { temporalAddress: config.TEMPORAL_ADDRESS, ...info },
+        'Temporal is not reachable yet; waiting for it before polling',
+      ),
+  });
+  if (!connection) {
+    logger.info({ signal: stopping.reason }, 'stopped before Temporal was reachable');
+    return;
+  }
   const db = createDatabase(config.DATABASE_URL, { poolMax: config.DATABASE_POOL_MAX });
-  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   let health: { close(): Promise<void> } | undefined;
   try {
     const worker = await createPaymentWorker({
@@ -206,13 +220,6 @@ async function main(): Promise<void> {
         workers: [worker],
       });
     }
-    onShutdownSignal((signal) => {
-      logger.info(
-        { signal, graceSeconds: PAYMENTS_WORKER_SHUTDOWN_GRACE_MS / 1000 },
-        'shutting down worker: finishing in-flight activities',
-      );
-      worker.shutdown();
-    });
     logger.info(
       {
         taskQueue: PAYMENTS_TASK_QUEUE,
@@ -225,7 +232,15 @@ async function main(): Promise<void> {
       },
       'worker started',
     );
-    await worker.run();
+    const running = worker.run();
+    whenAborted(stopping, () => {
+      logger.info(
+        { signal: stopping.reason, graceSeconds: PAYMENTS_WORKER_SHUTDOWN_GRACE_MS / 1000 },
+        'shutting down worker: finishing in-flight activities',
+      );
+      worker.shutdown();
+    });
+    await running;
     logger.info('worker stopped');
   } finally {
     await health?.close();

@@ -23,3 +23,20 @@ export function onShutdownSignal(handler: (signal: NodeJS.Signals) => void | Pro
   process.on('SIGINT', listener);
   process.on('SIGTERM', listener);
 }
+
+/**
+ * An AbortSignal that aborts on the first SIGINT or SIGTERM (with the signal's name as its
+ * reason), for processes whose shutdown depends on how far start-up got: a worker still waiting
+ * for Temporal just stops waiting, a running one drains.
+ */
+export function abortOnShutdownSignal(): AbortSignal {
+  const controller = new AbortController();
+  onShutdownSignal((signal) => controller.abort(signal));
+  return controller.signal;
+}
+
+/** Runs `stop` once `signal` aborts, or at once when it already has. */
+export function whenAborted(signal: AbortSignal, stop: () => void): void {
+  if (signal.aborted) stop();
+  else signal.addEventListener('abort', stop, { once: true });
+}

@@ -174,4 +174,40 @@ describe('worker process', () => {
     });
     expect(warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
   });
+
+  it('waits for a Temporal that is not up yet, then polls as soon as it answers', async () => {
+    const port = await freePort();
+    worker = spawnWorker(workerEnv({ TEMPORAL_ADDRESS: `127.0.0.1:${port}` }));
+    await eventually(() =>
+      expect(worker!.output()).toContain('Temporal is not reachable yet; waiting for it'),
+    );
+    expect(worker.child.exitCode).toBeNull();
+
+    const late = await createDevServerEnv({ port });
+    try {
+      const orderId = await createOrder();
+      const eventId = uniqueEventId();
+      const payment = await late.client.workflow.start('paymentWorkflow', {
+        taskQueue: PAYMENTS_TASK_QUEUE,
+        workflowId: paymentWorkflowId(eventId),
+        args: [{ eventId, orderId, amount: 5400 }],
+        workflowExecutionTimeout: '2 minutes',
+      });
+      await expect(payment.result()).resolves.toMatchObject({ created: true });
+      await late.client.workflow.getHandle(orderWorkflowId(orderId)).result();
+      expect(warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
+      expect(await stopWorker(worker)).toBe(0);
+    } finally {
+      await late.teardown();
+    }
+  });
+
+  it('exits 0 on SIGTERM while it is still waiting for Temporal', async () => {
+    worker = spawnWorker(workerEnv({ TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}` }));
+    await eventually(() =>
+      expect(worker!.output()).toContain('Temporal is not reachable yet; waiting for it'),
+    );
+    expect(await stopWorker(worker)).toBe(0);
+    expect(worker.output()).toContain('stopped before Temporal was reachable');
+  });
 });

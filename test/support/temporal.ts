@@ -43,6 +43,8 @@ export interface DevServerEnvOptions {
    * it has recorded that its close was processed, which it does every 30 s by default.
    */
   fastDeletion?: boolean;
+  /** gRPC port (default: a free one). */
+  port?: number;
 }
 
 /** A real Temporal dev server, in memory, on a random free port, without Web UI. */
@@ -53,6 +55,7 @@ export async function createDevServerEnv(
     server: {
       executable: await devServerExecutable(),
       namespace: options.namespace,
+      port: options.port,
       searchAttributes: options.searchAttributes ?? [...CUSTOM_SEARCH_ATTRIBUTES],
       extraArgs: options.fastDeletion
         ? ['--dynamic-config-value', 'history.transferProcessorUpdateAckInterval="1s"']
