@@ -46,6 +46,8 @@ const schema = z
       }),
     TEMPORAL_ADDRESS: optionalUrlLikeAddress(),
     TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+    /** gRPC port of the embedded dev server (`npm start` without TEMPORAL_ADDRESS). */
+    TEMPORAL_DEV_PORT: port(7233),
     TEMPORAL_UI_PORT: port(8233),
     TEMPORAL_DEV_DB: z.string().default('./data/temporal.db'),
     /** Deadline for starting a workflow from the webhook; past it the provider gets a 503 and retries. */
@@ -306,4 +308,9 @@ function keysAreValid(setting: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Where the embedded dev server of `npm start` listens (TEMPORAL_DEV_PORT, on loopback). */
+export function embeddedTemporalAddress(config: Pick<Config, 'TEMPORAL_DEV_PORT'>): string {
+  return `127.0.0.1:${config.TEMPORAL_DEV_PORT}`;
 }

@@ -69,7 +69,7 @@ async function main(): Promise<void> {
     let uiUrl: string | undefined;
     if (!temporalAddress) {
       const devServer = await startDevServer({
-        port: 7233,
+        port: config.TEMPORAL_DEV_PORT,
         uiPort: config.TEMPORAL_UI_PORT,
         dbFilename: config.TEMPORAL_DEV_DB,
         namespace: config.TEMPORAL_NAMESPACE,

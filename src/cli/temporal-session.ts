@@ -1,9 +1,9 @@
 import { Client, Connection } from '@temporalio/client';
-import { ConfigError, loadConfig } from '../config';
+import { ConfigError, embeddedTemporalAddress, loadConfig } from '../config';
 import { dataConverterFor } from '../temporal/data-converter';
 
-/** Where the embedded dev server of `npm start` listens when TEMPORAL_ADDRESS is unset. */
-export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
+/** For help texts: where the CLIs connect when TEMPORAL_ADDRESS is unset. */
+export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:$TEMPORAL_DEV_PORT (7233)';
 // A person waits for an answer at the terminal: fail within seconds when Temporal is down.
 const CONNECT_TIMEOUT = '5 seconds';
 
@@ -29,7 +29,7 @@ export async function withTemporalClient(
     io.err(err.message);
     return EXIT_PROBLEM;
   }
-  const address = config.TEMPORAL_ADDRESS ?? DEFAULT_TEMPORAL_ADDRESS;
+  const address = config.TEMPORAL_ADDRESS ?? embeddedTemporalAddress(config);
   let connection: Connection;
   try {
     connection = await Connection.connect({ address, connectTimeout: CONNECT_TIMEOUT });

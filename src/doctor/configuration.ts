@@ -1,9 +1,6 @@
-import { type Config, ConfigError, loadConfig } from '../config';
+import { type Config, ConfigError, embeddedTemporalAddress, loadConfig } from '../config';
 import { parseDatabaseUrl } from '../db';
 import { type CheckResult, result } from './types';
-
-/** Where the embedded dev server of `npm start` listens (src/main.ts). */
-export const DEV_TEMPORAL_ADDRESS = '127.0.0.1:7233';
 
 export interface ConfigurationCheck {
   results: CheckResult[];
@@ -34,7 +31,7 @@ export function checkConfiguration(env: NodeJS.ProcessEnv): ConfigurationCheck {
         'OK',
         production
           ? `production; Temporal at ${config.TEMPORAL_ADDRESS ?? '?'}`
-          : `${config.NODE_ENV}; ${config.TEMPORAL_ADDRESS ? `Temporal at ${config.TEMPORAL_ADDRESS}` : `embedded dev server (npm start) at ${DEV_TEMPORAL_ADDRESS}`}`,
+          : `${config.NODE_ENV}; ${config.TEMPORAL_ADDRESS ? `Temporal at ${config.TEMPORAL_ADDRESS}` : `embedded dev server (npm start) at ${embeddedTemporalAddress(config)}`}`,
       ),
     );
   } catch (error) {
@@ -51,7 +48,8 @@ export function checkConfiguration(env: NodeJS.ProcessEnv): ConfigurationCheck {
   }
   if (config) results.push(...productionAdvice(config, production));
   const temporalAddress =
-    config?.TEMPORAL_ADDRESS ?? (production ? undefined : DEV_TEMPORAL_ADDRESS);
+    config?.TEMPORAL_ADDRESS ??
+    (production || !config ? undefined : embeddedTemporalAddress(config));
   return { results, config, temporalAddress };
 }
 

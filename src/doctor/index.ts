@@ -1,5 +1,6 @@
 import { WATCHED_TASK_QUEUES } from '../monitoring';
-import { checkConfiguration, DEV_TEMPORAL_ADDRESS } from './configuration';
+import { embeddedTemporalAddress } from '../config';
+import { checkConfiguration } from './configuration';
 import { checkDatabase } from './database';
 import { checkTemporal } from './temporal';
 import { type CheckResult, result } from './types';
@@ -46,7 +47,7 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
       taskQueues: options.taskQueues ?? WATCHED_TASK_QUEUES,
       backlogWarnAt: options.backlogWarnAt ?? DEFAULT_BACKLOG_WARN_AT,
       timeoutMs,
-      devDefault: !config.TEMPORAL_ADDRESS && temporalAddress === DEV_TEMPORAL_ADDRESS,
+      devDefault: !config.TEMPORAL_ADDRESS && temporalAddress === embeddedTemporalAddress(config),
       now: options.now,
     })),
   );

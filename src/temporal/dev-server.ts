@@ -235,7 +235,8 @@ async function assertPortFree(ip: string, port: number, what: string): Promise<v
     throw new Error(
       `Cannot start the Temporal dev server: ${what} on ${ip} is already in use. ` +
         'Another Temporal server (perhaps left over from an earlier run) may hold it: stop it, ' +
-        'point the app at it with TEMPORAL_ADDRESS, or choose other ports.',
+        'point the app at it with TEMPORAL_ADDRESS, or choose other ports (TEMPORAL_DEV_PORT, ' +
+        'TEMPORAL_UI_PORT).',
     );
   } finally {
     if (probe.listening) await new Promise<void>((resolve) => probe.close(() => resolve()));

@@ -173,6 +173,17 @@ describe('npm run doctor', () => {
     expect(report.code).toBe(1);
   });
 
+  it('looks for the dev server of npm start on TEMPORAL_DEV_PORT when TEMPORAL_ADDRESS is unset', async () => {
+    const port = Number(withAttributes.address.split(':').at(-1));
+    const { TEMPORAL_ADDRESS: _unset, ...embedded } = settings(withAttributes, migrated);
+    const report = await doctor({ ...embedded, TEMPORAL_DEV_PORT: String(port) });
+    expect(report.line('configuration')).toContain(
+      `embedded dev server (npm start) at 127.0.0.1:${port}`,
+    );
+    expect(report.status('temporal')).toBe('OK');
+    expect(report.status('search attributes')).toBe('OK');
+  });
+
   it('refuses a wrong command line with exit 2', async () => {
     const report = await doctor(settings(withAttributes, migrated), ['--backlog-warn', 'lots']);
     expect(report.code).toBe(2);
