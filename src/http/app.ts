@@ -9,6 +9,7 @@ import type { PaymentStarter } from '../temporal/payment-starter';
 import { registerErrorHandler } from './errors';
 import { codecRoutes, type CodecRouteOptions } from './routes/codec';
 import { healthRoutes, type ReadinessCheck } from './health';
+import { registerJsonBodyParser } from './json-body';
 import { createHttpMetrics, type HttpMetrics, registerHttpMetrics } from './metrics';
 import { createFailureLimiter } from './rate-limit';
 import { ordersRoutes } from './routes/orders';
@@ -55,6 +56,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: config.HTTP_TRUST_PROXY as FastifyServerOptions['trustProxy'],
   });
   registerErrorHandler(app);
+  registerJsonBodyParser(app);
   const metrics = deps.metrics ?? createHttpMetrics();
   registerHttpMetrics(app, metrics);
 

@@ -130,6 +130,22 @@ describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
     expect(badKey.statusCode).toBe(400);
   });
 
+  it.each([
+    ['__proto__', '{"__proto__":{"admin":true},"user_id":7}'],
+    ['constructor.prototype', '{"constructor":{"prototype":{"admin":true}},"user_id":7}'],
+  ])('refuses a %s key (prototype poisoning) with 400 and says why', async (_label, payload) => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/orders',
+      payload,
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json<{ error: string }>().error).toBe(
+      'request body must not contain a __proto__ or constructor key',
+    );
+  });
+
   it('answers 404 for an unknown order and 400 for a non-numeric id', async () => {
     expect((await app.inject({ method: 'GET', url: '/api/v1/orders/999999' })).statusCode).toBe(
       404,

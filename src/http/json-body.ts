@@ -1,0 +1,40 @@
+import type { FastifyInstance } from 'fastify';
+import secureJsonParse from 'secure-json-parse';
+import { HttpError } from './errors';
+
+/**
+ * The JSON body parser of the app's JSON routes (the webhook reads its raw bytes instead).
+ * Fastify's own parser refuses `__proto__` and `constructor` keys (prototype poisoning) but
+ * reports them as "not valid JSON", which sends a client looking for a syntax error that is not
+ * there. This one refuses the same keys and says which rule the body broke.
+ */
+export function registerJsonBodyParser(app: FastifyInstance): void {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') {
+      done(new HttpError(400, 'request body is empty'), undefined);
+      return;
+    }
+    try {
+      done(
+        null,
+        secureJsonParse.parse(text, undefined, {
+          protoAction: 'error',
+          constructorAction: 'error',
+        }),
+      );
+    } catch (error) {
+      const poisoned = error instanceof Error && /^Object contains forbidden/.test(error.message);
+      done(
+        new HttpError(
+          400,
+          poisoned
+            ? 'request body must not contain a __proto__ or constructor key'
+            : 'request body is not valid JSON',
+        ),
+        undefined,
+      );
+    }
+  });
+}
