@@ -9,7 +9,9 @@ import { HttpError } from './errors';
  * there. This one refuses the same keys and says which rule the body broke.
  */
 export function registerJsonBodyParser(app: FastifyInstance): void {
-  app.removeContentTypeParser('application/json');
+  // Every body this app reads is JSON: a text/plain one is answered 415, not parsed as a string
+  // that then fails validation with a confusing "expected object, received string".
+  app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     const text = body as string;
     if (text.trim() === '') {

@@ -146,6 +146,17 @@ describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
     );
   });
 
+  it('answers 415 for a body that is not JSON', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/orders',
+      payload: 'user_id=7',
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(res.statusCode).toBe(415);
+    expect(res.json<{ error: string }>().error).toBe('unsupported content type');
+  });
+
   it('answers 404 for an unknown order and 400 for a non-numeric id', async () => {
     expect((await app.inject({ method: 'GET', url: '/api/v1/orders/999999' })).statusCode).toBe(
       404,
