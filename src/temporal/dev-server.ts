@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -148,15 +148,21 @@ function spawnServer(
   child.stdout?.on('data', onOutput);
   child.stderr?.on('data', onOutput);
 
-  // A detached child outlives us unless killed: cover exits that skip shutdown().
+  // A detached child outlives us unless killed: cover exits that skip shutdown(). 'exit' covers
+  // process.exit and uncaught errors; the watchdog covers deaths that run no code of ours (kill
+  // -9, a closed terminal's SIGHUP), which would leave the server holding its ports.
   const killOnExit = () => child.kill('SIGKILL');
   process.on('exit', killOnExit);
+  const watchdog = child.pid === undefined ? undefined : startOrphanWatchdog(child.pid);
   const exited = new Promise<string>((resolve) => {
     child.once('error', (error) => {
+      watchdog?.kill('SIGKILL');
       recent.push(error.message);
       resolve(recent.join('\n'));
     });
     child.once('exit', (code, signal) => {
+      // Gone, so its PID may be reused: the watchdog must not signal it any more.
+      watchdog?.kill('SIGKILL');
       process.off('exit', killOnExit);
       if (!stopping) recent.push(`(exited with ${signal ?? `code ${code}`})`);
       resolve(recent.join('\n'));
@@ -173,6 +179,22 @@ function spawnServer(
     }
   };
   return { exited, stop };
+}
+
+/**
+ * A detached shell that outlives this process: once this process is gone, for whatever reason,
+ * it stops the server (SIGTERM, so it flushes its SQLite file; SIGKILL if it lingers). Killed
+ * as soon as the server exits, so it never signals a reused PID.
+ */
+function startOrphanWatchdog(serverPid: number): ChildProcess {
+  const script =
+    `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ` +
+    `kill -TERM ${serverPid} 2>/dev/null; ` +
+    `for i in $(seq ${STOP_GRACE_MS / 1000}); do kill -0 ${serverPid} 2>/dev/null || exit 0; sleep 1; done; ` +
+    `kill -KILL ${serverPid} 2>/dev/null`;
+  const watchdog = spawn('sh', ['-c', script], { detached: true, stdio: 'ignore' });
+  watchdog.unref();
+  return watchdog;
 }
 
 async function waitUntilReady(

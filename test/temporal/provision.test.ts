@@ -1,4 +1,5 @@
 import fs from 'node:fs/promises';
+import { spawn } from 'node:child_process';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -174,6 +175,37 @@ describe('dev server', () => {
       } finally {
         await restarted.shutdown();
       }
+    });
+
+    it('stops the server when the process that started it is killed (kill -9): no port left taken', async () => {
+      const [port, uiPort] = [await freePort(), await freePort()];
+      const holder = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          path.join(__dirname, 'fixtures', 'dev-server-holder.ts'),
+          `${port}`,
+          `${uiPort}`,
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let output = '';
+      holder.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      holder.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const exited = new Promise<void>((resolve) => holder.once('exit', () => resolve()));
+      try {
+        await expectEventually(() => expect(output).toContain(`ready 127.0.0.1:${port}`), 60_000);
+        expect(await portIsFree(port)).toBe(false);
+      } finally {
+        holder.kill('SIGKILL');
+        await exited;
+      }
+      // Nothing of the holder ran after the kill: the watchdog alone frees the ports.
+      await expectEventually(async () => {
+        expect(await portIsFree(port)).toBe(true);
+        expect(await portIsFree(uiPort)).toBe(true);
+      }, 20_000);
     });
 
     it('says clearly when its port is already in use', async () => {
@@ -374,4 +406,33 @@ describe('provisioning', () => {
 function restoreEnv(name: string, value: string | undefined): void {
   if (value === undefined) delete process.env[name];
   else process.env[name] = value;
+}
+
+async function portIsFree(port: number): Promise<boolean> {
+  const probe = net.createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject);
+      probe.listen(port, '127.0.0.1', resolve);
+    });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (probe.listening) await new Promise<void>((resolve) => probe.close(() => resolve()));
+  }
+}
+
+/** Retries an assertion every 200 ms until it passes or `timeoutMs` is up. */
+async function expectEventually(check: () => unknown, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await check();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await delay(200);
+    }
+  }
 }
