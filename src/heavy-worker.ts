@@ -12,7 +12,7 @@ import {
 } from './db';
 import { createLogger } from './logger';
 import { abortOnShutdownSignal, whenAborted } from './process/shutdown';
-import { connectWhenReachable } from './temporal/worker-connection';
+import { connectWorker } from './temporal/worker-connection';
 import { HEAVY_TASK_QUEUE } from './shared/constants';
 import { installTemporalRuntime } from './temporal/runtime';
 import { resolveWorkflowBundlePath, workflowCodeOptions } from './worker';
@@ -102,15 +102,7 @@ async function main(): Promise<void> {
   }
   installTemporalRuntime(logger);
   const stopping = abortOnShutdownSignal();
-  const connection = await connectWhenReachable({
-    address: config.TEMPORAL_ADDRESS,
-    signal: stopping,
-    onRetry: (info) =>
-      logger.warn(
-        { temporalAddress: config.TEMPORAL_ADDRESS, ...info },
-        'Temporal is not reachable yet; waiting for it before polling',
-      ),
-  });
+  const connection = await connectWorker(config.TEMPORAL_ADDRESS, logger, stopping);
   if (!connection) {
     logger.info({ signal: stopping.reason }, 'stopped before Temporal was reachable');
     return;

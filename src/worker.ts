@@ -20,7 +20,7 @@ import { startWorkerHealthServer } from './monitoring/worker-health';
 import { PAYMENTS_TASK_QUEUE } from './shared/constants';
 import { installTemporalRuntime, metricsAddressFrom } from './temporal/runtime';
 import { abortOnShutdownSignal, whenAborted } from './process/shutdown';
-import { connectWhenReachable } from './temporal/worker-connection';
+import { connectWorker } from './temporal/worker-connection';
 
 export type WorkerActivityDeps = Omit<ActivityDeps, 'client'>;
 
@@ -187,15 +187,7 @@ async function main(): Promise<void> {
   installTemporalRuntime(logger, { metricsAddress });
   const settings = workerSettingsFromConfig(config);
   const stopping = abortOnShutdownSignal();
-  const connection = await connectWhenReachable({
-    address: config.TEMPORAL_ADDRESS,
-    signal: stopping,
-    onRetry: (info) =>
-      logger.warn(
-        { temporalAddress: config.TEMPORAL_ADDRESS, ...info },
-        'Temporal is not reachable yet; waiting for it before polling',
-      ),
-  });
+  const connection = await connectWorker(config.TEMPORAL_ADDRESS, logger, stopping);
   if (!connection) {
     logger.info({ signal: stopping.reason }, 'stopped before Temporal was reachable');
     return;

@@ -43,6 +43,26 @@ export async function connectWhenReachable(
   }
 }
 
+/**
+ * connectWhenReachable for a worker process: each failed attempt is a warning naming the address,
+ * so the log says why the worker does not poll yet.
+ */
+export function connectWorker(
+  address: string,
+  logger: { warn(fields: object, message: string): void },
+  signal: AbortSignal,
+): Promise<NativeConnection | undefined> {
+  return connectWhenReachable({
+    address,
+    signal,
+    onRetry: (info) =>
+      logger.warn(
+        { temporalAddress: address, ...info },
+        'Temporal is not reachable yet; waiting for it before polling',
+      ),
+  });
+}
+
 function abortableDelay(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
