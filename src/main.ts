@@ -1,6 +1,7 @@
 import { NativeConnection } from '@temporalio/worker';
 import { codecEndpointFor, dataConverterFor } from './temporal/data-converter';
 import { loadConfig } from './config';
+import { localHttpUrl } from './net/addresses';
 import {
   createDatabase,
   createOrdersRepository,
@@ -77,7 +78,7 @@ async function main(): Promise<void> {
         searchAttributes: [...CUSTOM_SEARCH_ATTRIBUTES],
         // With payloads encrypted, the UI asks our HTTP server to show them in clear.
         uiCodecEndpoint: config.PAYLOAD_ENCRYPTION_KEY
-          ? `http://${config.HOST}:${config.PORT}/codec`
+          ? `${localHttpUrl(config.HOST, config.PORT)}/codec`
           : undefined,
         log: (line) => logger.info({ component: 'temporal-dev-server' }, line),
       });
@@ -190,7 +191,7 @@ async function main(): Promise<void> {
     );
     if (watchdog) cleanups.push({ name: 'task queue watchdog', run: () => watchdog.stop() });
 
-    const apiUrl = `http://${config.HOST}:${config.PORT}`;
+    const apiUrl = localHttpUrl(config.HOST, config.PORT);
     process.stdout.write(
       [
         '',

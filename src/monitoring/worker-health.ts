@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { State, Worker } from '@temporalio/worker';
-import { parseListenAddress } from './listen-address';
+import { parseListenAddress } from '../net/addresses';
 
 /**
  * The worker's health endpoints, for Kubernetes probes. The SDK's Prometheus endpoint serves
