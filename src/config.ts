@@ -121,16 +121,17 @@ const schema = z
     }),
     /** Bearer token the codec endpoint requires (the Web UI can send one); unset: none. */
     CODEC_AUTH_TOKEN: blankToUndefined,
-    /** Browser origins allowed to call the codec endpoint: the Temporal Web UI's. */
-    CODEC_CORS_ORIGINS: z
-      .string()
-      .default('http://localhost:8233,http://127.0.0.1:8233')
-      .transform((v) =>
-        v
-          .split(',')
-          .map((o) => o.trim())
-          .filter((o) => o.length > 0),
-      ),
+    /**
+     * Browser origins allowed to call the codec endpoint: the Temporal Web UI's. Unset: the
+     * origin of TEMPORAL_UI_URL when set, else the embedded UI's (localhost and 127.0.0.1 on
+     * TEMPORAL_UI_PORT); filled in below, once those are known.
+     */
+    CODEC_CORS_ORIGINS: blankToUndefined.transform((v) =>
+      v
+        ?.split(',')
+        .map((o) => o.trim())
+        .filter((o) => o.length > 0),
+    ),
     ALERT_WEBHOOK_URL: optionalUrl,
     /** Base URL of the Temporal Web UI for links in alerts; the embedded dev server's by default. */
     TEMPORAL_UI_URL: optionalUrl,
@@ -239,7 +240,17 @@ const schema = z
         message: 'set it in production; the warehouse simulator is for development only',
       });
     }
-  });
+  })
+  .transform((c) => ({
+    ...c,
+    CODEC_CORS_ORIGINS: c.CODEC_CORS_ORIGINS ?? defaultCodecOrigins(c),
+  }));
+
+/** Where the Web UI that calls the codec endpoint is served from, unless told otherwise. */
+function defaultCodecOrigins(c: { TEMPORAL_UI_URL?: string; TEMPORAL_UI_PORT: number }): string[] {
+  if (c.TEMPORAL_UI_URL) return [new URL(c.TEMPORAL_UI_URL).origin];
+  return [`http://localhost:${c.TEMPORAL_UI_PORT}`, `http://127.0.0.1:${c.TEMPORAL_UI_PORT}`];
+}
 
 function optionalUrlLikeAddress() {
   // host:port, as the Temporal client expects it (no scheme).

@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { type DevServerConfig, TestWorkflowEnvironment } from '@temporalio/testing';
+import { dialHost, localHttpUrl } from '../net/addresses';
 import { devServerExecutable } from './provision';
 
 export interface DevServerOptions {
@@ -72,11 +73,12 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
         namespace,
         dbFilename: options.dbFilename,
         searchAttributes: options.searchAttributes,
+        extraArgs: options.uiCodecEndpoint ? ['--ui-codec-endpoint', options.uiCodecEndpoint] : [],
       },
     });
     return {
       address: env.address,
-      uiUrl: httpUrl(ip, uiPort),
+      uiUrl: localHttpUrl(ip, uiPort),
       shutdown: onlyOnce(() => env.teardown()),
     };
   }
@@ -105,7 +107,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   }
 
   const server = spawnServer(executable.path, args, log);
-  const address = `${connectHost(ip)}:${port}`;
+  const address = `${dialHost(ip)}:${port}`;
   try {
     await waitUntilReady(server, address, hasUi ? namespace : undefined);
   } catch (error) {
@@ -113,11 +115,11 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     throw error;
   }
   log(
-    `Temporal dev server ready at ${address}${hasUi ? `, Web UI at ${httpUrl(ip, uiPort)}` : ''}`,
+    `Temporal dev server ready at ${address}${hasUi ? `, Web UI at ${localHttpUrl(ip, uiPort)}` : ''}`,
   );
   return {
     address,
-    uiUrl: hasUi ? httpUrl(ip, uiPort) : undefined,
+    uiUrl: hasUi ? localHttpUrl(ip, uiPort) : undefined,
     shutdown: onlyOnce(() => server.stop()),
   };
 }
@@ -263,16 +265,6 @@ async function assertPortFree(ip: string, port: number, what: string): Promise<v
   } finally {
     if (probe.listening) await new Promise<void>((resolve) => probe.close(() => resolve()));
   }
-}
-
-function connectHost(ip: string): string {
-  if (ip === '0.0.0.0') return '127.0.0.1';
-  if (ip === '::') return '[::1]';
-  return ip.includes(':') ? `[${ip}]` : ip;
-}
-
-function httpUrl(ip: string, port: number): string {
-  return `http://${connectHost(ip)}:${port}`;
 }
 
 function onlyOnce(stop: () => Promise<void>): () => Promise<void> {

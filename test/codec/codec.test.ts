@@ -142,4 +142,42 @@ describe('codec endpoint for the Web UI', () => {
     expect(bad.statusCode).toBe(400);
     await server.close();
   });
+
+  it('sends the CORS headers with error replies too, so the Web UI sees the status and reason', async () => {
+    const server = await app('s3cret-token');
+    const origin = { origin: 'http://localhost:8233' };
+    const unauthorised = await server.inject({
+      method: 'POST',
+      url: '/codec/decode',
+      headers: origin,
+      payload: { payloads: [] },
+    });
+    const notJson = await server.inject({
+      method: 'POST',
+      url: '/codec/decode',
+      headers: {
+        ...origin,
+        authorization: 'Bearer s3cret-token',
+        'content-type': 'application/json',
+      },
+      payload: '{"payloads":',
+    });
+    const tooLarge = await server.inject({
+      method: 'POST',
+      url: '/codec/decode',
+      headers: {
+        ...origin,
+        authorization: 'Bearer s3cret-token',
+        'content-type': 'application/json',
+      },
+      payload: JSON.stringify({ payloads: [{ data: 'A'.repeat(5 * 1024 * 1024) }] }),
+    });
+    expect([unauthorised.statusCode, notJson.statusCode, tooLarge.statusCode]).toEqual([
+      401, 400, 413,
+    ]);
+    for (const res of [unauthorised, notJson, tooLarge]) {
+      expect(res.headers['access-control-allow-origin']).toBe('http://localhost:8233');
+    }
+    await server.close();
+  });
 });

@@ -39,13 +39,14 @@ export async function codecRoutes(app: FastifyInstance, options: CodecRouteOptio
     }
   };
 
+  // On every reply of these routes, errors included (a body too large or not JSON fails before
+  // the handler runs): without the headers the browser hides the status and reason behind a
+  // CORS error.
+  app.addHook('onRequest', async (request, reply) => cors(request, reply));
+
   for (const action of ['encode', 'decode'] as const) {
-    app.options(`/codec/${action}`, async (request, reply) => {
-      cors(request, reply);
-      return reply.code(204).send();
-    });
-    app.post(`/codec/${action}`, { bodyLimit: 4 * 1024 * 1024 }, async (request, reply) => {
-      cors(request, reply);
+    app.options(`/codec/${action}`, async (_request, reply) => reply.code(204).send());
+    app.post(`/codec/${action}`, { bodyLimit: 4 * 1024 * 1024 }, async (request) => {
       if (options.authToken && !hasToken(request, options.authToken)) {
         throw new HttpError(401, 'a valid bearer token is required');
       }
