@@ -1,11 +1,6 @@
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import type { DatabaseHandle } from '../../src/db';
 import { createOrdersRepository } from '../../src/db';
 import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
@@ -18,26 +13,12 @@ import { createPaymentWorker } from '../../src/worker';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases } from '../support/databases';
 import { uniqueEventId } from '../support/webhook';
+import { freePort } from '../operations/helpers';
+import { assertChromium, launchBrowser, requireUi, UI_WAIT_MS, type TestBrowser } from './browser';
 
 // What an operator does in the Temporal Web UI, in a real browser: filter the workflow list by
 // the custom search attribute `OrderId = <id>` and find the order's payment, Completed. Runs the
 // dev server with its Web UI (as `npm start` does), the real payment worker and local peers.
-
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-// Without the networking flags Chromium keeps calling Google services, which a closed network
-// refuses, and the page load waits on them.
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-// The UI reads visibility, which the server updates just after a workflow closes.
-const UI_WAIT_MS = 30_000;
 
 let server: DevServer;
 let db: DatabaseHandle;
@@ -49,29 +30,17 @@ let workerRun: Promise<void>;
 let clientConnection: Connection;
 let client: Client;
 let starter: PaymentStarter;
-let browser: BrowserContext;
-let browserDir: string;
-let screenshotDir: string;
+let browser: TestBrowser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(
-      `The Web UI test drives Chromium, which is not at ${CHROMIUM_PATH}. Install it with ` +
-        '`apt-get update && apt-get install -y chromium` (as root), or set CHROMIUM_PATH.',
-    );
-  }
+  assertChromium();
   server = await startDevServer({
     port: await freePort(),
     uiPort: await freePort(),
     searchAttributes: [...CUSTOM_SEARCH_ATTRIBUTES],
     log: () => {},
   });
-  if (!server.uiUrl) {
-    throw new Error(
-      'The dev server has no Web UI (only the Java stand-in could be provisioned): see ' +
-        'docs/temporal-servers.md for building the Temporal CLI.',
-    );
-  }
+  requireUi(server.uiUrl);
   db = await testDatabases[0]!.create();
   warehouse = createWarehouseSimulator();
   const warehouseUrl = await warehouse.listen(0);
@@ -87,19 +56,11 @@ beforeAll(async () => {
   client = new Client({ connection: clientConnection, namespace: 'default' });
   starter = createPaymentStarter(client, { startTimeoutMs: 10_000 });
 
-  browserDir = await mkdtemp(path.join(tmpdir(), 'order-payments-chromium-'));
-  screenshotDir = await mkdtemp(path.join(tmpdir(), 'order-payments-web-ui-'));
-  browser = await chromium.launchPersistentContext(browserDir, {
-    executablePath: CHROMIUM_PATH,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    viewport: { width: 1600, height: 900 },
-  });
+  browser = await launchBrowser('web-ui');
 }, 180_000);
 
 afterAll(async () => {
   await browser?.close();
-  if (browserDir) await rm(browserDir, { recursive: true, force: true });
   if (worker) {
     worker.shutdown();
     await workerRun;
@@ -135,7 +96,7 @@ async function payAndSettle(orderId: number): Promise<string> {
 
 /** Opens the workflow list filtered by a visibility query, reloading until `ready` holds. */
 async function openWorkflowList(query: string, ready: (page: Page) => Promise<boolean>) {
-  const page = await browser.newPage();
+  const page = await browser.context.newPage();
   const url = `${server.uiUrl}/namespaces/default/workflows?query=${encodeURIComponent(query)}`;
   const deadline = Date.now() + UI_WAIT_MS;
   for (;;) {
@@ -150,8 +111,7 @@ async function openWorkflowList(query: string, ready: (page: Page) => Promise<bo
       // Not listed yet: visibility lags a moment behind the close of a workflow.
     }
     if (Date.now() > deadline) {
-      const shot = path.join(screenshotDir, 'workflow-list-timeout.png');
-      await page.screenshot({ path: shot, fullPage: true });
+      const shot = await browser.screenshot(page, 'workflow-list-timeout');
       throw new Error(`the Web UI did not list the expected workflows for ${query}; see ${shot}`);
     }
   }
@@ -179,9 +139,7 @@ describe('Temporal Web UI (Chromium)', () => {
       .waitFor({ timeout: UI_WAIT_MS });
     expect(await page.getByText(otherPaymentId).count()).toBe(0);
 
-    const shot = path.join(screenshotDir, `workflows-order-${orderId}.png`);
-    await page.screenshot({ path: shot, fullPage: true });
-    process.stderr.write(`Web UI screenshot: ${shot}\n`);
+    await browser.screenshot(page, `workflows-order-${orderId}`);
     await page.close();
   }, 120_000);
 
@@ -189,12 +147,11 @@ describe('Temporal Web UI (Chromium)', () => {
     const orderId = await newOrder();
     const paymentId = await payAndSettle(orderId);
     const { runId } = await client.workflow.getHandle(paymentId).describe();
-    const page = await browser.newPage();
+    const page = await browser.context.newPage();
     const workflowPath = `workflows/${encodeURIComponent(paymentId)}/${runId}/history`;
     await page.goto(`${server.uiUrl}/namespaces/default/${workflowPath}`, {
       waitUntil: 'domcontentloaded',
     });
-    const shot = path.join(screenshotDir, `history-${paymentId}.png`);
     try {
       await page
         .getByText('Record the payment (once per provider event)')
@@ -205,17 +162,8 @@ describe('Temporal Web UI (Chromium)', () => {
         .first()
         .waitFor({ timeout: UI_WAIT_MS });
     } finally {
-      await page.screenshot({ path: shot, fullPage: true });
-      process.stderr.write(`Web UI screenshot: ${shot}\n`);
+      await browser.screenshot(page, `history-${paymentId}`);
     }
     await page.close();
   }, 120_000);
 });
-
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}

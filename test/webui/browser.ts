@@ -1,0 +1,78 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+
+// What the Web UI tests share: Debian's Chromium driven by Playwright, with a profile and a
+// screenshot folder of their own.
+
+const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+// Without the networking flags Chromium keeps calling Google services, which a closed network
+// refuses, and the page loads would wait on them.
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** The UI reads visibility, which the server updates just after a workflow closes. */
+export const UI_WAIT_MS = 30_000;
+
+export interface TestBrowser {
+  context: BrowserContext;
+  /** Saves a full-page screenshot under this run's folder and prints where. */
+  screenshot(page: Page, name: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Fails with the install command when Chromium is missing, rather than skipping the test. */
+export function assertChromium(): void {
+  if (!existsSync(CHROMIUM_PATH)) {
+    throw new Error(
+      `The Web UI tests drive Chromium, which is not at ${CHROMIUM_PATH}. Install it with ` +
+        '`apt-get update && apt-get install -y chromium` (as root), or set CHROMIUM_PATH.',
+    );
+  }
+}
+
+export async function launchBrowser(name: string): Promise<TestBrowser> {
+  assertChromium();
+  const profileDir = await mkdtemp(path.join(tmpdir(), 'order-payments-chromium-'));
+  const screenshotDir = await mkdtemp(path.join(tmpdir(), `order-payments-${name}-`));
+  const context = await chromium.launchPersistentContext(profileDir, {
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1600, height: 900 },
+  });
+  return {
+    context,
+    async screenshot(page, shotName) {
+      const file = path.join(screenshotDir, `${shotName}.png`);
+      await page.screenshot({ path: file, fullPage: true });
+      process.stderr.write(`Web UI screenshot: ${file}\n`);
+      return file;
+    },
+    async close() {
+      await context.close();
+      await rm(profileDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The dev server of the tests must have its Web UI: the CLI, not the Java stand-in. */
+export function requireUi(uiUrl: string | undefined): string {
+  if (!uiUrl) {
+    throw new Error(
+      'The dev server has no Web UI (only the Java stand-in could be provisioned): see ' +
+        'docs/temporal-servers.md for building the Temporal CLI.',
+    );
+  }
+  return uiUrl;
+}
