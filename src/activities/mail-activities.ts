@@ -138,7 +138,11 @@ function toMailFailure(error: unknown, orderId: number, deadlineMs: number | und
       response: err.response ?? null,
     },
   ];
-  const cause = error instanceof Error ? error : undefined;
+  // Failure messages and stack traces are stored in Temporal in clear, even with payload
+  // encryption on (only `details` are payloads), and SMTP replies often quote the recipient:
+  // "550 5.1.1 <buyer@example.com>: Recipient address rejected". Addresses are masked in both;
+  // the unmasked reply stays in `details`.
+  const cause = error instanceof Error ? withoutAddresses(error) : undefined;
   const reply = err.responseCode;
   const rejected =
     reply !== undefined
@@ -147,7 +151,7 @@ function toMailFailure(error: unknown, orderId: number, deadlineMs: number | und
   if (rejected) {
     return ApplicationFailure.create({
       type: FailureType.MailRejected,
-      message: `mail server refused the confirmation of order ${orderId}: ${err.response ?? err.message}`,
+      message: `mail server refused the confirmation of order ${orderId}: ${maskAddresses(err.response ?? err.message)}`,
       details,
       cause,
       nonRetryable: true,
@@ -157,7 +161,22 @@ function toMailFailure(error: unknown, orderId: number, deadlineMs: number | und
     deadlineMs !== undefined
       ? `mail server did not take the confirmation of order ${orderId} within ${deadlineMs} ms`
       : reply !== undefined
-        ? `mail server deferred the confirmation of order ${orderId}: ${err.response ?? err.message}`
-        : `mail server unavailable for the confirmation of order ${orderId}: ${err.message ?? String(error)}`;
+        ? `mail server deferred the confirmation of order ${orderId}: ${maskAddresses(err.response ?? err.message)}`
+        : `mail server unavailable for the confirmation of order ${orderId}: ${maskAddresses(err.message ?? String(error))}`;
   return ApplicationFailure.create({ type: FailureType.MailUnavailable, message, details, cause });
+}
+
+const EMAIL_ADDRESS = /[^\s<>()[\]"',;:@]+@[^\s<>()[\]"',;:@]+/g;
+
+/** The text with every e-mail address replaced by `[address]`. */
+export function maskAddresses(text: string | undefined): string {
+  return (text ?? '').replace(EMAIL_ADDRESS, '[address]');
+}
+
+/** A copy of the error for the failure's cause chain, its message and stack masked. */
+function withoutAddresses(error: Error): Error {
+  const copy = new Error(maskAddresses(error.message));
+  copy.name = error.name;
+  copy.stack = maskAddresses(error.stack);
+  return copy;
 }

@@ -144,6 +144,26 @@ describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
     expect(await stampOf(orderId)).toBeNull();
   });
 
+  it("keeps the recipient's address out of the failure's message and causes (stored in clear), but in its details", async () => {
+    const orderId = await newOrderId();
+    sink.setMode({
+      kind: 'reject',
+      code: 550,
+      message: '5.1.1 <buyer@example.com>: Recipient address rejected',
+    });
+
+    const failure = await failureOf(send(orderId));
+
+    expect(failure.type).toBe(FailureType.MailRejected);
+    expect(failure.message).toContain('<[address]>: Recipient address rejected');
+    const inClear: string[] = [];
+    for (let e: Error | undefined = failure; e; e = e.cause as Error | undefined) {
+      inClear.push(e.message, e.stack ?? '');
+    }
+    expect(inClear.join('\n')).not.toContain('buyer@example.com');
+    expect(JSON.stringify(failure.details)).toContain('buyer@example.com');
+  });
+
   it('fails retryably with MailUnavailable when no mail server listens', async () => {
     const orderId = await newOrderId();
 
