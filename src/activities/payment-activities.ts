@@ -18,6 +18,11 @@ export interface RecordPaymentResult {
   created: boolean;
   /** This payment moved the order from pending to paid: it owns the fulfilment. */
   firstForOrder: boolean;
+  /**
+   * The amount equals the order's total. False: the payment paid nothing and is flagged for
+   * review. Absent in results recorded before this field existed (read as a double charge).
+   */
+  amountMatchesOrder?: boolean;
 }
 
 export type ShipmentStatus = 'requested' | 'failed';
@@ -55,10 +60,19 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
             orderId: input.orderId,
             paymentId: result.payment.id,
           });
+          const amountMatchesOrder = result.kind === 'existing' || result.amountMatchesOrder;
+          if (!amountMatchesOrder) {
+            log.warn('payment does not match the order total: the order is not paid by it', {
+              eventId: input.eventId,
+              orderId: input.orderId,
+              amount: input.amount,
+            });
+          }
           return {
             paymentId: result.payment.id,
             created,
             firstForOrder: result.kind === 'created' && result.firstForOrder,
+            amountMatchesOrder,
           };
         }
         case 'order_not_found':

@@ -21,6 +21,12 @@ export interface OrderPaymentEvent {
    * database): it owns the fulfilment. Any further payment is a double charge to review.
    */
   firstForOrder: boolean;
+  /**
+   * False when the amount is not the order's total: such a payment never claims the order and
+   * is flagged for review as a mismatch, not as a double charge. Absent from events handed over
+   * before the check existed.
+   */
+  amountMatchesOrder?: boolean;
 }
 
 export interface OrderWorkflowInput {

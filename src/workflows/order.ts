@@ -33,7 +33,7 @@ const { setShipmentStatus } = proxyActivities<Activities>({
 });
 const { requestRefundReview } = proxyActivities<Activities>({
   ...databaseCall,
-  summary: 'Flag the order for a refund review (double charge)',
+  summary: 'Flag the order for a refund review (double charge or wrong amount)',
 });
 const { awardLoyaltyPoints } = proxyActivities<Activities>({
   ...databaseCall,
@@ -105,7 +105,7 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
       await fulfil(input.orderId, event);
       processed.push({ eventId: event.eventId, outcome: 'fulfilled' });
     } else {
-      await flagDoubleCharge(input.orderId, event);
+      await flagForRefundReview(input.orderId, event);
       processed.push({ eventId: event.eventId, outcome: 'refund_review' });
     }
     current = null;
@@ -166,8 +166,12 @@ async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<void> 
   if (patched('invoice-after-fulfilment')) await startInvoiceWorkflow(orderId);
 }
 
-/** A further payment for a paid order: keep it, flag the order, tell a person. */
-async function flagDoubleCharge(orderId: number, event: OrderPaymentEvent): Promise<void> {
+/**
+ * A payment that paid nothing: a further payment of a paid order (a double charge), or one whose
+ * amount is not the order's total (the order stays pending for the right payment). Keep it, flag
+ * the order, tell a person. Both take the same steps, so histories match either way on replay.
+ */
+async function flagForRefundReview(orderId: number, event: OrderPaymentEvent): Promise<void> {
   await requestRefundReview({ orderId, eventId: event.eventId });
   const info = workflowInfo();
   const alert: Alert = {
@@ -178,8 +182,15 @@ async function flagDoubleCharge(orderId: number, event: OrderPaymentEvent): Prom
     runId: info.runId,
     taskQueue: info.taskQueue,
     orderId,
-    failureType: 'DoubleCharge',
-    failureMessage: `order ${orderId} was paid again by event ${event.eventId} (payment ${event.paymentId}, amount ${event.amount}): review a refund`,
+    ...(event.amountMatchesOrder === false
+      ? {
+          failureType: 'AmountMismatch',
+          failureMessage: `order ${orderId} received event ${event.eventId} (payment ${event.paymentId}) for amount ${event.amount}, which is not its total: the payment does not pay the order; review a refund`,
+        }
+      : {
+          failureType: 'DoubleCharge',
+          failureMessage: `order ${orderId} was paid again by event ${event.eventId} (payment ${event.paymentId}, amount ${event.amount}): review a refund`,
+        }),
     rootCauseType: null,
     rootCauseMessage: null,
     attempts: null,

@@ -17,7 +17,8 @@ const { handOverToOrder } = proxyActivities<Activities>({
 /**
  * Turns one payment event into exactly one recorded payment. Started with workflow ID
  * `payment-<event id>`. Only the execution that created the payment row hands it to the
- * order's workflow, which fulfils the order (first payment) or flags a double charge.
+ * order's workflow, which fulfils the order (the payment that paid it) or flags the payment for
+ * review (a double charge, or an amount that is not the order's total).
  */
 export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<PaymentWorkflowResult> {
   const recorded = await recordPayment(input);
@@ -33,6 +34,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
       paymentId: recorded.paymentId,
       amount: input.amount,
       firstForOrder: recorded.firstForOrder,
+      amountMatchesOrder: recorded.amountMatchesOrder,
     },
   });
   return {

@@ -43,6 +43,7 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     expect(result).toEqual({
       kind: 'created',
       firstForOrder: true,
+      amountMatchesOrder: true,
       payment: {
         id: expect.any(Number),
         orderId: order.id,
@@ -71,8 +72,71 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
       amount: 5_400,
     });
     expect(first).toMatchObject({ kind: 'created', firstForOrder: true });
-    expect(second).toMatchObject({ kind: 'created', firstForOrder: false });
+    expect(second).toMatchObject({
+      kind: 'created',
+      firstForOrder: false,
+      amountMatchesOrder: true,
+    });
     expect(await payments.listByOrder(order.id)).toHaveLength(2);
+  });
+
+  it('records a payment that is not the order total without paying the order; the right amount then does', async () => {
+    const order = await newOrder(5_400);
+    const eventId = nextEventId();
+    const orders = createOrdersRepository(handle.db);
+
+    const short = await payments.recordPayment({
+      providerEventId: `${eventId}_short`,
+      orderId: order.id,
+      amount: 1,
+    });
+    expect(short).toMatchObject({
+      kind: 'created',
+      firstForOrder: false,
+      amountMatchesOrder: false,
+    });
+    expect((await orders.findById(order.id))?.status).toBe('pending');
+
+    const over = await payments.recordPayment({
+      providerEventId: `${eventId}_over`,
+      orderId: order.id,
+      amount: 5_401,
+    });
+    expect(over).toMatchObject({
+      kind: 'created',
+      firstForOrder: false,
+      amountMatchesOrder: false,
+    });
+    expect((await orders.findById(order.id))?.status).toBe('pending');
+
+    const exact = await payments.recordPayment({
+      providerEventId: `${eventId}_exact`,
+      orderId: order.id,
+      amount: 5_400,
+    });
+    expect(exact).toMatchObject({ kind: 'created', firstForOrder: true, amountMatchesOrder: true });
+    expect((await orders.findById(order.id))?.status).toBe('paid');
+    expect(await payments.listByOrder(order.id)).toHaveLength(3);
+
+    // A retry of the short payment's run still says it did not match.
+    const retried = await payments.recordPayment({
+      providerEventId: `${eventId}_retry`,
+      orderId: order.id,
+      amount: 2,
+      recordedByRunId: 'run-short',
+    });
+    const again = await payments.recordPayment({
+      providerEventId: `${eventId}_retry`,
+      orderId: order.id,
+      amount: 2,
+      recordedByRunId: 'run-short',
+    });
+    expect(retried).toMatchObject({ kind: 'created', amountMatchesOrder: false });
+    expect(again).toMatchObject({
+      kind: 'created',
+      firstForOrder: false,
+      amountMatchesOrder: false,
+    });
   });
 
   it('gives the order to exactly one of many different payments recorded at once', async () => {

@@ -7,6 +7,7 @@ import type {
   Next,
 } from '@temporalio/worker';
 import { Context } from '@temporalio/activity';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { buildApp } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
 import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
@@ -18,7 +19,7 @@ import {
 } from '../../src/db';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
-import { refundReviewAlertWorkflowId } from '../../src/shared/alert';
+import { refundReviewAlertWorkflowId, type Alert } from '../../src/shared/alert';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
 import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
 import { createPaymentWorker } from '../../src/worker';
@@ -214,6 +215,50 @@ describe.each(testDatabases)('exactly-once effects ($name)', ({ create }) => {
       ),
     );
     expect(alerts.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+  });
+
+  it('records a payment that is not the order total without fulfilling; the right payment then fulfils once', async () => {
+    const orderId = await newOrder();
+    const short = { ...event(orderId), amount: 1 };
+    await deliverWebhook(app, short);
+    await env.client.workflow.getHandle(paymentWorkflowId(short.id)).result();
+    await settled(orderId);
+
+    // Recorded (the money was taken), paying nothing: no shipment, mail or points, flagged.
+    expect(await effectsOf(orderId)).toEqual({
+      payments: 1,
+      warehouseRequests: 0,
+      mails: 0,
+      points: 0,
+    });
+    const orders = createOrdersRepository(db.db);
+    const flagged = await orders.findById(orderId);
+    expect(flagged).toMatchObject({ status: 'pending', shipmentStatus: null });
+    expect(flagged?.refundReviewRequestedAt).not.toBeNull();
+    const review = env.client.workflow.getHandle(refundReviewAlertWorkflowId(orderId, short.id));
+    expect(await review.result()).toMatchObject({
+      delivered: false,
+      skipped: 'no-sink-configured',
+    });
+    const started = (await review.fetchHistory()).events![0]!
+      .workflowExecutionStartedEventAttributes;
+    const alert = defaultPayloadConverter.fromPayload<Alert>(started!.input!.payloads![0]!);
+    expect(alert).toMatchObject({ kind: 'refund_review', orderId, failureType: 'AmountMismatch' });
+
+    const full = event(orderId);
+    await deliverWebhook(app, full);
+    await env.client.workflow.getHandle(paymentWorkflowId(full.id)).result();
+    await settled(orderId);
+    expect(await effectsOf(orderId)).toEqual({
+      payments: 2,
+      warehouseRequests: 1,
+      mails: 1,
+      points: 1,
+    });
+    expect(await orders.findById(orderId)).toMatchObject({
+      status: 'paid',
+      shipmentStatus: 'requested',
+    });
   });
 
   it('never overlaps work on one order, while different orders proceed in parallel', async () => {

@@ -236,6 +236,21 @@ describe('paymentWorkflow', () => {
     expect(run.alert).toBeUndefined();
   });
 
+  it('hands a payment that is not the order total over as such', async () => {
+    const run = await runPayment({
+      recordPayment: async () => ({
+        paymentId: 8,
+        created: true,
+        firstForOrder: false,
+        amountMatchesOrder: false,
+      }),
+    });
+    const handOver = run.calls.find((c) => c.name === 'handOverToOrder')!;
+    expect(handOver.args[0]).toMatchObject({
+      event: { paymentId: 8, firstForOrder: false, amountMatchesOrder: false },
+    });
+  });
+
   it('does nothing more when the payment was already recorded (not created by this call)', async () => {
     const run = await runPayment({
       recordPayment: async () => ({ paymentId: 7, created: false, firstForOrder: false }),
@@ -432,6 +447,26 @@ describe('orderWorkflow', () => {
       orderId: 12,
       failureType: 'DoubleCharge',
     });
+  });
+
+  it('flags a payment that is not the order total as an amount mismatch, with no shipment', async () => {
+    const run = await runOrder({}, { firstForOrder: false, amountMatchesOrder: false, amount: 1 });
+
+    expect(run.result).toEqual({
+      orderId: 12,
+      processed: [{ eventId: run.eventId, outcome: 'refund_review' }],
+    });
+    expect(run.calls.map((c) => c.name).filter((n) => n !== 'deliverAlert')).toEqual([
+      'requestRefundReview',
+    ]);
+    expect(run.refundReviewAlert).toEqual({ delivered: true });
+    const alert = run.calls.find((c) => c.name === 'deliverAlert')?.args[0] as Alert;
+    expect(alert).toMatchObject({
+      kind: 'refund_review',
+      orderId: 12,
+      failureType: 'AmountMismatch',
+    });
+    expect(alert.failureMessage).toContain('for amount 1, which is not its total');
   });
 
   it('raises no alert when the order is fulfilled', async () => {

@@ -30,7 +30,16 @@ export type RecordPaymentResult =
    * for the one payment that moved the order from pending to paid (it owns the fulfilment);
    * false for a further payment of an already paid order (a double charge).
    */
-  | { kind: 'created'; payment: Payment; firstForOrder: boolean }
+  | {
+      kind: 'created';
+      payment: Payment;
+      firstForOrder: boolean;
+      /**
+       * The payment's amount equals the order's total. Only such a payment can claim a pending
+       * order: one that does not match leaves it pending, to be reviewed (and refunded).
+       */
+      amountMatchesOrder: boolean;
+    }
   /** The event was already recorded with the same order and amount: a redelivery or a retry. */
   | { kind: 'existing'; payment: Payment }
   /** No such order; nothing was written. */
@@ -41,7 +50,8 @@ export type RecordPaymentResult =
 export interface PaymentsRepository {
   /**
    * Records the event once, whatever the number of calls, concurrent or not: exactly one call
-   * per event ID gets `created`, and in the same transaction the order becomes 'paid'.
+   * per event ID gets `created`, and in the same transaction the order becomes 'paid' when it
+   * was pending and the amount is its total.
    */
   recordPayment(input: RecordPaymentInput): Promise<RecordPaymentResult>;
   /** 0 or 1: the UNIQUE constraint allows no more. */
@@ -78,11 +88,14 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
             // A conditional update is the claim: of two payments for one order committing at
             // once, PostgreSQL re-checks the WHERE after the row lock and SQLite serialises the
             // writes, so exactly one sees the order still pending.
+            // A payment of another amount than the order's total is recorded (the money was
+            // taken) but pays nothing: the order stays pending for the right payment.
             const claimed = await trx
               .updateTable('orders')
               .set({ status: 'paid', updated_at: now })
               .where('id', '=', input.orderId)
               .where('status', '=', 'pending')
+              .where('total_amount', '=', input.amount)
               .executeTakeFirst();
             const firstForOrder = claimed.numUpdatedRows > 0n;
             if (firstForOrder) {
@@ -92,7 +105,12 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
                 .where('id', '=', inserted.id)
                 .execute();
             }
-            return { kind: 'created', payment: toPayment(inserted), firstForOrder };
+            return {
+              kind: 'created',
+              payment: toPayment(inserted),
+              firstForOrder,
+              amountMatchesOrder: await amountMatchesOrder(trx, inserted),
+            };
           }
 
           const recorded = await trx
@@ -109,7 +127,12 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
             input.recordedByRunId !== undefined &&
             recorded.recorded_by_run_id === input.recordedByRunId
           ) {
-            return { kind: 'created', payment, firstForOrder: recorded.first_for_order === 1 };
+            return {
+              kind: 'created',
+              payment,
+              firstForOrder: recorded.first_for_order === 1,
+              amountMatchesOrder: await amountMatchesOrder(trx, recorded),
+            };
           }
           return { kind: 'existing', payment };
         });
@@ -140,6 +163,19 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
       return rows.map(toPayment);
     },
   };
+}
+
+/** The order's total never changes, so the answer is the same on every call for one payment. */
+async function amountMatchesOrder(
+  trx: Kysely<Database>,
+  payment: Pick<PaymentRow, 'order_id' | 'amount'>,
+): Promise<boolean> {
+  const order = await trx
+    .selectFrom('orders')
+    .select('total_amount')
+    .where('id', '=', payment.order_id)
+    .executeTakeFirstOrThrow();
+  return Number(order.total_amount) === payment.amount;
 }
 
 /** PostgreSQL's SQLSTATE 23503, or better-sqlite3's extended result code. */
