@@ -13,12 +13,10 @@ describe('startDevServer on the SDK-downloaded server', () => {
 
   it('passes the Web UI codec endpoint, persistence and namespace on', async () => {
     const teardown = jest.fn(() => Promise.resolve());
-    const createLocal = jest
-      .spyOn(TestWorkflowEnvironment, 'createLocal')
-      .mockResolvedValue({
-        address: '127.0.0.1:7401',
-        teardown,
-      } as unknown as TestWorkflowEnvironment);
+    const createLocal = jest.spyOn(TestWorkflowEnvironment, 'createLocal').mockResolvedValue({
+      address: '127.0.0.1:7401',
+      teardown,
+    } as unknown as TestWorkflowEnvironment);
 
     const server = await startDevServer({
       port: 0,
