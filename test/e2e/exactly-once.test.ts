@@ -208,6 +208,12 @@ describe.each(testDatabases)('exactly-once effects ($name)', ({ create }) => {
     const order = await createOrdersRepository(db.db).findById(orderId);
     expect(order).toMatchObject({ status: 'paid', shipmentStatus: 'requested' });
     expect(order?.refundReviewRequestedAt).not.toBeNull();
+    // The API says so too: a double-charged order does not pass for a plain paid one.
+    const view = await app.inject({ method: 'GET', url: `/api/v1/orders/${orderId}` });
+    expect(view.json()).toMatchObject({
+      status: 'paid',
+      refund_review_requested_at: order?.refundReviewRequestedAt,
+    });
     // One refund-review alert, for whichever payment came second.
     const alerts = await Promise.allSettled(
       [a.id, b.id].map((id) =>

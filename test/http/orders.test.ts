@@ -66,6 +66,22 @@ describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
     expect(fetched.json()).toMatchObject({ id: order.id, payments: [] });
   });
 
+  it('shows refund_review_requested_at: null until a review is requested, then its time', async () => {
+    const created = await post(body);
+    const order = created.json<{ id: number }>();
+    // Present even when unset, so a client can tell "no review" from "field not sent".
+    expect(created.json()).toHaveProperty('refund_review_requested_at', null);
+    const get = () => app.inject({ method: 'GET', url: `/api/v1/orders/${order.id}` });
+    expect((await get()).json()).toHaveProperty('refund_review_requested_at', null);
+
+    // What the order workflow does on a double charge or a payment that is not the total.
+    await createOrdersRepository(db.db).requestRefundReview(order.id);
+    const flagged = (await get()).json<{ refund_review_requested_at: string | null }>();
+    const stored = await createOrdersRepository(db.db).findById(order.id);
+    expect(stored?.refundReviewRequestedAt).toEqual(expect.any(String));
+    expect(flagged.refund_review_requested_at).toBe(stored?.refundReviewRequestedAt);
+  });
+
   it('returns the same order for the same key and body, without a second row', async () => {
     const before = await countOrders();
     const first = await post(body, 'same-key');

@@ -14,7 +14,7 @@ export interface Order {
   idempotencyFingerprint: string | null;
   confirmationSentAt: string | null;
   shipmentStatus: ShipmentStatus | null;
-  /** Set when a double charge needs a person to review a refund. */
+  /** Set when a double charge, or a payment that is not the total, needs a refund review. */
   refundReviewRequestedAt: string | null;
   createdAt: string;
   updatedAt: string;

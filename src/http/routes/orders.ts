@@ -93,6 +93,9 @@ function orderToWire(order: Order) {
     total_amount: order.totalAmount,
     shipment_status: order.shipmentStatus,
     confirmation_sent_at: order.confirmationSentAt,
+    // Set on a double charge or a payment that is not the total: without it such an order
+    // would look like any other paid (or pending) order through the API.
+    refund_review_requested_at: order.refundReviewRequestedAt,
     created_at: order.createdAt,
     updated_at: order.updatedAt,
   };
