@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../src/config';
+import { localHttpUrl } from '../src/net/addresses';
 import { signBody } from '../src/http/signature';
 import { PAYMENT_WEBHOOK_PATH } from '../src/http/routes/payment-webhook';
 import { paymentWorkflowId } from '../src/shared/constants';
@@ -10,7 +11,7 @@ import { paymentWorkflowId } from '../src/shared/constants';
  * and a forged one, then shows that one payment and one shipment came out of it.
  */
 const config = loadConfig();
-const baseUrl = process.env.DEMO_BASE_URL ?? `http://${config.HOST}:${config.PORT}`;
+const baseUrl = process.env.DEMO_BASE_URL ?? localHttpUrl(config.HOST, config.PORT);
 const uiBase = process.env.DEMO_UI_URL ?? `http://localhost:${config.TEMPORAL_UI_PORT}`;
 
 async function main(): Promise<void> {

@@ -14,6 +14,7 @@ import { createHttpMetrics } from './http/metrics';
 import { PAYMENT_WEBHOOK_PATH } from './http/routes/payment-webhook';
 import { createLogger } from './logger';
 import { startWatchdogFromConfig } from './monitoring';
+import { findNpmLauncher, watchLauncher } from './process/launcher';
 import { onShutdownSignal } from './process/shutdown';
 import { CUSTOM_SEARCH_ATTRIBUTES } from './shared/search-attributes';
 import { createLazyClient } from './temporal/client';
@@ -58,12 +59,29 @@ async function main(): Promise<void> {
       }
     }
   };
-  onShutdownSignal(async (signal) => {
-    logger.info({ signal }, 'stopping: draining HTTP, finishing in-flight activities');
+  let stopping = false;
+  const stop = async (exitCode: number) => {
+    if (stopping) return;
+    stopping = true;
     await stopAll();
     logger.info('stopped');
-    process.exit(0);
+    process.exit(exitCode);
+  };
+  onShutdownSignal(async (signal) => {
+    logger.info({ signal }, 'stopping: draining HTTP, finishing in-flight activities');
+    await stop(0);
   });
+  // Killed outright, npm cannot pass a signal on: notice it, and stop as for Ctrl-C.
+  const launcher = findNpmLauncher();
+  if (launcher) {
+    watchLauncher(launcher, () => {
+      logger.warn(
+        { launcherPid: launcher.pid },
+        'npm, which started this stack, is gone: stopping as for Ctrl-C',
+      );
+      void stop(0);
+    });
+  }
 
   try {
     let temporalAddress = config.TEMPORAL_ADDRESS;
@@ -83,6 +101,15 @@ async function main(): Promise<void> {
         log: (line) => logger.info({ component: 'temporal-dev-server' }, line),
       });
       cleanups.push({ name: 'temporal dev server', run: () => devServer.shutdown() });
+      // Without its Temporal server the stack only answers 503: say why, and stop.
+      void devServer.crashed.then((output) => {
+        if (stopping) return;
+        logger.error(
+          { component: 'temporal-dev-server', serverPid: devServer.pid, lastOutput: output },
+          'the embedded Temporal dev server exited; stopping everything (start again with npm start)',
+        );
+        void stop(1);
+      });
       temporalAddress = devServer.address;
       uiUrl = devServer.uiUrl;
     }
@@ -213,10 +240,15 @@ async function main(): Promise<void> {
     );
     await workerRun;
   } catch (err) {
+    if (stopping) return;
     logger.error({ err }, 'failed to start');
-    await stopAll();
-    process.exit(1);
+    await stop(1);
   }
 }
 
-void main();
+// What fails before the stack is up (invalid configuration, a metrics port in use) is a
+// message for a person, not a stack trace.
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -33,6 +33,14 @@ export interface DevServer {
   uiUrl: string | undefined;
   /** Stops the server and waits for it to exit; safe to call more than once. */
   shutdown(): Promise<void>;
+  /**
+   * Resolves when the server process exits without shutdown() having been called (a crash, a
+   * kill), with the last lines it printed. Never resolves for the SDK-run server, whose process
+   * the SDK keeps to itself.
+   */
+  crashed: Promise<string>;
+  /** The server's process ID, when this module runs it (not the SDK). */
+  pid: number | undefined;
 }
 
 // The first start of a persistent database creates its schema: allow far more than the SDK's 5 s.
@@ -80,6 +88,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       address: env.address,
       uiUrl: localHttpUrl(ip, uiPort),
       shutdown: onlyOnce(() => env.teardown()),
+      crashed: new Promise<string>(() => {}),
+      pid: undefined,
     };
   }
 
@@ -121,6 +131,10 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     address,
     uiUrl: hasUi ? localHttpUrl(ip, uiPort) : undefined,
     shutdown: onlyOnce(() => server.stop()),
+    crashed: server.exited.then((output) =>
+      server.stopping() ? new Promise<string>(() => {}) : output,
+    ),
+    pid: server.pid,
   };
 }
 
@@ -128,6 +142,9 @@ interface RunningServer {
   /** Set once the process has exited, with what it last printed. */
   exited: Promise<string>;
   stop(): Promise<void>;
+  /** stop() was called: an exit is expected. */
+  stopping(): boolean;
+  pid: number | undefined;
 }
 
 function spawnServer(
@@ -180,7 +197,7 @@ function spawnServer(
       clearTimeout(timer);
     }
   };
-  return { exited, stop };
+  return { exited, stop, stopping: () => stopping, pid: child.pid };
 }
 
 /**

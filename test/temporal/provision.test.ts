@@ -208,6 +208,29 @@ describe('dev server', () => {
       }, 20_000);
     });
 
+    it('reports a crash of the server (crashed), but not its own shutdown', async () => {
+      const crashing = await startDevServer({
+        port: await freePort(),
+        uiPort: await freePort(),
+        log: () => {},
+      });
+      process.kill(crashing.pid!, 'SIGKILL');
+      await expect(crashing.crashed).resolves.toContain('(exited with SIGKILL)');
+      await crashing.shutdown();
+
+      const stopped = await startDevServer({
+        port: await freePort(),
+        uiPort: await freePort(),
+        log: () => {},
+      });
+      await stopped.shutdown();
+      const outcome = await Promise.race([
+        stopped.crashed.then(() => 'crashed'),
+        delay(100).then(() => 'still quiet'),
+      ]);
+      expect(outcome).toBe('still quiet');
+    });
+
     it('says clearly when its port is already in use', async () => {
       const squatter = net.createServer();
       await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
