@@ -30,4 +30,4 @@ export {
 } from './repositories/loyalty';
 export * from './repositories/stock';
 export * from './repositories/order-export';
-export type { Database, OrderStatus, ShipmentStatus } from './schema';
+export { MAX_ROW_ID, type Database, type OrderStatus, type ShipmentStatus } from './schema';

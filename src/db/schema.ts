@@ -18,6 +18,13 @@ export type OrderStatus = 'pending' | 'paid';
 /** `null`: nobody has asked the warehouse yet. */
 export type ShipmentStatus = 'requested' | 'failed';
 
+/**
+ * The largest row ID either database can hold: IDs are PostgreSQL `integer` columns (SQLite's
+ * are 64-bit). A larger number names no row, and PostgreSQL refuses to compare a column with it
+ * (an error, not an empty result), so callers check it before asking.
+ */
+export const MAX_ROW_ID = 2_147_483_647;
+
 export interface OrdersTable {
   id: Generated<number>;
   user_id: number;

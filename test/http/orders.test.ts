@@ -179,4 +179,37 @@ describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
     );
     expect((await app.inject({ method: 'GET', url: '/api/v1/orders/abc' })).statusCode).toBe(400);
   });
+
+  it('answers 404 naming the id for the largest id the database can hold', async () => {
+    const res = await app.inject({ method: 'GET', url: '/api/v1/orders/2147483647' });
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toEqual({ error: 'order 2147483647 not found' });
+  });
+
+  it.each([
+    ['an exponent', '1e3'],
+    ['hex', '0x10'],
+    ['octal prefix', '0o7'],
+    ['binary prefix', '0b1'],
+    ['a plus sign', '+5'],
+    ['a minus sign', '-5'],
+    ['zero', '0'],
+    ['a leading zero', '07'],
+    ['a fraction', '1.5'],
+    ['a trailing .0', '1.0'],
+    ['a leading space', '%205'],
+    ['a trailing space', '5%20'],
+    ['a tab', '5%09'],
+    ['digit separators', '1_000'],
+    ['Infinity', 'Infinity'],
+    ['non-ASCII digits', '%D9%A1'],
+    ['an unsafe integer', '9007199254740993'],
+    ['an id beyond the database id range', '2147483648'],
+  ])('answers 400 for an id with %s, never coercing it to another order', async (_label, id) => {
+    const res = await app.inject({ method: 'GET', url: `/api/v1/orders/${id}` });
+    expect([res.statusCode, res.json()]).toEqual([
+      400,
+      { error: 'order id must be a positive integer' },
+    ]);
+  });
 });

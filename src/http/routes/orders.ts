@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { createOrdersRepository, createPaymentsRepository } from '../../db';
+import { type createOrdersRepository, type createPaymentsRepository, MAX_ROW_ID } from '../../db';
 import { HttpError } from '../errors';
 import { formatIssues } from '../validation';
 
@@ -21,7 +21,14 @@ const idempotencyKeySchema = z
   .string()
   .regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1-255 printable ASCII characters');
 
-const orderIdSchema = z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+// An ID is written the one way the database issues it, as plain decimal digits: a coercing
+// parse would read 1e3 as order 1000 and 0x10 as order 16, and answer about another order.
+// Beyond the database's range it names no order (and PostgreSQL would fail the query).
+const orderIdSchema = z
+  .string()
+  .regex(/^[1-9][0-9]*$/)
+  .transform(Number)
+  .pipe(z.number().max(MAX_ROW_ID));
 
 /**
  * Orders, so a user can run the whole flow. Creation honours an Idempotency-Key header: the same
