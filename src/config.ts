@@ -109,6 +109,8 @@ const schema = z
       .transform((v) => (v === undefined ? false : (parseTrustProxy(v) ?? false))),
     WAREHOUSE_API_URL: optionalUrl,
     WAREHOUSE_SIMULATOR_PORT: port(4001),
+    /** Where the simulator of `npm start` keeps its shipments across restarts. */
+    WAREHOUSE_SIMULATOR_STATE: z.string().min(1).default('./data/warehouse-simulator.json'),
     /** Must stay below the warehouse activity's 8 s start-to-close timeout (src/workflows/payment.ts). */
     WAREHOUSE_TIMEOUT_MS: z.coerce.number().int().min(100).max(7_000).default(5_000),
     /**

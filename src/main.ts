@@ -122,7 +122,9 @@ async function main(): Promise<void> {
     const warehouseUrl =
       config.WAREHOUSE_API_URL ??
       (await (async () => {
-        const simulator = createWarehouseSimulator();
+        const simulator = createWarehouseSimulator({
+          stateFile: config.WAREHOUSE_SIMULATOR_STATE,
+        });
         cleanups.push({ name: 'warehouse simulator', run: () => simulator.close() });
         return simulator.listen(config.WAREHOUSE_SIMULATOR_PORT);
       })());

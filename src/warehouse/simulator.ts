@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { writeFileAtomically } from '../activities/atomic-file';
 
 /**
  * A local stand-in for the warehouse partner API, for development and tests. It behaves like a
@@ -59,13 +61,75 @@ const modeBody = z.object({
   times: z.number().int().positive().optional(),
 });
 
-export function createWarehouseSimulator(): WarehouseSimulator {
+export interface WarehouseSimulatorOptions {
+  /**
+   * A JSON file that keeps the shipments (and the most recent requests) across restarts, as a
+   * real partner's database would: after `npm start` is stopped or killed and started again,
+   * a repeated request is still answered as a replay, and a doubled shipment would show.
+   * Unset: in memory only (tests).
+   */
+  stateFile?: string;
+}
+
+/** Requests kept in the state file: enough to audit a dev session, bounded in size. */
+const PERSISTED_REQUESTS = 10_000;
+
+const stateSchema = z.object({
+  nextShipment: z.number().int().positive(),
+  shipments: z.array(
+    z.object({
+      shipmentId: z.string(),
+      orderId: z.number(),
+      idempotencyKey: z.string(),
+      createdAt: z.string(),
+    }),
+  ),
+  requests: z.array(
+    z.object({
+      at: z.string(),
+      idempotencyKey: z.string().optional(),
+      orderId: z.unknown(),
+      status: z.number(),
+    }),
+  ),
+});
+
+export function createWarehouseSimulator(
+  options: WarehouseSimulatorOptions = {},
+): WarehouseSimulator {
   const app = Fastify({ logger: false });
   const requests: ReceivedRequest[] = [];
   const shipments = new Map<string, Shipment>();
   let mode: WarehouseMode = { kind: 'ok' };
   let remaining: number | undefined;
   let nextShipment = 1;
+
+  if (options.stateFile) {
+    const saved = loadState(options.stateFile);
+    if (saved) {
+      nextShipment = saved.nextShipment;
+      for (const shipment of saved.shipments) shipments.set(shipment.idempotencyKey, shipment);
+      requests.push(...saved.requests.map((r) => ({ ...r, idempotencyKey: r.idempotencyKey })));
+    }
+  }
+  // One write at a time, each of the state as it is when the write starts: a later write never
+  // lands before an earlier one and leaves an older state behind.
+  let saving: Promise<void> = Promise.resolve();
+  const save = (): Promise<void> => {
+    const file = options.stateFile;
+    if (!file) return Promise.resolve();
+    saving = saving.then(() =>
+      writeFileAtomically(
+        file,
+        JSON.stringify({
+          nextShipment,
+          shipments: [...shipments.values()],
+          requests: requests.slice(-PERSISTED_REQUESTS),
+        }),
+      ),
+    );
+    return saving;
+  };
 
   // The failure mode for this request; a counted mode falls back to ok once used up.
   const takeMode = (): WarehouseMode => {
@@ -81,37 +145,40 @@ export function createWarehouseSimulator(): WarehouseSimulator {
     const key = request.headers['idempotency-key'];
     const idempotencyKey = typeof key === 'string' && key.length > 0 ? key : undefined;
     const body = request.body as { order_id?: unknown } | undefined;
-    const record = (status: number) =>
+    // Saved before the answer goes out, as a partner commits before it replies.
+    const record = async (status: number) => {
       requests.push({
         at: new Date().toISOString(),
         idempotencyKey,
         orderId: body?.order_id,
         status,
       });
+      await save();
+    };
 
     const current = takeMode();
     if (current.kind === 'slow') await new Promise((r) => setTimeout(r, current.delayMs));
     if (current.kind === 'reject') {
-      record(current.status);
+      await record(current.status);
       return reply.code(current.status).send({ error: 'rejected by simulator' });
     }
     if (current.kind === 'rate_limit') {
-      record(429);
+      await record(429);
       return reply.code(429).header('retry-after', current.retryAfter).send({ error: 'slow down' });
     }
     if (current.kind === 'unavailable') {
-      record(current.status);
+      await record(current.status);
       return reply.code(current.status).send({ error: 'unavailable' });
     }
 
     const parsed = shipmentBody.safeParse(body);
     if (!idempotencyKey || !parsed.success) {
-      record(400);
+      await record(400);
       return reply.code(400).send({ error: 'order_id and an Idempotency-Key header are required' });
     }
     const existing = shipments.get(idempotencyKey);
     if (existing) {
-      record(200);
+      await record(200);
       return reply.code(200).header('idempotent-replayed', 'true').send(toWire(existing));
     }
     const shipment: Shipment = {
@@ -121,7 +188,7 @@ export function createWarehouseSimulator(): WarehouseSimulator {
       createdAt: new Date().toISOString(),
     };
     shipments.set(idempotencyKey, shipment);
-    record(201);
+    await record(201);
     return reply.code(201).send(toWire(shipment));
   });
 
@@ -154,6 +221,7 @@ export function createWarehouseSimulator(): WarehouseSimulator {
       shipments.clear();
       mode = { kind: 'ok' };
       remaining = undefined;
+      void save();
     },
     async listen(port, host = '127.0.0.1') {
       await app.listen({ port, host });
@@ -163,6 +231,7 @@ export function createWarehouseSimulator(): WarehouseSimulator {
     },
     async close() {
       await app.close();
+      await saving;
     },
   };
   return simulator;
@@ -170,4 +239,26 @@ export function createWarehouseSimulator(): WarehouseSimulator {
 
 function toWire(s: Shipment) {
   return { shipment_id: s.shipmentId, order_id: s.orderId, created_at: s.createdAt };
+}
+
+/** The saved state, or undefined when there is none yet; a file that is not ours is an error. */
+function loadState(file: string): z.infer<typeof stateSchema> | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  const parsed = stateSchema.safeParse(json);
+  if (!parsed.success) {
+    throw new Error(`${file} is not a warehouse simulator state file; move it away or delete it`);
+  }
+  return parsed.data;
 }

@@ -59,6 +59,7 @@ async function stackEnv() {
     TEMPORAL_DEV_DB: path.join(dir, 'temporal.db'),
     INVOICE_DIR: path.join(dir, 'invoices'),
     EXPORT_DIR: path.join(dir, 'exports'),
+    WAREHOUSE_SIMULATOR_STATE: path.join(dir, 'warehouse-simulator.json'),
   };
   return {
     env,
