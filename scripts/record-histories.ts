@@ -122,6 +122,23 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'amount-mismatch',
+    what: 'a payment that is not the order total: recorded, flagged and alerted, order unpaid',
+    async run(stack) {
+      const orderId = await newOrder(stack);
+      const short = { ...paymentInput(orderId), amount: 1 };
+      const payment = await pay(stack, orderId, short);
+      expectResult(payment.result, { created: true }, 'short payment');
+      const order = await finished(stack.client, orderWorkflowId(orderId));
+      const alert = await finished(
+        stack.client,
+        refundReviewAlertWorkflowId(orderId, short.eventId),
+      );
+      expectResult(alert.result, { delivered: true }, 'amount mismatch alert');
+      return [payment.run, order.run, alert.run];
+    },
+  },
+  {
     name: 'warehouse-failure',
     what: 'the warehouse rate-limits, then refuses: order Failed, shipment failed, one alert',
     async run(stack) {
