@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
@@ -115,6 +117,72 @@ describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
     expect(replies.filter((r) => r.statusCode === 200)).toHaveLength(19);
     expect(new Set(replies.map((r) => r.json<{ id: number }>().id)).size).toBe(1);
     expect(await countOrders()).toBe(before + 1);
+  });
+
+  it('refuses two Idempotency-Key headers with 400, saying only one is allowed', async () => {
+    const before = await countOrders();
+    for (const keys of [
+      ['k2', 'k3'],
+      ['same', 'same'],
+    ]) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/orders',
+        payload: body,
+        headers: { 'idempotency-key': keys },
+      });
+      expect([res.statusCode, res.json()]).toEqual([
+        400,
+        { error: 'exactly one Idempotency-Key header is allowed' },
+      ]);
+    }
+    expect(await countOrders()).toBe(before);
+  });
+
+  it('counts Idempotency-Key header lines over real HTTP, not commas in a value', async () => {
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as AddressInfo;
+    const send = (lines: string[]) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const payload = JSON.stringify(body);
+        const req = httpRequest(
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/api/v1/orders',
+            // Raw header lines: the same name may repeat, as it does on the wire.
+            headers: [
+              'Host',
+              `127.0.0.1:${port}`,
+              'Content-Type',
+              'application/json',
+              'Content-Length',
+              String(Buffer.byteLength(payload)),
+              ...lines,
+            ],
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
+            );
+          },
+        );
+        req.on('error', reject);
+        req.end(payload);
+      });
+
+    // Node hands the route "k2, k3" for these two lines; the lines themselves are the evidence.
+    const twice = await send(['Idempotency-Key', 'k2', 'idempotency-key', 'k3']);
+    expect([twice.status, JSON.parse(twice.body)]).toEqual([
+      400,
+      { error: 'exactly one Idempotency-Key header is allowed' },
+    ]);
+    // One line whose value has a comma is one (valid) key.
+    const once = await send(['Idempotency-Key', `wire-${process.pid}-k2,k3`]);
+    expect(once.status).toBe(201);
   });
 
   it('creates distinct orders without a key', async () => {

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { type createOrdersRepository, type createPaymentsRepository, MAX_ROW_ID } from '../../db';
 import { HttpError } from '../errors';
+import { headerLines } from '../header-lines';
 import { formatIssues } from '../validation';
 
 export interface OrdersRouteOptions {
@@ -40,10 +41,16 @@ export async function ordersRoutes(app: FastifyInstance, options: OrdersRouteOpt
     const body = createOrderSchema.safeParse(request.body);
     if (!body.success) throw new HttpError(400, formatIssues(body.error));
 
-    const rawKey = request.headers['idempotency-key'];
+    // Two keys are ambiguous (which one names the request?): refused with that reason, not with
+    // a format error about the ", " Node joins them with. Header lines are counted, so one key
+    // that contains a comma is still one key.
+    const keyLines = headerLines(request.raw.rawHeaders, 'idempotency-key');
+    if (keyLines.length > 1) {
+      throw new HttpError(400, 'exactly one Idempotency-Key header is allowed');
+    }
     let idempotencyKey: string | undefined;
-    if (rawKey !== undefined) {
-      const key = idempotencyKeySchema.safeParse(rawKey);
+    if (keyLines.length === 1) {
+      const key = idempotencyKeySchema.safeParse(request.headers['idempotency-key']);
       if (!key.success) throw new HttpError(400, formatIssues(key.error));
       idempotencyKey = key.data;
     }
