@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import { headerLines } from './header-lines';
 import { matchingSecret } from './signature';
 
 export const SIGNATURE_HEADER = 'x-payment-signature';
@@ -30,7 +30,8 @@ export type WebhookAuthResult =
   /** `reason` is safe for the client: it never contains a secret, a digest or the body. */
   | { ok: false; reason: string };
 
-export type WebhookVerifier = (rawBody: Buffer, headers: IncomingHttpHeaders) => WebhookAuthResult;
+/** `rawHeaders`: the request's header lines as received (`request.raw.rawHeaders`). */
+export type WebhookVerifier = (rawBody: Buffer, rawHeaders: readonly string[]) => WebhookAuthResult;
 
 // Unix seconds: ten digits until the year 2286; twelve leaves room without allowing absurd values.
 const UNIX_SECONDS = /^[0-9]{1,12}$/;
@@ -43,14 +44,14 @@ export function createWebhookVerifier(options: WebhookAuthOptions): WebhookVerif
       ? [options.secret]
       : [options.secret, options.previousSecret];
 
-  return (rawBody, headers) => {
-    const signature = singleHeader(headers, SIGNATURE_HEADER, 'X-Payment-Signature');
+  return (rawBody, rawHeaders) => {
+    const signature = singleHeader(rawHeaders, SIGNATURE_HEADER, 'X-Payment-Signature');
     if (!signature.ok) return signature;
 
     let signedParts: (Buffer | string)[] = [rawBody];
     let timestamp: number | undefined;
     if (options.scheme === 'timestamped') {
-      const header = singleHeader(headers, TIMESTAMP_HEADER, 'X-Payment-Timestamp');
+      const header = singleHeader(rawHeaders, TIMESTAMP_HEADER, 'X-Payment-Timestamp');
       if (!header.ok) return header;
       if (!UNIX_SECONDS.test(header.value)) {
         return { ok: false, reason: 'X-Payment-Timestamp must be a Unix time in seconds' };
@@ -80,15 +81,16 @@ export function createWebhookVerifier(options: WebhookAuthOptions): WebhookVerif
 
 /** The header's one value, trimmed; a missing, empty or repeated header is refused. */
 function singleHeader(
-  headers: IncomingHttpHeaders,
+  rawHeaders: readonly string[],
   name: string,
   display: string,
 ): { ok: true; value: string } | { ok: false; reason: string } {
-  const value = headers[name];
-  // Node joins repeated unknown headers with ", " (which fails the format checks); an array
-  // only reaches us from in-process injection. Either way two values are ambiguous: refuse.
-  if (Array.isArray(value)) return { ok: false, reason: `multiple ${display} headers` };
-  const trimmed = typeof value === 'string' ? value.trim() : '';
+  const lines = headerLines(rawHeaders, name);
+  // Two values are ambiguous, even two right ones: which did the provider mean? Counted by line,
+  // since Node joins repeats with ", " and the joined value would only fail the format check,
+  // with a reason ("invalid signature") that sends the sender looking for a wrong secret.
+  if (lines.length > 1) return { ok: false, reason: `exactly one ${display} header is allowed` };
+  const trimmed = (lines[0] ?? '').trim();
   if (trimmed.length === 0) return { ok: false, reason: `missing ${display} header` };
   return { ok: true, value: trimmed };
 }

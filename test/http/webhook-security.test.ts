@@ -89,6 +89,47 @@ describe('timestamped signature scheme', () => {
   });
 });
 
+describe('repeated signature headers', () => {
+  it('refuses two X-Payment-Signature headers with 401 and says one is allowed, even if both are right', async () => {
+    const { app, payments } = await setUp();
+    const raw = JSON.stringify(paymentEvent());
+    const good = signBody(raw, TEST_WEBHOOK_SECRET);
+    for (const signatures of [
+      [good, good],
+      [good, '0'.repeat(64)],
+      ['', good],
+    ]) {
+      const res = await deliverWebhook(app, raw, {
+        signature: null,
+        headers: {
+          'x-payment-signature': signatures,
+        },
+      });
+      expect([res.statusCode, res.json()]).toEqual([
+        401,
+        { error: 'exactly one X-Payment-Signature header is allowed' },
+      ]);
+    }
+    expect(payments.starts).toEqual([]);
+  });
+
+  it('refuses two X-Payment-Timestamp headers of the timestamped scheme the same way', async () => {
+    const { app, payments } = await setUp({
+      WEBHOOK_SIGNATURE_SCHEME: 'timestamped',
+      WEBHOOK_TOLERANCE_SECONDS: 300,
+    });
+    const res = await deliverWebhook(app, paymentEvent(), {
+      timestamp: NOW_S,
+      headers: { 'x-payment-timestamp': [String(NOW_S), String(NOW_S)] },
+    });
+    expect([res.statusCode, res.json()]).toEqual([
+      401,
+      { error: 'exactly one X-Payment-Timestamp header is allowed' },
+    ]);
+    expect(payments.starts).toEqual([]);
+  });
+});
+
 describe('secret rotation', () => {
   it('accepts the current and the previous secret, and only those', async () => {
     const { app, payments } = await setUp({ PAYMENT_WEBHOOK_SECRET_PREVIOUS: PREVIOUS_SECRET });

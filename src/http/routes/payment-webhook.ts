@@ -69,7 +69,7 @@ export async function paymentWebhookRoutes(app: FastifyInstance, options: Paymen
     async (request, reply) => {
       const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
 
-      const auth = options.verify(rawBody, request.headers);
+      const auth = options.verify(rawBody, request.raw.rawHeaders);
       if (!auth.ok) {
         if (options.failures.recordFailure(request.ip)) {
           request.log.warn(
