@@ -179,6 +179,23 @@ describe('POST /api/v1/webhooks/payment', () => {
     },
   );
 
+  it('names each invalid field once, however many of its checks fail', async () => {
+    // 2^53 + 1 (it parses to 2^53): beyond the safe integers, which both int and max refuse.
+    const raw = JSON.stringify(paymentEvent()).replace(
+      /"order_id":1,"amount":5400/,
+      '"order_id":9007199254740993,"amount":9007199254740993',
+    );
+    const res = await deliverWebhook(app, raw);
+    expect([res.statusCode, res.json()]).toEqual([
+      400,
+      {
+        error:
+          'order_id: Too big: expected int to be <=9007199254740991; ' +
+          'amount: Too big: expected int to be <=9007199254740991',
+      },
+    ]);
+  });
+
   it('accepts a signed body whatever content type it claims', async () => {
     const event = paymentEvent();
     const res = await deliverWebhook(app, event, { headers: { 'content-type': 'text/plain' } });
