@@ -1,7 +1,6 @@
-import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import pino from 'pino';
 import { signBody, signTimestamped } from '../../src/http/signature';
+import { capturingLogger } from '../support/capturing-logger';
 import {
   buildWebhookApp,
   deliverWebhook,
@@ -15,21 +14,6 @@ const PREVIOUS_SECRET = 'previous-secret-never-logged';
 const FORGER_SECRET = 'forger-secret-never-logged';
 // Distinctive bytes inside bodies: if any part of a body reached a log line, this would.
 const CANARY = 'CANARY-body-bytes-7f3a9c';
-
-/**
- * Every line the app logs, at the most verbose level, through a plain pino logger without the
- * project's redaction: the assertion is that nothing sensitive is logged, not that it is masked.
- */
-function capturingLogger() {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-      done();
-    },
-  });
-  return { lines, logger: pino({ level: 'trace' }, sink) };
-}
 
 interface Sent {
   raw: string | Buffer;
