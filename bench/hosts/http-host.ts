@@ -131,7 +131,7 @@ function rawStartOptions(input: PaymentWorkflowInput) {
     args: [input] as [PaymentWorkflowInput],
     workflowIdConflictPolicy: 'FAIL' as const,
     workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
-    memo: { orderId: input.orderId, eventId: input.eventId },
+    memo: { orderId: input.orderId, eventId: input.eventId, amount: input.amount },
     typedSearchAttributes: [
       { key: OrderIdSearchAttribute, value: input.orderId },
       { key: PaymentEventIdSearchAttribute, value: input.eventId },

@@ -1,14 +1,27 @@
-import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import {
+  type Client,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+} from '@temporalio/client';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../shared/constants';
 import type { PaymentWorkflowInput } from '../shared/payment';
 import { OrderIdSearchAttribute, PaymentEventIdSearchAttribute } from '../shared/search-attributes';
 import type { paymentWorkflow } from '../workflows';
 
-export interface StartedPayment {
-  workflowId: string;
-  /** True when an execution with this ID already existed (running or closed): nothing new started. */
-  duplicate: boolean;
-}
+export type StartedPayment =
+  | { workflowId: string; duplicate: false }
+  /** An execution with this ID already existed (running or closed): nothing new started. */
+  | { workflowId: string; duplicate: true; existing: ExistingPayment };
+
+/**
+ * What the execution already under the event's workflow ID was started with, so the webhook can
+ * tell a provider's retry (same body) from a different body under a reused event ID.
+ */
+export type ExistingPayment =
+  /** From its memo; a field is undefined when the memo lacks it (runs started before it had it). */
+  | { known: true; orderId: number | undefined; amount: number | undefined }
+  /** It could not be read: `reason` says why, for the log; the delivery is queued either way. */
+  | { known: false; reason: string; cause: unknown };
 
 /** Starts payment workflows; the HTTP layer depends on this port, not on the Temporal client. */
 export interface PaymentStarter {
@@ -37,19 +50,37 @@ export function createPaymentStarter(
   client: Client,
   options: { startTimeoutMs: number },
 ): PaymentStarter {
+  // Concurrent duplicates of one event (a provider's retry storm) share one describe call: the
+  // memo they read is fixed at start, so one answer is every one's answer.
+  const describing = new Map<string, Promise<ExistingPayment>>();
+  const existingPayment = (workflowId: string, deadline: number) => {
+    let pending = describing.get(workflowId);
+    if (!pending) {
+      pending = readExistingPayment(client, workflowId, deadline).finally(() =>
+        describing.delete(workflowId),
+      );
+      describing.set(workflowId, pending);
+    }
+    return pending;
+  };
+
   return {
     async start(input) {
       const workflowId = paymentWorkflowId(input.eventId);
+      // One budget for the start and, for a duplicate, the describe: TEMPORAL_START_TIMEOUT_MS
+      // stays the longest a delivery waits for Temporal.
+      const deadline = Date.now() + options.startTimeoutMs;
       try {
-        await client.connection.withDeadline(Date.now() + options.startTimeoutMs, () =>
+        await client.connection.withDeadline(deadline, () =>
           client.workflow.start<typeof paymentWorkflow>('paymentWorkflow', {
             workflowId,
             taskQueue: PAYMENTS_TASK_QUEUE,
             args: [input],
             workflowIdConflictPolicy: 'FAIL',
             workflowIdReusePolicy: 'REJECT_DUPLICATE',
-            // Shown in workflow lists (Web UI, operator CLI) without reading the history.
-            memo: { orderId: input.orderId, eventId: input.eventId },
+            // Shown in workflow lists (Web UI, operator CLI) without reading the history, and
+            // read back on a duplicate delivery to compare its body with the first one's.
+            memo: { orderId: input.orderId, eventId: input.eventId, amount: input.amount },
             // Filters for the Web UI and the CLI (`OrderId = 12`), set at start: no workflow code
             // changes, so no patch. The server must know them (src/shared/search-attributes.ts).
             typedSearchAttributes: [
@@ -60,12 +91,47 @@ export function createPaymentStarter(
         );
         return { workflowId, duplicate: false };
       } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError)
-          return { workflowId, duplicate: true };
+        if (err instanceof WorkflowExecutionAlreadyStartedError) {
+          // Only here, on the duplicate path, is the existing run read: a first delivery costs
+          // one call, as before.
+          return {
+            workflowId,
+            duplicate: true,
+            existing: await existingPayment(workflowId, deadline),
+          };
+        }
         // Anything else is on our side of the wire (server down, deadline, overload): the event
         // is not durably queued, so the provider must deliver it again.
         throw new TemporalUnavailableError(err);
       }
     },
   };
+}
+
+/**
+ * Reads the order ID and amount the existing run was started with from its memo (decoded by
+ * the client's data converter, so also when payloads are encrypted). Never throws: the event is
+ * durably queued whatever happens here, so a failed read only means no comparison.
+ */
+async function readExistingPayment(
+  client: Client,
+  workflowId: string,
+  deadline: number,
+): Promise<ExistingPayment> {
+  try {
+    const { memo } = await client.connection.withDeadline(deadline, () =>
+      client.workflow.getHandle(workflowId).describe(),
+    );
+    return { known: true, orderId: safeInteger(memo?.orderId), amount: safeInteger(memo?.amount) };
+  } catch (err) {
+    const reason =
+      err instanceof WorkflowNotFoundError
+        ? 'the existing run is gone (deleted after the retention period, or flushed)'
+        : 'the existing run could not be described';
+    return { known: false, reason, cause: err };
+  }
+}
+
+function safeInteger(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isSafeInteger(value) ? value : undefined;
 }

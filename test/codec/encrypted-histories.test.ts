@@ -65,6 +65,17 @@ it('keeps every payload of a payment and its order encrypted in the server, and 
     await client.workflow.getHandle(orderWorkflowId(order.id)).result();
   });
 
+  // A redelivery's check against the first body reads the memo back through the same key.
+  const again = await createPaymentStarter(client, { startTimeoutMs: 10_000 }).start({
+    eventId,
+    orderId: order.id,
+    amount: 1,
+  });
+  expect(again).toMatchObject({
+    duplicate: true,
+    existing: { known: true, orderId: order.id, amount: 5400 },
+  });
+
   expect(warehouse.shipments.size).toBe(1);
   for (const workflowId of [`payment-${eventId}`, orderWorkflowId(order.id)]) {
     // Read with a client that has no key: exactly what the server (and anyone reading it) sees.

@@ -14,6 +14,7 @@ import {
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
 import { createLazyClient } from '../../src/temporal/client';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
+import { capturingLogger } from '../support/capturing-logger';
 import { createDevServerEnv } from '../support/temporal';
 import { deliverWebhook, paymentEvent, TEST_WEBHOOK_SECRET } from '../support/webhook';
 
@@ -109,6 +110,71 @@ describe('POST /api/v1/webhooks/payment', () => {
       (await env.client.workflow.getHandle(paymentWorkflowId(event.id)).describe()).runId,
     ).toBe(firstRun);
     expect(await runsOf(paymentWorkflowId(event.id))).toBe(1);
+  });
+
+  it('answers a redelivery with another order_id or amount with 409, warns with both, and keeps the first', async () => {
+    const captured = capturingLogger();
+    const watched = await buildApp({
+      config: { PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, WEBHOOK_BODY_LIMIT_BYTES: BODY_LIMIT },
+      logger: captured.logger,
+      payments: createPaymentStarter(env.client, { startTimeoutMs: 5000 }),
+      ordersRepository: createOrdersRepository(db.db),
+      paymentsRepository: createPaymentsRepository(db.db),
+    });
+    try {
+      const first = paymentEvent({ order_id: 42, amount: 5400 });
+      const workflowId = paymentWorkflowId(first.id);
+      expect((await deliverWebhook(watched, first)).statusCode).toBe(200);
+
+      const conflicting: [object, string][] = [
+        [{ ...first, amount: 1 }, 'amount'],
+        [{ ...first, order_id: 43 }, 'order_id'],
+        [{ ...first, order_id: 43, amount: 1 }, 'order_id and amount'],
+      ];
+      for (const [body, differs] of conflicting) {
+        const res = await deliverWebhook(watched, body);
+        expect([res.statusCode, res.json()]).toEqual([
+          409,
+          {
+            error: `event ${first.id} was already received with a different ${differs}; this delivery is not processed`,
+          },
+        ]);
+        expect(res.headers['x-workflow-id']).toBe(workflowId);
+      }
+      // The provider's plain retry is still a 200.
+      expect((await deliverWebhook(watched, first)).json()).toEqual({ status: 'accepted' });
+
+      const warnings = captured.lines
+        .map((l) => JSON.parse(l) as { level: number; msg: string; eventId?: string })
+        .filter((l) => l.level === 40 && l.eventId === first.id);
+      expect(warnings).toEqual([
+        expect.objectContaining({
+          workflowId,
+          received: { orderId: 42, amount: 1 },
+          recorded: { orderId: 42, amount: 5400 },
+        }),
+        expect.objectContaining({
+          received: { orderId: 43, amount: 5400 },
+          recorded: { orderId: 42, amount: 5400 },
+        }),
+        expect.objectContaining({
+          received: { orderId: 43, amount: 1 },
+          recorded: { orderId: 42, amount: 5400 },
+        }),
+      ]);
+      expect(warnings[0]!.msg).toMatch(/different body/);
+
+      // Nothing was started for the conflicting bodies: one run, with the first input.
+      const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+      const input =
+        history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
+      expect(input.map((p) => defaultPayloadConverter.fromPayload(p))).toEqual([
+        { eventId: first.id, orderId: 42, amount: 5400 },
+      ]);
+      expect(await runsOf(workflowId)).toBe(1);
+    } finally {
+      await watched.close();
+    }
   });
 
   it('rejects a missing signature with 401 and starts nothing', async () => {

@@ -28,6 +28,8 @@ export function fuzzTimeoutMs(runs: number, msPerRun = 5): number {
 
 export type Outcome =
   | { status: 200; kind: 'accepted'; input: PaymentWorkflowInput }
+  /** A valid payment event under an event ID already received with another order or amount. */
+  | { status: 409; kind: 'conflict'; input: PaymentWorkflowInput }
   | { status: 200; kind: 'ignored' }
   | { status: 400; kind: 'malformed' }
   | { status: 401; kind: 'unauthenticated' }
@@ -68,6 +70,32 @@ export function classifyBody(raw: Buffer): Outcome {
   }
   return { status: 400, kind: 'malformed' };
 }
+
+/**
+ * The outcome once earlier deliveries are taken into account: an accepted event whose ID was
+ * first received with another order ID or amount is a conflict. `first` says what an event ID
+ * was first received with, if it was.
+ */
+export function againstFirst(
+  outcome: Outcome,
+  first: (eventId: string) => PaymentWorkflowInput | undefined,
+): Outcome {
+  if (outcome.kind !== 'accepted') return outcome;
+  const earlier = first(outcome.input.eventId);
+  if (
+    earlier === undefined ||
+    (earlier.orderId === outcome.input.orderId && earlier.amount === outcome.input.amount)
+  ) {
+    return outcome;
+  }
+  return { status: 409, kind: 'conflict', input: outcome.input };
+}
+
+/** What a recording starter's event ID was first started with. */
+export const firstStartOf =
+  (starts: readonly PaymentWorkflowInput[]) =>
+  (eventId: string): PaymentWorkflowInput | undefined =>
+    starts.find((s) => s.eventId === eventId);
 
 export const hmacHex = (secret: string, ...parts: (string | Buffer)[]) => {
   const mac = createHmac('sha256', secret);

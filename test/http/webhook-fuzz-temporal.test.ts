@@ -4,10 +4,12 @@ import type { FastifyInstance } from 'fastify';
 import fc from 'fast-check';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
 import { paymentWorkflowId } from '../../src/shared/constants';
+import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
 import { createDevServerEnv } from '../support/temporal';
 import { buildWebhookApp } from '../support/webhook';
 import {
+  againstFirst,
   bodyArb,
   classifyBody,
   eventIdArb,
@@ -70,14 +72,17 @@ describe('webhook fuzzing against a real Temporal dev server', () => {
   it(
     'starts a workflow for every valid signed payment, none for a forged one, and never 5xx',
     async () => {
-      const counts = { accepted: 0, duplicates: 0, forged: 0 };
+      const counts = { accepted: 0, duplicates: 0, conflicts: 0, forged: 0 };
       const delivered: string[] = [];
+      // What each event ID was first accepted with, by any branch: the model of the server's.
+      const firstInputs = new Map<string, PaymentWorkflowInput>();
       const request = fc.oneof(
-        // A fresh, valid payment event, or one delivered before (the provider's retry).
+        // A fresh, valid payment event; one delivered before (the provider's retry); or an
+        // event ID delivered before with another amount (a conflict).
         {
           arbitrary: fc
-            .tuple(eventIdArb, fc.nat(), fc.boolean())
-            .map(([id, n, again]) => ({ kind: 'payment' as const, id, n, again })),
+            .tuple(eventIdArb, fc.nat(), fc.constantFrom('fresh', 'again', 'again', 'conflicting'))
+            .map(([id, n, delivery]) => ({ kind: 'payment' as const, id, n, delivery })),
           weight: 4,
         },
         // A payment event whose signature is forged in any of the ways the fuzzer knows.
@@ -98,13 +103,21 @@ describe('webhook fuzzing against a real Temporal dev server', () => {
         fc.asyncProperty(request, async (r) => {
           if (r.kind === 'payment') {
             const previous =
-              r.again && delivered.length > 0 ? delivered[r.n % delivered.length] : undefined;
-            const id = previous ?? `ok.${delivered.length}.${r.id}`.slice(0, 200);
+              r.delivery !== 'fresh' && delivered.length > 0
+                ? firstInputs.get(delivered[r.n % delivered.length]!)
+                : undefined;
+            const input = previous
+              ? { ...previous, amount: previous.amount + (r.delivery === 'conflicting' ? 1 : 0) }
+              : {
+                  eventId: `ok.${delivered.length}.${r.id}`.slice(0, 200),
+                  orderId: 1 + r.n,
+                  amount: 100,
+                };
             const raw = JSON.stringify({
-              id,
+              id: input.eventId,
               event: 'payment.succeeded',
-              order_id: 1 + r.n,
-              amount: 100,
+              order_id: input.orderId,
+              amount: input.amount,
             });
             const res = await app.inject({
               method: 'POST',
@@ -112,10 +125,19 @@ describe('webhook fuzzing against a real Temporal dev server', () => {
               payload: raw,
               headers: { 'x-payment-signature': hmacHex(SECRETS.current, raw) },
             });
+            expect(res.headers['x-workflow-id']).toBe(paymentWorkflowId(input.eventId));
+            expect(await exists(input.eventId)).toBe(true);
+            if (previous !== undefined && r.delivery === 'conflicting') {
+              expect(res.statusCode).toBe(409);
+              expect(res.json<{ error: string }>().error).toMatch(/different amount/);
+              counts.conflicts++;
+              return;
+            }
             expect([res.statusCode, res.json()]).toEqual([200, { status: 'accepted' }]);
-            expect(res.headers['x-workflow-id']).toBe(paymentWorkflowId(id));
-            expect(await exists(id)).toBe(true);
-            if (previous === undefined) delivered.push(id);
+            if (previous === undefined) {
+              delivered.push(input.eventId);
+              firstInputs.set(input.eventId, input);
+            }
             counts[previous === undefined ? 'accepted' : 'duplicates']++;
             return;
           }
@@ -148,13 +170,21 @@ describe('webhook fuzzing against a real Temporal dev server', () => {
             headers: { 'x-payment-signature': hmacHex(SECRETS.previous, r.raw) },
           });
           const expected: Outcome =
-            r.raw.length > BODY_LIMIT ? { status: 413, kind: 'too-large' } : classifyBody(r.raw);
+            r.raw.length > BODY_LIMIT
+              ? { status: 413, kind: 'too-large' }
+              : againstFirst(classifyBody(r.raw), (id) => firstInputs.get(id));
           expect(res.statusCode).toBe(expected.status);
-          if (expected.kind === 'accepted') expect(await exists(expected.input.eventId)).toBe(true);
+          if (expected.kind === 'accepted') {
+            expect(await exists(expected.input.eventId)).toBe(true);
+            if (!firstInputs.has(expected.input.eventId)) {
+              firstInputs.set(expected.input.eventId, expected.input);
+            }
+          }
         }),
         fuzzParameters(RUNS),
       );
       expect(counts.accepted).toBeGreaterThan(0);
+      expect(counts.conflicts).toBeGreaterThan(0);
       expect(counts.forged).toBeGreaterThan(0);
     },
     fuzzTimeoutMs(RUNS, 50),

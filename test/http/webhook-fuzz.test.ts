@@ -2,13 +2,16 @@ import { request as httpRequest, Agent } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import fc from 'fast-check';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
+import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { buildWebhookApp, recordingPaymentStarter } from '../support/webhook';
 import {
+  againstFirst,
   bodyArb,
   classifyBody,
   contentEncodingArb,
   contentTypeArb,
   extraHeadersArb,
+  firstStartOf,
   FUZZ_RUNS,
   fuzzParameters,
   fuzzTimeoutMs,
@@ -35,11 +38,20 @@ const BODY_LIMIT = 4096;
 const NOW_S = 1_700_000_000;
 const TOLERANCE_S = 300;
 
-function expectedOutcome(raw: Buffer, authentic: boolean): Outcome {
+/** `starts`: what the recording starter was asked to start before this request. */
+function expectedOutcome(
+  raw: Buffer,
+  authentic: boolean,
+  starts: readonly PaymentWorkflowInput[],
+): Outcome {
   if (raw.length > BODY_LIMIT) return { status: 413, kind: 'too-large' };
   if (!authentic) return { status: 401, kind: 'unauthenticated' };
-  return classifyBody(raw);
+  return againstFirst(classifyBody(raw), firstStartOf(starts));
 }
+
+/** What the starter must have been asked: a start for every valid payment, conflicting or not. */
+const startsFor = (expected: Outcome) =>
+  expected.kind === 'accepted' || expected.kind === 'conflict' ? [expected.input] : [];
 
 /** Counts of each outcome, to prove the generators reach every branch, not just 401. */
 function tally() {
@@ -97,6 +109,7 @@ describe('webhook fuzzing with a recording starter (in-process requests)', () =>
             const expected = expectedOutcome(
               raw,
               isAuthentic(signatures, [SECRETS.current, SECRETS.previous], raw),
+              payments.starts,
             );
             const before = payments.starts.length;
 
@@ -116,9 +129,7 @@ describe('webhook fuzzing with a recording starter (in-process requests)', () =>
 
             seen.add(expected.kind);
             expect(res.statusCode).toBe(expected.status);
-            expect(payments.starts.slice(before)).toEqual(
-              expected.kind === 'accepted' ? [expected.input] : [],
-            );
+            expect(payments.starts.slice(before)).toEqual(startsFor(expected));
             const answer = res.json<{ status?: string; error?: string }>();
             if (expected.kind === 'accepted') expect(answer).toEqual({ status: 'accepted' });
             else if (expected.kind === 'ignored') expect(answer).toEqual({ status: 'ignored' });
@@ -284,11 +295,12 @@ describe('webhook fuzzing with a recording starter (in-process requests)', () =>
               expect(res.json()).toEqual({ error: reason });
               expect(payments.starts.length).toBe(before);
             } else {
-              const expected = classifyBody(raw);
-              expect(res.statusCode).toBe(expected.status);
-              expect(payments.starts.slice(before)).toEqual(
-                expected.kind === 'accepted' ? [expected.input] : [],
+              const expected = againstFirst(
+                classifyBody(raw),
+                firstStartOf(payments.starts.slice(0, before)),
               );
+              expect(res.statusCode).toBe(expected.status);
+              expect(payments.starts.slice(before)).toEqual(startsFor(expected));
             }
           },
         ),
@@ -504,6 +516,7 @@ describe('webhook fuzzing over real HTTP (raw header lines)', () => {
             const expected = expectedOutcome(
               raw,
               isAuthentic(signatures, [SECRETS.current, SECRETS.previous], raw),
+              payments.starts,
             );
             const before = payments.starts.length;
 
@@ -515,9 +528,7 @@ describe('webhook fuzzing over real HTTP (raw header lines)', () => {
                 error: 'exactly one X-Payment-Signature header is allowed',
               });
             }
-            expect(payments.starts.slice(before)).toEqual(
-              expected.kind === 'accepted' ? [expected.input] : [],
-            );
+            expect(payments.starts.slice(before)).toEqual(startsFor(expected));
           },
         ),
         fuzzParameters(Math.max(50, Math.ceil(FUZZ_RUNS / 4))),

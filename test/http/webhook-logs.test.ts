@@ -54,11 +54,15 @@ describe('webhook logs carry no secrets, signatures or bodies', () => {
     });
 
     const withCanary = (overrides = {}) => ({ ...paymentEvent(overrides), note: CANARY });
+    const first = withCanary();
     const statuses = [
       // Valid: accepted with either secret, a duplicate, an ignored event type.
-      (await send(withCanary())).statusCode,
+      (await send(first)).statusCode,
       (await send(withCanary(), { secret: PREVIOUS_SECRET })).statusCode,
+      (await send(first)).statusCode,
       (await send(withCanary({ event: 'payment.refunded' }))).statusCode,
+      // The same event ID with another amount: a conflict, logged with both amounts.
+      (await send({ ...first, amount: first.amount + 1 })).statusCode,
       // Invalid signatures of every kind (one of them: the secret itself as the signature).
       (await send(withCanary(), { secret: FORGER_SECRET })).statusCode,
       (await send(withCanary(), { signature: TEST_WEBHOOK_SECRET })).statusCode,
@@ -85,8 +89,8 @@ describe('webhook logs carry no secrets, signatures or bodies', () => {
       statuses.push((await send(withCanary(), { secret: FORGER_SECRET })).statusCode);
     }
     await timestamped.close();
-    expect(statuses.slice(0, 17)).toEqual([
-      200, 200, 200, 401, 401, 401, 401, 401, 401, 400, 400, 400, 400, 413, 200, 401, 401,
+    expect(statuses.slice(0, 19)).toEqual([
+      200, 200, 200, 200, 409, 401, 401, 401, 401, 401, 401, 400, 400, 400, 400, 413, 200, 401, 401,
     ]);
     expect(statuses).toContain(429);
   });
@@ -99,6 +103,7 @@ describe('webhook logs carry no secrets, signatures or bodies', () => {
     expect(lines.length).toBeGreaterThan(50);
     expect(lines.some((l) => l.includes('invalid signature'))).toBe(true);
     expect(lines.some((l) => l.includes('failed signature checks'))).toBe(true);
+    expect(lines.some((l) => l.includes('different body'))).toBe(true);
   });
 
   it('never logs a secret', () => {
@@ -139,6 +144,7 @@ describe('webhook logs carry no secrets, signatures or bodies', () => {
       .map((l) => JSON.parse(l) as { matchedSecret?: string; msg: string })
       .filter((l) => l.matchedSecret !== undefined)
       .map((l) => l.matchedSecret);
-    expect(matched).toEqual(['current', 'previous', 'current', 'current']);
+    // The conflict's warning says it too: which secret signed the suspicious body matters.
+    expect(matched).toEqual(['current', 'previous', 'current', 'current', 'current', 'current']);
   });
 });

@@ -38,6 +38,7 @@ describe('HTTP metrics', () => {
     const event = paymentEvent();
     await deliverWebhook(app, event); // accepted
     await deliverWebhook(app, event); // the provider's retry: duplicate
+    await deliverWebhook(app, { ...event, amount: event.amount + 1 }); // another body: 409
     await deliverWebhook(app, paymentEvent()); // accepted
     await deliverWebhook(app, { ...paymentEvent(), event: 'payment.refunded' }); // ignored
     await deliverWebhook(app, paymentEvent(), { signature: null }); // 401
@@ -53,6 +54,7 @@ describe('HTTP metrics', () => {
     expect(sample(text, deliveries, 'outcome="401"')).toBe(2);
     expect(sample(text, deliveries, 'outcome="400"')).toBe(1);
     expect(sample(text, deliveries, 'outcome="413"')).toBe(1);
+    expect(sample(text, deliveries, 'outcome="409"')).toBe(1);
     // Every delivery is in the latency histogram under its outcome.
     expect(
       sample(text, 'order_payments_webhook_duration_seconds_count', 'outcome="accepted"'),

@@ -5,7 +5,7 @@ import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
 import { createLogger } from '../../src/logger';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
-import type { PaymentStarter } from '../../src/temporal/payment-starter';
+import type { PaymentStarter, StartedPayment } from '../../src/temporal/payment-starter';
 
 export const TEST_WEBHOOK_SECRET = 'test-webhook-secret';
 
@@ -74,17 +74,29 @@ export interface RecordingPaymentStarter extends PaymentStarter {
   readonly starts: PaymentWorkflowInput[];
 }
 
-/** Reports a repeated event ID as a duplicate, as the real starter's ID policies do. */
+/**
+ * Reports a repeated event ID as a duplicate, as the real starter's ID policies do, with what
+ * the ID was first started with, as the real starter reads it from the memo.
+ */
 export function recordingPaymentStarter(): RecordingPaymentStarter {
   const starts: PaymentWorkflowInput[] = [];
-  const seen = new Set<string>();
+  const first = new Map<string, PaymentWorkflowInput>();
   return {
     starts,
-    start(input) {
+    start(input): Promise<StartedPayment> {
       starts.push(input);
-      const duplicate = seen.has(input.eventId);
-      seen.add(input.eventId);
-      return Promise.resolve({ workflowId: paymentWorkflowId(input.eventId), duplicate });
+      const workflowId = paymentWorkflowId(input.eventId);
+      const earlier = first.get(input.eventId);
+      if (earlier === undefined) {
+        first.set(input.eventId, input);
+        return Promise.resolve({ workflowId, duplicate: false });
+      }
+      const { orderId, amount } = earlier;
+      return Promise.resolve({
+        workflowId,
+        duplicate: true,
+        existing: { known: true, orderId, amount },
+      });
     },
   };
 }

@@ -1,11 +1,15 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { EVENT_ID_PATTERN, PAYMENT_SUCCEEDED_EVENT } from '../../shared/constants';
-import { type PaymentStarter, TemporalUnavailableError } from '../../temporal/payment-starter';
+import {
+  type PaymentStarter,
+  type StartedPayment,
+  TemporalUnavailableError,
+} from '../../temporal/payment-starter';
 import { HttpError } from '../errors';
 import type { FailureLimiter } from '../rate-limit';
 import { formatIssues } from '../validation';
-import type { WebhookVerifier } from '../webhook-auth';
+import type { MatchedSecret, WebhookVerifier } from '../webhook-auth';
 
 export { SIGNATURE_HEADER, TIMESTAMP_HEADER } from '../webhook-auth';
 
@@ -36,7 +40,8 @@ export interface PaymentWebhookOptions {
 
 /**
  * POST /api/v1/webhooks/payment. Answers 200 only once the event is durably queued in Temporal
- * (a workflow started, or found already started); 503 when Temporal can't be reached, so the
+ * (a workflow started, or found already started with the same body); 409 when the event ID was
+ * already received with another order or amount; 503 when Temporal can't be reached, so the
  * provider delivers again and nothing accepted is ever lost.
  */
 export async function paymentWebhookRoutes(app: FastifyInstance, options: PaymentWebhookOptions) {
@@ -97,24 +102,9 @@ export async function paymentWebhookRoutes(app: FastifyInstance, options: Paymen
       if (!parsed.success) throw new HttpError(400, formatIssues(parsed.error));
       const { id: eventId, order_id: orderId, amount } = parsed.data;
 
+      let started: StartedPayment;
       try {
-        const started = await options.payments.start({ eventId, orderId, amount });
-        request.log.info(
-          {
-            eventId,
-            orderId,
-            workflowId: started.workflowId,
-            duplicate: started.duplicate,
-            matchedSecret,
-          },
-          started.duplicate
-            ? 'webhook accepted: duplicate delivery'
-            : 'webhook accepted: payment workflow started',
-        );
-        return reply
-          .code(200)
-          .header('x-workflow-id', started.workflowId)
-          .send({ status: 'accepted' });
+        started = await options.payments.start({ eventId, orderId, amount });
       } catch (err) {
         if (err instanceof TemporalUnavailableError) {
           request.log.warn(
@@ -125,7 +115,78 @@ export async function paymentWebhookRoutes(app: FastifyInstance, options: Paymen
         }
         throw err;
       }
+
+      const { workflowId } = started;
+      if (started.duplicate) {
+        checkDuplicate(request.log, started, { eventId, orderId, amount, matchedSecret });
+      } else {
+        request.log.info(
+          { eventId, orderId, workflowId, duplicate: false, matchedSecret },
+          'webhook accepted: payment workflow started',
+        );
+      }
+      return reply.code(200).header('x-workflow-id', workflowId).send({ status: 'accepted' });
     },
+  );
+}
+
+/**
+ * A duplicate delivery is the provider's retry, answered 200 like the first, only when its
+ * body is the first one's. The same event ID with another order or amount is a provider bug or
+ * a leaked secret: the first body stands (its workflow is untouched), and this one is refused
+ * with 409 so that it shows on the provider's dashboard, where a 200 would have buried it.
+ * Throws the 409; logs the outcome either way.
+ */
+function checkDuplicate(
+  log: FastifyBaseLogger,
+  started: Extract<StartedPayment, { duplicate: true }>,
+  delivery: { eventId: string; orderId: number; amount: number; matchedSecret: MatchedSecret },
+): void {
+  const { workflowId, existing } = started;
+  const { eventId, orderId, amount, matchedSecret } = delivery;
+  const fields = { eventId, orderId, workflowId, duplicate: true, matchedSecret };
+  if (!existing.known) {
+    // The event is queued (its run exists or existed), so this stays the 200 of a retry; only
+    // the check for a different body could not be made, and the log says why.
+    log.warn(
+      { ...fields, amount, reason: existing.reason, err: existing.cause },
+      'webhook accepted: duplicate delivery, not compared with the first',
+    );
+    return;
+  }
+
+  const differs: string[] = [];
+  // A field the run does not record (runs started before the memo carried it) cannot differ.
+  if (existing.orderId !== undefined && existing.orderId !== orderId) differs.push('order_id');
+  if (existing.amount !== undefined && existing.amount !== amount) differs.push('amount');
+  if (differs.length > 0) {
+    log.warn(
+      {
+        eventId,
+        workflowId,
+        received: { orderId, amount },
+        recorded: { orderId: existing.orderId, amount: existing.amount },
+        matchedSecret,
+      },
+      'webhook conflict: event ID already received with a different body',
+    );
+    throw new HttpError(
+      409,
+      `event ${eventId} was already received with a different ${differs.join(' and ')}; ` +
+        'this delivery is not processed',
+      { 'x-workflow-id': workflowId },
+    );
+  }
+
+  const unrecorded = [
+    existing.orderId === undefined ? 'order ID' : undefined,
+    existing.amount === undefined ? 'amount' : undefined,
+  ].filter((f) => f !== undefined);
+  log.info(
+    unrecorded.length === 0
+      ? fields
+      : { ...fields, notCompared: `the first run's memo has no ${unrecorded.join(' or ')}` },
+    'webhook accepted: duplicate delivery',
   );
 }
 

@@ -1,0 +1,131 @@
+import {
+  type Client,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+} from '@temporalio/client';
+import { paymentWorkflowId } from '../../src/shared/constants';
+import { createPaymentStarter, TemporalUnavailableError } from '../../src/temporal/payment-starter';
+
+// The starter against a stand-in client, for what a real server rarely does on cue: a run that
+// is gone by the time a duplicate asks for it, or a describe call that fails.
+
+const input = { eventId: 'evt_1', orderId: 42, amount: 5400 };
+const workflowId = paymentWorkflowId(input.eventId);
+
+interface StandIn {
+  /** What start does: resolve (a first delivery) or throw. */
+  start?: () => Promise<unknown>;
+  /** What describe does. */
+  describe?: () => Promise<unknown>;
+}
+
+function standInClient(behaviour: StandIn) {
+  const calls = { start: [] as Record<string, unknown>[], describe: [] as string[] };
+  const client = {
+    connection: { withDeadline: (_deadline: number, fn: () => Promise<unknown>) => fn() },
+    workflow: {
+      start: (_type: string, options: Record<string, unknown>) => {
+        calls.start.push(options);
+        return behaviour.start ? behaviour.start() : Promise.resolve({});
+      },
+      getHandle: (id: string) => ({
+        describe: () => {
+          calls.describe.push(id);
+          return behaviour.describe
+            ? behaviour.describe()
+            : Promise.reject(new Error('describe was not expected'));
+        },
+      }),
+    },
+  } as unknown as Client;
+  return { client, calls };
+}
+
+const alreadyStarted = () =>
+  Promise.reject(new WorkflowExecutionAlreadyStartedError('exists', workflowId, 'paymentWorkflow'));
+
+describe('createPaymentStarter', () => {
+  it('starts a first delivery with one call, its order ID and amount in the memo', async () => {
+    const { client, calls } = standInClient({});
+    const started = await createPaymentStarter(client, { startTimeoutMs: 1000 }).start(input);
+    expect(started).toEqual({ workflowId, duplicate: false });
+    expect(calls.start[0]?.memo).toEqual({ orderId: 42, eventId: 'evt_1', amount: 5400 });
+    // No lookup on the path every first delivery takes.
+    expect(calls.describe).toEqual([]);
+  });
+
+  it('reads what a duplicate was first started with from the existing run', async () => {
+    const { client, calls } = standInClient({
+      start: alreadyStarted,
+      describe: () => Promise.resolve({ memo: { orderId: 42, eventId: 'evt_1', amount: 100 } }),
+    });
+    const started = await createPaymentStarter(client, { startTimeoutMs: 1000 }).start(input);
+    expect(started).toEqual({
+      workflowId,
+      duplicate: true,
+      existing: { known: true, orderId: 42, amount: 100 },
+    });
+    expect(calls.describe).toEqual([workflowId]);
+  });
+
+  it('leaves out what the memo does not hold (runs started before it held the amount)', async () => {
+    const { client } = standInClient({
+      start: alreadyStarted,
+      describe: () => Promise.resolve({ memo: { orderId: 42, eventId: 'evt_1' } }),
+    });
+    const started = await createPaymentStarter(client, { startTimeoutMs: 1000 }).start(input);
+    expect(started).toMatchObject({ existing: { known: true, orderId: 42, amount: undefined } });
+  });
+
+  it.each([
+    [
+      'the run is gone (deleted after retention)',
+      new WorkflowNotFoundError('not found', workflowId, undefined),
+      /gone/,
+    ],
+    ['describe fails', new Error('deadline exceeded'), /could not be described/],
+  ])(
+    'reports a duplicate as such when %s, with the reason, never as unavailable',
+    async (_l, err, reason) => {
+      const { client } = standInClient({
+        start: alreadyStarted,
+        describe: () => Promise.reject(err),
+      });
+      const started = await createPaymentStarter(client, { startTimeoutMs: 1000 }).start(input);
+      expect(started).toEqual({
+        workflowId,
+        duplicate: true,
+        existing: { known: false, reason: expect.stringMatching(reason), cause: err },
+      });
+    },
+  );
+
+  it('asks once for a storm of concurrent duplicates of one event', async () => {
+    let answer: (value: unknown) => void = () => {};
+    const { client, calls } = standInClient({
+      start: alreadyStarted,
+      describe: () => new Promise((resolve) => (answer = resolve)),
+    });
+    const starter = createPaymentStarter(client, { startTimeoutMs: 1000 });
+    const storm = Promise.all(Array.from({ length: 20 }, () => starter.start(input)));
+    await new Promise((resolve) => setImmediate(resolve));
+    answer({ memo: { orderId: 42, amount: 5400 } });
+    const results = await storm;
+    expect(calls.describe).toHaveLength(1);
+    expect(new Set(results.map((r) => JSON.stringify(r))).size).toBe(1);
+
+    // A later duplicate asks again: nothing is kept beyond the calls in flight.
+    const later = starter.start(input);
+    await new Promise((resolve) => setImmediate(resolve));
+    answer({ memo: { orderId: 42, amount: 5400 } });
+    await later;
+    expect(calls.describe).toHaveLength(2);
+  });
+
+  it('still reports any other start failure as Temporal unavailable', async () => {
+    const { client } = standInClient({ start: () => Promise.reject(new Error('unavailable')) });
+    await expect(
+      createPaymentStarter(client, { startTimeoutMs: 1000 }).start(input),
+    ).rejects.toBeInstanceOf(TemporalUnavailableError);
+  });
+});
