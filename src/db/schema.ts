@@ -25,6 +25,14 @@ export type ShipmentStatus = 'requested' | 'failed';
  */
 export const MAX_ROW_ID = 2_147_483_647;
 
+/**
+ * The largest amount or user ID the tables hold: they are PostgreSQL `integer` columns too
+ * (amounts in the smallest currency unit: up to 21,474,836.47 in a two-decimal currency). A
+ * larger number must be refused at the edge with a 400; PostgreSQL would reject the write with
+ * an error (a 500, or an activity retried forever), while SQLite would store it.
+ */
+export const MAX_INTEGER_COLUMN = 2_147_483_647;
+
 export interface OrdersTable {
   id: Generated<number>;
   user_id: number;

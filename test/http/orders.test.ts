@@ -185,6 +185,15 @@ describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
     expect(once.status).toBe(201);
   });
 
+  it('refuses a total or user ID beyond the database integer columns (2^31 - 1) with 400, not 500', async () => {
+    for (const overrides of [{ total_amount: 2_147_483_648 }, { user_id: 2_147_483_648 }]) {
+      const res = await post({ ...body, ...overrides });
+      expect(res.statusCode).toBe(400);
+      expect(res.json<{ error: string }>().error).toMatch(/<=2147483647/);
+    }
+    expect((await post({ ...body, total_amount: 2_147_483_647 })).statusCode).toBe(201);
+  });
+
   it('creates distinct orders without a key', async () => {
     const a = await post(body);
     const b = await post(body);

@@ -262,6 +262,18 @@ describe('POST /api/v1/webhooks/payment', () => {
     ]);
   });
 
+  it('refuses an amount or order ID beyond the database integer columns (2^31 - 1) with 400', async () => {
+    for (const overrides of [{ amount: 2_147_483_648 }, { order_id: 2_147_483_648 }]) {
+      const event = { ...paymentEvent(), ...overrides };
+      const res = await deliverWebhook(app, event);
+      expect(res.statusCode).toBe(400);
+      expect(res.json<{ error: string }>().error).toMatch(/<=2147483647/);
+      expect(await exists(paymentWorkflowId(event.id))).toBe(false);
+    }
+    const largest = { ...paymentEvent(), amount: 2_147_483_647 };
+    expect((await deliverWebhook(app, largest)).statusCode).toBe(200);
+  });
+
   it('accepts a signed body whatever content type it claims', async () => {
     const event = paymentEvent();
     const res = await deliverWebhook(app, event, { headers: { 'content-type': 'text/plain' } });

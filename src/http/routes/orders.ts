@@ -1,7 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { type createOrdersRepository, type createPaymentsRepository, MAX_ROW_ID } from '../../db';
+import {
+  type createOrdersRepository,
+  type createPaymentsRepository,
+  MAX_INTEGER_COLUMN,
+  MAX_ROW_ID,
+} from '../../db';
 import { HttpError } from '../errors';
 import { headerLines } from '../header-lines';
 import { formatIssues } from '../validation';
@@ -12,9 +17,9 @@ export interface OrdersRouteOptions {
 }
 
 const createOrderSchema = z.object({
-  user_id: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+  user_id: z.number().int().positive().max(MAX_INTEGER_COLUMN),
   customer_email: z.email().max(320),
-  total_amount: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+  total_amount: z.number().int().positive().max(MAX_INTEGER_COLUMN),
 });
 
 // Printable ASCII, bounded: keys are stored and compared, never interpreted.

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { MAX_INTEGER_COLUMN, MAX_ROW_ID } from '../../db/schema';
 import { EVENT_ID_PATTERN, PAYMENT_SUCCEEDED_EVENT } from '../../shared/constants';
 import {
   type PaymentStarter,
@@ -23,8 +24,10 @@ const paymentSucceededSchema = z.object({
     .string()
     .regex(EVENT_ID_PATTERN, 'id must be 1-200 characters of letters, digits and _ . : -'),
   event: z.literal(PAYMENT_SUCCEEDED_EVENT),
-  order_id: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
-  amount: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+  // Within the database's integer columns: a larger order ID names no order, and a larger amount
+  // could not be recorded on PostgreSQL (the payment workflow would retry forever).
+  order_id: z.number().int().positive().max(MAX_ROW_ID),
+  amount: z.number().int().positive().max(MAX_INTEGER_COLUMN),
 });
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
