@@ -30,4 +30,10 @@ export {
 } from './repositories/loyalty';
 export * from './repositories/stock';
 export * from './repositories/order-export';
-export { MAX_INTEGER_COLUMN, MAX_ROW_ID, type Database, type OrderStatus, type ShipmentStatus } from './schema';
+export {
+  MAX_INTEGER_COLUMN,
+  MAX_ROW_ID,
+  type Database,
+  type OrderStatus,
+  type ShipmentStatus,
+} from './schema';
