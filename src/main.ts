@@ -1,5 +1,9 @@
 import { NativeConnection } from '@temporalio/worker';
-import { codecEndpointFor, dataConverterFor } from './temporal/data-converter';
+import {
+  codecEndpointFor,
+  codecEndpointRefusal,
+  dataConverterFor,
+} from './temporal/data-converter';
 import { loadConfig } from './config';
 import { localHttpUrl } from './net/addresses';
 import {
@@ -83,6 +87,9 @@ async function main(): Promise<void> {
     });
   }
 
+  const codecRefused = codecEndpointRefusal(config);
+  if (codecRefused) logger.warn({ reason: codecRefused }, 'codec endpoint /codec not served');
+
   try {
     let temporalAddress = config.TEMPORAL_ADDRESS;
     let uiUrl: string | undefined;
@@ -95,7 +102,7 @@ async function main(): Promise<void> {
         // The workflows set them (OrderId, PaymentEventId): the server must know them first.
         searchAttributes: [...CUSTOM_SEARCH_ATTRIBUTES],
         // With payloads encrypted, the UI asks our HTTP server to show them in clear.
-        uiCodecEndpoint: config.PAYLOAD_ENCRYPTION_KEY
+        uiCodecEndpoint: codecEndpointFor(config)
           ? `${localHttpUrl(config.HOST, config.PORT)}/codec`
           : undefined,
         log: (line) => logger.info({ component: 'temporal-dev-server' }, line),

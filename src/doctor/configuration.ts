@@ -1,5 +1,6 @@
 import { type Config, ConfigError, embeddedTemporalAddress, loadConfig } from '../config';
 import { parseDatabaseUrl } from '../db';
+import { codecEndpointRefusal } from '../temporal/data-converter';
 import { type CheckResult, result } from './types';
 
 export interface ConfigurationCheck {
@@ -107,6 +108,23 @@ function productionAdvice(config: Config, production: boolean): CheckResult[] {
         ? 'no-poller watchdog off'
         : `no-poller alert after ${config.TASK_QUEUE_NO_POLLER_ALERT_SECONDS} s`;
     results.push(result('alerts', 'OK', `${sink}; ${watchdog}`));
+  }
+  if (config.PAYLOAD_ENCRYPTION_KEY) {
+    const refused = codecEndpointRefusal(config);
+    results.push(
+      refused
+        ? result(
+            'codec endpoint',
+            'WARN',
+            `not served: ${refused}`,
+            'set CODEC_AUTH_TOKEN to read payloads in the Web UI and CLI (docs/payload-encryption.md)',
+          )
+        : result(
+            'codec endpoint',
+            'OK',
+            config.CODEC_AUTH_TOKEN ? 'served, bearer token required' : 'served on loopback only',
+          ),
+    );
   }
   return results;
 }

@@ -1,5 +1,9 @@
 import { loadConfig } from '../config';
-import { codecEndpointFor, dataConverterFor } from '../temporal/data-converter';
+import {
+  codecEndpointFor,
+  codecEndpointRefusal,
+  dataConverterFor,
+} from '../temporal/data-converter';
 import { createDatabase, createOrdersRepository, createPaymentsRepository } from '../db';
 import { createLogger } from '../logger';
 import { startWatchdogFromConfig } from '../monitoring';
@@ -28,6 +32,8 @@ async function main(): Promise<void> {
     address: config.TEMPORAL_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
   });
+  const codecRefused = codecEndpointRefusal(config);
+  if (codecRefused) logger.warn({ reason: codecRefused }, 'codec endpoint /codec not served');
   const app = await buildApp({
     config,
     logger,

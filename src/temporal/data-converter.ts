@@ -13,14 +13,41 @@ export function dataConverterFor(
   return codec ? { payloadCodecs: [codec] } : undefined;
 }
 
-/** The Web UI's codec endpoint settings, when payloads are encrypted; undefined otherwise. */
-export function codecEndpointFor(config: {
+interface CodecEndpointConfig {
+  NODE_ENV: string;
+  HOST: string;
   PAYLOAD_ENCRYPTION_KEY: string | undefined;
   CODEC_AUTH_TOKEN: string | undefined;
   CODEC_CORS_ORIGINS: string[];
-}) {
+}
+
+/**
+ * Why the codec endpoint is not served although payloads are encrypted; undefined when it is
+ * served (or there is nothing to serve). The endpoint decrypts whatever it is sent, and its
+ * origin check binds browsers only (curl sends any Origin), so without a token it is safe only
+ * on loopback in development: never in production, never on a public address.
+ */
+export function codecEndpointRefusal(config: CodecEndpointConfig): string | undefined {
+  if (!config.PAYLOAD_ENCRYPTION_KEY || config.CODEC_AUTH_TOKEN) return undefined;
+  if (config.NODE_ENV === 'production') {
+    return 'in production the codec endpoint needs CODEC_AUTH_TOKEN: without it anyone who reaches the HTTP port could decrypt every payload';
+  }
+  if (!isLoopback(config.HOST)) {
+    return `HOST=${config.HOST} is not loopback: set CODEC_AUTH_TOKEN to serve the codec endpoint there`;
+  }
+  return undefined;
+}
+
+/**
+ * The Web UI's codec endpoint settings, when payloads are encrypted and it may be served (see
+ * codecEndpointRefusal); undefined otherwise.
+ */
+export function codecEndpointFor(config: CodecEndpointConfig) {
   const codec = codecFromSetting(config.PAYLOAD_ENCRYPTION_KEY);
-  return codec
-    ? { codec, allowedOrigins: config.CODEC_CORS_ORIGINS, authToken: config.CODEC_AUTH_TOKEN }
-    : undefined;
+  if (!codec || codecEndpointRefusal(config)) return undefined;
+  return { codec, allowedOrigins: config.CODEC_CORS_ORIGINS, authToken: config.CODEC_AUTH_TOKEN };
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }

@@ -184,6 +184,16 @@ describe('npm run doctor', () => {
     expect(report.status('search attributes')).toBe('OK');
   });
 
+  it('warns that the codec endpoint is not served when encryption is on without a token off loopback', async () => {
+    const key = `k1:${Buffer.alloc(32, 3).toString('base64')}`;
+    const base = { ...settings(withAttributes, migrated), PAYLOAD_ENCRYPTION_KEY: key };
+    const open = await doctor({ ...base, HOST: '0.0.0.0' });
+    expect(open.status('codec endpoint')).toBe('WARN');
+    expect(open.line('codec endpoint')).toContain('HOST=0.0.0.0 is not loopback');
+    const local = await doctor(base);
+    expect(local.line('codec endpoint')).toContain('served on loopback only');
+  });
+
   it('refuses a wrong command line with exit 2', async () => {
     const report = await doctor(settings(withAttributes, migrated), ['--backlog-warn', 'lots']);
     expect(report.code).toBe(2);
