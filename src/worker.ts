@@ -187,13 +187,19 @@ async function main(): Promise<void> {
   installTemporalRuntime(logger, { metricsAddress });
   const settings = workerSettingsFromConfig(config);
   const stopping = abortOnShutdownSignal();
+  // Up before Temporal is reached: while the worker waits for it, probes see a live process
+  // (not ready), and an orchestrator does not restart it in a loop.
+  const workers: Worker[] = [];
+  const health = config.WORKER_HEALTH_ADDRESS
+    ? await startWorkerHealthServer({ address: config.WORKER_HEALTH_ADDRESS, workers })
+    : undefined;
   const connection = await connectWorker(config.TEMPORAL_ADDRESS, logger, stopping);
   if (!connection) {
     logger.info({ signal: stopping.reason }, 'stopped before Temporal was reachable');
+    await health?.close();
     return;
   }
   const db = createDatabase(config.DATABASE_URL, { poolMax: config.DATABASE_POOL_MAX });
-  let health: { close(): Promise<void> } | undefined;
   try {
     const worker = await createPaymentWorker({
       dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
@@ -206,12 +212,7 @@ async function main(): Promise<void> {
       }),
       ...settings,
     });
-    if (config.WORKER_HEALTH_ADDRESS) {
-      health = await startWorkerHealthServer({
-        address: config.WORKER_HEALTH_ADDRESS,
-        workers: [worker],
-      });
-    }
+    workers.push(worker);
     logger.info(
       {
         taskQueue: PAYMENTS_TASK_QUEUE,

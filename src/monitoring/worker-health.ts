@@ -11,6 +11,7 @@ import { parseListenAddress } from '../net/addresses';
  *   down gracefully is finishing activities: restarting it would cut them short. 503 once a
  *   worker has failed or stopped, so the orchestrator replaces the process.
  * - `/readyz` (readiness): 200 only while every worker polls (RUNNING).
+ * - Before any worker exists (the process waits for Temporal), live but not ready.
  */
 export interface WorkerHealthServer {
   /** http://host:port of the server. */
@@ -21,6 +22,7 @@ export interface WorkerHealthServer {
 export interface WorkerHealthOptions {
   /** host:port to listen on; port 0 picks a free one. */
   address: string;
+  /** May be empty at first and filled once the workers exist: the server reads it per request. */
   workers: ReadonlyArray<Pick<Worker, 'getState'>>;
 }
 
@@ -38,8 +40,11 @@ export async function startWorkerHealthServer(
       response.writeHead(405, { allow: 'GET, HEAD' }).end();
       return;
     }
+    // No worker yet: the process is still waiting for Temporal. Alive (restarting it would not
+    // bring Temporal back), but not ready.
     if (path === '/healthz') healthy = states.every((s) => !DEAD_STATES.has(s));
-    else if (path === '/readyz') healthy = states.every((s) => s === 'RUNNING');
+    else if (path === '/readyz')
+      healthy = states.length > 0 && states.every((s) => s === 'RUNNING');
     else {
       response.writeHead(404, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ error: `no route for ${request.method} ${path}` }));

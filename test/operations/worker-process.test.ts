@@ -175,13 +175,22 @@ describe('worker process', () => {
     expect(warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
   });
 
-  it('waits for a Temporal that is not up yet, then polls as soon as it answers', async () => {
-    const port = await freePort();
-    worker = spawnWorker(workerEnv({ TEMPORAL_ADDRESS: `127.0.0.1:${port}` }));
+  it('waits for a Temporal that is not up yet (live, not ready), then polls as soon as it answers', async () => {
+    const [port, healthPort] = [await freePort(), await freePort()];
+    worker = spawnWorker(
+      workerEnv({
+        TEMPORAL_ADDRESS: `127.0.0.1:${port}`,
+        WORKER_HEALTH_ADDRESS: `127.0.0.1:${healthPort}`,
+      }),
+    );
     await eventually(() =>
       expect(worker!.output()).toContain('Temporal is not reachable yet; waiting for it'),
     );
     expect(worker.child.exitCode).toBeNull();
+    // A startup or liveness probe must not restart a worker that only waits for Temporal.
+    const health = `http://127.0.0.1:${healthPort}`;
+    expect((await fetch(`${health}/healthz`)).status).toBe(200);
+    expect((await fetch(`${health}/readyz`)).status).toBe(503);
 
     const late = await createDevServerEnv({ port });
     try {
@@ -196,6 +205,7 @@ describe('worker process', () => {
       await expect(payment.result()).resolves.toMatchObject({ created: true });
       await late.client.workflow.getHandle(orderWorkflowId(orderId)).result();
       expect(warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
+      expect((await fetch(`${health}/readyz`)).status).toBe(200);
       expect(await stopWorker(worker)).toBe(0);
     } finally {
       await late.teardown();
