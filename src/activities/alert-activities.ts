@@ -34,9 +34,17 @@ export function alertPayload(alert: Alert, uiUrl: string | undefined) {
     alert.kind === 'refund_review'
       ? `:warning: refund review needed${order}, found by ${alert.workflowType} ${alert.workflowId}`
       : `:rotating_light: ${alert.workflowType} ${alert.workflowId}${order} failed${attempts}`;
+  // The top failure is often only a wrapper ("ActivityFailure: Activity task failed"): the root
+  // cause is what tells a person what went wrong, so it goes in the text when it differs.
+  const rootCause =
+    alert.rootCauseMessage !== null &&
+    (alert.rootCauseType !== alert.failureType || alert.rootCauseMessage !== alert.failureMessage)
+      ? `Cause: ${alert.rootCauseType ?? 'Error'}: ${alert.rootCauseMessage}`
+      : undefined;
   const text = [
     headline,
     `${alert.failureType ?? 'Failure'}: ${alert.failureMessage}`,
+    rootCause,
     link ? `<${link}|Open in Temporal Web UI>` : undefined,
   ]
     .filter((line) => line !== undefined)

@@ -82,6 +82,8 @@ describe('deliverAlert', () => {
       'paymentWorkflow payment-evt_1 (order 12) failed after 5 attempt(s)',
     );
     expect(body.text).toContain(`<${link}|Open in Temporal Web UI>`);
+    // The root cause is in the text, not only in the structured fields.
+    expect(body.text).toContain('Cause: WarehouseUnavailable: warehouse answered 503');
     expect(body.alert).toEqual({
       kind: 'workflow_failed',
       namespace: 'default',
