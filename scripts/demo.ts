@@ -12,7 +12,10 @@ import { paymentWorkflowId } from '../src/shared/constants';
  */
 const config = loadConfig();
 const baseUrl = process.env.DEMO_BASE_URL ?? localHttpUrl(config.HOST, config.PORT);
-const uiBase = process.env.DEMO_UI_URL ?? `http://localhost:${config.TEMPORAL_UI_PORT}`;
+const uiBase =
+  process.env.DEMO_UI_URL ??
+  config.TEMPORAL_UI_URL?.replace(/\/+$/, '') ??
+  `http://localhost:${config.TEMPORAL_UI_PORT}`;
 
 async function main(): Promise<void> {
   const suffix = randomBytes(4).toString('hex');

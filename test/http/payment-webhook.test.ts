@@ -256,8 +256,8 @@ describe('POST /api/v1/webhooks/payment', () => {
       400,
       {
         error:
-          'order_id: Too big: expected int to be <=9007199254740991; ' +
-          'amount: Too big: expected int to be <=9007199254740991',
+          'order_id: Too big: expected number to be <=2147483647; ' +
+          'amount: Too big: expected number to be <=2147483647',
       },
     ]);
   });

@@ -17,9 +17,9 @@ export interface OrdersRouteOptions {
 }
 
 const createOrderSchema = z.object({
-  user_id: z.number().int().positive().max(MAX_INTEGER_COLUMN),
+  user_id: z.number().positive().max(MAX_INTEGER_COLUMN).int(),
   customer_email: z.email().max(320),
-  total_amount: z.number().int().positive().max(MAX_INTEGER_COLUMN),
+  total_amount: z.number().positive().max(MAX_INTEGER_COLUMN).int(),
 });
 
 // Printable ASCII, bounded: keys are stored and compared, never interpreted.

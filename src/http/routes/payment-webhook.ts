@@ -25,9 +25,10 @@ const paymentSucceededSchema = z.object({
     .regex(EVENT_ID_PATTERN, 'id must be 1-200 characters of letters, digits and _ . : -'),
   event: z.literal(PAYMENT_SUCCEEDED_EVENT),
   // Within the database's integer columns: a larger order ID names no order, and a larger amount
-  // could not be recorded on PostgreSQL (the payment workflow would retry forever).
-  order_id: z.number().int().positive().max(MAX_ROW_ID),
-  amount: z.number().int().positive().max(MAX_INTEGER_COLUMN),
+  // could not be recorded on PostgreSQL (the payment workflow would retry forever). The range
+  // check comes first so that its limit, not the safe-integer one, is what the client is told.
+  order_id: z.number().positive().max(MAX_ROW_ID).int(),
+  amount: z.number().positive().max(MAX_INTEGER_COLUMN).int(),
 });
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
