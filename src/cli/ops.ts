@@ -16,8 +16,9 @@ import {
   retryFailedWorkflow,
   type RetryResult,
 } from '../operator/retry';
-import { DEFAULT_MIN_ATTEMPTS, findStuckWork } from '../operator/stuck';
+import { DEFAULT_MIN_ATTEMPTS, inspectRunningWorkflows } from '../operator/stuck';
 import { type Column, formatTable } from '../operator/table';
+import { describeUndecodable, type UndecodablePayloads } from '../operator/visibility';
 
 /**
  * The operator inbox: `npm run ops -- <command>`. What the seed did with `queue:failed`,
@@ -67,7 +68,9 @@ Run "npm run ops -- <command> --help" for the details of one command.
 Connects to TEMPORAL_ADDRESS (unset: ${DEFAULT_TEMPORAL_ADDRESS}, the dev server of npm start)
 in TEMPORAL_NAMESPACE (default: default).
 
-Exit codes: 0 done, 1 refused or failed (see the message), 2 wrong command line.`;
+Exit codes: 0 done, 1 refused or failed (see the message), 2 wrong command line.
+A workflow whose payloads cannot be decoded with PAYLOAD_ENCRYPTION_KEY is listed with a line
+saying so, and does not change the exit code.`;
 
 const HELP = {
   failed: `Usage: npm run ops -- failed [--type <WorkflowType>] [--limit <N>]
@@ -283,7 +286,7 @@ function failedRows(workflows: readonly FailedWorkflow[]): string[][] {
   return workflows.map((w) => [
     w.workflowId,
     w.type,
-    w.orderId ?? '-',
+    w.orderId ?? (w.undecodable ? '?' : '-'),
     describeFailure(w.failure),
     describeFailure(w.failure.rootCause),
     timestamp(w.failedAt),
@@ -303,6 +306,7 @@ async function failedCommand(
     return EXIT_OK;
   }
   io.out(formatTable(FAILED_COLUMNS, failedRows(failed)));
+  reportUndecodable(io, failed);
   io.out(
     `\n${failed.length} failed workflow(s). Retry one: npm run ops -- retry <workflowId>; ` +
       'all: npm run ops -- retry all',
@@ -349,6 +353,14 @@ async function retryAllCommand(
       rows,
     ),
   );
+  reportUndecodable(
+    io,
+    outcomes.map((o) => ({
+      workflowId: o.workflowId,
+      type: o.undecodable?.type ?? '?',
+      undecodable: o.undecodable,
+    })),
+  );
   const count = (kind: string) => outcomes.filter((o) => o.kind === kind).length;
   io.out(`\nRetried ${count('retried')}, skipped ${count('skipped')}, errors ${count('error')}.`);
   return count('error') > 0 ? EXIT_PROBLEM : EXIT_OK;
@@ -366,6 +378,7 @@ async function flushCommand(
     return EXIT_OK;
   }
   io.out(formatTable(FAILED_COLUMNS, failedRows(failed)));
+  reportUndecodable(io, failed);
   if (!confirmed) {
     const answer = await io.ask(
       `\nDelete these ${failed.length} failed workflow(s)? Their history is lost and the ` +
@@ -407,11 +420,15 @@ async function stuckCommand(
   io: CliIo,
   filter: { minAttempts?: number; workflowType?: string },
 ): Promise<number> {
-  const stuck = await findStuckWork(client, filter);
+  const { stuck, undecodable } = await inspectRunningWorkflows(client, filter);
   if (stuck.length === 0) {
     io.out(
       `Nothing stuck: no running workflow has an activity on attempt ${filter.minAttempts ?? DEFAULT_MIN_ATTEMPTS}+ ` +
         'or a failing workflow task.',
+    );
+    reportUndecodable(
+      io,
+      undecodable.map((u) => ({ workflowId: u.workflowId, type: u.type, undecodable: u })),
     );
     return EXIT_OK;
   }
@@ -435,7 +452,30 @@ async function stuckCommand(
       ]),
     ),
   );
+  reportUndecodable(
+    io,
+    undecodable.map((u) => ({ workflowId: u.workflowId, type: u.type, undecodable: u })),
+  );
   return EXIT_OK;
+}
+
+/**
+ * One line per workflow whose payloads cannot be decoded with the configured key(s), after a
+ * listing. Such a workflow is listed like any other as far as it can be read; the listing itself
+ * succeeded, so these lines do not change the exit code.
+ */
+function reportUndecodable(
+  io: CliIo,
+  workflows: readonly { workflowId: string; type: string; undecodable?: UndecodablePayloads }[],
+): void {
+  const lines = workflows.flatMap((w) =>
+    w.undecodable ? [`  ${describeUndecodable(w, w.undecodable)}`] : [],
+  );
+  if (lines.length === 0) return;
+  io.out(
+    `\nCannot be read with the configured PAYLOAD_ENCRYPTION_KEY (set the key they were ` +
+      `written with, as an extra key, to read them):\n${lines.join('\n')}`,
+  );
 }
 
 function describeFailure(failure: Pick<FailureSummary, 'type' | 'message'>): string {

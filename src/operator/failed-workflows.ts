@@ -1,13 +1,15 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import type { Client, WorkflowExecutionDescription } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { ProtoFailure } from '@temporalio/common';
 import { summarizeFailure, type FailureSummary } from './failures';
 import {
   DESCRIBE_CONCURRENCY,
   describeLatestRun,
   isNotFound,
+  type LatestRun,
   mapConcurrently,
   runsByWorkflowId,
+  type UndecodablePayloads,
 } from './visibility';
 
 /** History filter that returns only the close event (HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT). */
@@ -26,6 +28,11 @@ export interface FailedWorkflow {
   failedAt: Date | undefined;
   /** Every Failed run of this workflow ID that visibility knows, the latest among them. */
   failedRunIds: string[];
+  /**
+   * Set when its memo cannot be decoded with the configured key(s): `orderId` is then unknown.
+   * The failure is still read (failure messages are not encrypted).
+   */
+  undecodable?: UndecodablePayloads;
 }
 
 export interface FailedWorkflowFilter {
@@ -70,7 +77,7 @@ export async function closeFailure(
 }
 
 function toFailedWorkflow(
-  latest: WorkflowExecutionDescription,
+  latest: LatestRun,
   failure: ProtoFailure | undefined,
   failedRunIds: string[],
 ): FailedWorkflow {
@@ -87,6 +94,7 @@ function toFailedWorkflow(
     failedRunIds: failedRunIds.includes(latest.runId)
       ? failedRunIds
       : [...failedRunIds, latest.runId],
+    ...(latest.undecodable && { undecodable: latest.undecodable }),
   };
 }
 

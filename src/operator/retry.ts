@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { Client, WorkflowExecutionDescription } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { causeChain } from './failures';
-import { describeLatestRun, type HistoryEvent, runsByWorkflowId } from './visibility';
+import {
+  describeLatestRun,
+  type HistoryEvent,
+  type LatestRun,
+  runsByWorkflowId,
+  type UndecodablePayloads,
+} from './visibility';
 
 /** Where a failed run is reset to, and why there. */
 export interface ResetPoint {
@@ -138,7 +144,7 @@ export async function retryFailedWorkflow(
 
 async function resetFailedRun(
   client: Client,
-  latest: WorkflowExecutionDescription,
+  latest: LatestRun,
   options: RetryOptions,
 ): Promise<RetryResult> {
   const { workflowId, runId } = latest;
@@ -158,11 +164,18 @@ async function resetFailedRun(
   return { workflowId, failedRunId: runId, newRunId: response.runId, resetPoint };
 }
 
-export type RetryAllOutcome =
+export type RetryAllOutcome = (
   | { workflowId: string; kind: 'retried'; result: RetryResult }
   /** Visibility still shows an old Failed run, but the workflow is now something else. */
   | { workflowId: string; kind: 'skipped'; status: string }
-  | { workflowId: string; kind: 'error'; error: Error };
+  | { workflowId: string; kind: 'error'; error: Error }
+) & {
+  /**
+   * Its memo cannot be decoded with the configured key(s). A reset needs no payloads, so the
+   * retry goes ahead; the operator is told, since its workers may lack the key as well.
+   */
+  undecodable?: { type: string } & UndecodablePayloads;
+};
 
 /**
  * Retries every workflow (optionally of one type) whose latest run is Failed, one at a time.
@@ -180,15 +193,19 @@ export async function retryAllFailed(
   ).keys()) {
     try {
       const latest = await describeLatestRun(client, workflowId);
+      const undecodable = latest?.undecodable && {
+        undecodable: { type: latest.type, ...latest.undecodable },
+      };
       if (!latest) {
         outcomes.push({ workflowId, kind: 'skipped', status: 'NOT FOUND' });
       } else if (latest.status.name !== 'FAILED') {
-        outcomes.push({ workflowId, kind: 'skipped', status: latest.status.name });
+        outcomes.push({ workflowId, kind: 'skipped', status: latest.status.name, ...undecodable });
       } else {
         outcomes.push({
           workflowId,
           kind: 'retried',
           result: await resetFailedRun(client, latest, options),
+          ...undecodable,
         });
       }
     } catch (err) {

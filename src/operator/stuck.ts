@@ -1,4 +1,4 @@
-import type { Client, WorkflowExecutionDescription } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { ProtoFailure } from '@temporalio/common';
 import { optionalTsToDate, optionalTsToMs } from '@temporalio/common/lib/time';
 import { summarizeFailure, type FailureSummary } from './failures';
@@ -7,8 +7,10 @@ import {
   DESCRIBE_CONCURRENCY,
   describeLatestRun,
   type HistoryEvent,
+  type LatestRun,
   mapConcurrently,
   runsByWorkflowId,
+  type UndecodablePayloads,
 } from './visibility';
 
 /** One piece of work that keeps failing inside a running workflow. */
@@ -34,6 +36,21 @@ export interface StuckFilter {
 
 export const DEFAULT_MIN_ATTEMPTS = 3;
 
+/** A running workflow whose memo cannot be decoded with the configured key(s). */
+export interface UndecodableWorkflow extends UndecodablePayloads {
+  workflowId: string;
+  type: string;
+}
+
+export interface StuckReport {
+  stuck: StuckWork[];
+  /**
+   * Running workflows, stuck or not, whose payloads this process cannot decode: written with a
+   * key it lacks. Their stuck work is still found (none of it needs decoding).
+   */
+  undecodable: UndecodableWorkflow[];
+}
+
 /** How much recent history to read per running workflow: the failures that matter are recent. */
 const RECENT_EVENTS = 100;
 
@@ -52,20 +69,36 @@ export async function findStuckWork(
   client: Client,
   filter: StuckFilter = {},
 ): Promise<StuckWork[]> {
+  return (await inspectRunningWorkflows(client, filter)).stuck;
+}
+
+/** `findStuckWork`, and the running workflows whose payloads cannot be decoded here. */
+export async function inspectRunningWorkflows(
+  client: Client,
+  filter: StuckFilter = {},
+): Promise<StuckReport> {
   // Attempt 1 has not failed yet, whatever the threshold says.
   const minAttempts = Math.max(filter.minAttempts ?? DEFAULT_MIN_ATTEMPTS, 2);
   const running = [...(await runsByWorkflowId(client, 'Running', filter.workflowType)).keys()];
   const perWorkflow = await mapConcurrently(running, DESCRIBE_CONCURRENCY, async (id) => {
     const latest = await describeLatestRun(client, id);
-    if (latest?.status.name !== 'RUNNING') return [];
+    if (latest?.status.name !== 'RUNNING') return undefined;
     const recent = await recentEvents(client, latest.workflowId, latest.runId);
-    return stuckIn(latest, recent, minAttempts);
+    const undecodable: UndecodableWorkflow | undefined = latest.undecodable && {
+      workflowId: latest.workflowId,
+      type: latest.type,
+      ...latest.undecodable,
+    };
+    return { stuck: stuckIn(latest, recent, minAttempts), undecodable };
   });
-  return perWorkflow.flat();
+  return {
+    stuck: perWorkflow.flatMap((w) => w?.stuck ?? []),
+    undecodable: perWorkflow.flatMap((w) => (w?.undecodable ? [w.undecodable] : [])),
+  };
 }
 
 function stuckIn(
-  workflow: WorkflowExecutionDescription,
+  workflow: LatestRun,
   recent: readonly HistoryEvent[],
   minAttempts: number,
 ): StuckWork[] {

@@ -1,9 +1,7 @@
-import {
-  type Client,
-  type WorkflowExecutionDescription,
-  isGrpcServiceError,
-  WorkflowNotFoundError,
-} from '@temporalio/client';
+import { type Client, isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
+import { executionInfoFromRaw } from '@temporalio/client/lib/helpers';
+import type { Replace } from '@temporalio/common/lib/type-helpers';
+import type { temporal } from '@temporalio/proto';
 import type { History } from '@temporalio/common/lib/proto-utils';
 
 /** One event of a workflow history, as the gRPC API returns it (event IDs are Longs). */
@@ -36,6 +34,9 @@ function quote(value: string): string {
  * Runs that visibility shows in a status, grouped by workflow ID in the order first seen. One
  * workflow ID can have several: a reset leaves the old run Failed beside the new one, so what
  * visibility says about a run is not what the workflow is now; callers check the latest run.
+ *
+ * Reads the raw listing, not `client.workflow.list()`: that one decodes every memo on the way,
+ * and one memo written with a key this process lacks would abort the whole listing.
  */
 export async function runsByWorkflowId(
   client: Client,
@@ -43,16 +44,46 @@ export async function runsByWorkflowId(
   workflowType?: string,
 ): Promise<Map<string, string[]>> {
   const runs = new Map<string, string[]>();
-  for await (const info of client.workflow.list({ query: visibilityQuery(status, workflowType) })) {
-    const known = runs.get(info.workflowId);
-    if (known) {
-      if (!known.includes(info.runId)) known.push(info.runId);
-    } else {
-      runs.set(info.workflowId, [info.runId]);
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const response = await client.workflowService.listWorkflowExecutions({
+      namespace: client.options.namespace,
+      query: visibilityQuery(status, workflowType),
+      nextPageToken,
+    });
+    for (const { execution } of response.executions ?? []) {
+      const workflowId = execution?.workflowId;
+      const runId = execution?.runId;
+      if (!workflowId || !runId) continue;
+      const known = runs.get(workflowId);
+      if (known) {
+        if (!known.includes(runId)) known.push(runId);
+      } else {
+        runs.set(workflowId, [runId]);
+      }
     }
-  }
+    nextPageToken = response.nextPageToken?.length ? response.nextPageToken : undefined;
+  } while (nextPageToken);
   return runs;
 }
+
+/** A workflow whose payloads (its memo) this process cannot decode, and why. */
+export interface UndecodablePayloads {
+  /** The key the payloads were encrypted with, when the codec's error names it. */
+  keyId: string | undefined;
+  /** What the codec said. */
+  message: string;
+}
+
+/**
+ * The latest run of a workflow ID, as the SDK's `describe()` gives it, and what of it could not
+ * be decoded. A memo written with an encryption key this process lacks does not fail the
+ * describe: the run is returned without its memo, and `undecodable` says why.
+ */
+export type LatestRun = Replace<
+  Awaited<ReturnType<typeof executionInfoFromRaw>>,
+  { raw: temporal.api.workflowservice.v1.IDescribeWorkflowExecutionResponse }
+> & { undecodable?: UndecodablePayloads };
 
 /**
  * The latest run of a workflow ID, read from the workflow itself rather than from visibility,
@@ -61,13 +92,58 @@ export async function runsByWorkflowId(
 export async function describeLatestRun(
   client: Client,
   workflowId: string,
-): Promise<WorkflowExecutionDescription | undefined> {
+): Promise<LatestRun | undefined> {
+  const namespace = client.options.namespace;
+  let raw;
   try {
-    return await client.workflow.getHandle(workflowId).describe();
+    raw = await client.workflowService.describeWorkflowExecution({
+      namespace,
+      execution: { workflowId },
+    });
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
   }
+  const info = raw.workflowExecutionInfo ?? {};
+  try {
+    return await executionInfoFromRaw(info, client.options.loadedDataConverter, raw, namespace);
+  } catch (err) {
+    // Decoding is local work: whatever failed here is the payloads, not the server.
+    const undecodable = undecodablePayloads(err);
+    const withoutMemo = { ...info, memo: undefined };
+    return {
+      ...(await executionInfoFromRaw(
+        withoutMemo,
+        client.options.loadedDataConverter,
+        raw,
+        namespace,
+      )),
+      undecodable,
+    };
+  }
+}
+
+function undecodablePayloads(err: unknown): UndecodablePayloads {
+  const text = (err as { message?: unknown } | null)?.message;
+  const message = typeof text === 'string' ? text : String(err);
+  // src/temporal/codec.ts: `payload encrypted with unknown key "<id>"`.
+  const keyId = /unknown key "([^"]*)"/.exec(message)?.[1];
+  return { keyId, message };
+}
+
+/** One line for an operator: which workflow, and that its payloads cannot be read here. */
+export function describeUndecodable(
+  workflow: { workflowId: string; type: string },
+  undecodable: UndecodablePayloads,
+): string {
+  const why =
+    undecodable.keyId !== undefined
+      ? `they were encrypted with key "${undecodable.keyId}", which PAYLOAD_ENCRYPTION_KEY does not hold`
+      : undecodable.message;
+  return (
+    `${workflow.workflowId} (${workflow.type}): its payloads cannot be decoded with the ` +
+    `configured key(s): ${why}`
+  );
 }
 
 /** True for the SDK's and the server's ways of saying "no such workflow". */
