@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
-import { Pool, types as pgTypes, type CustomTypesConfig } from 'pg';
+import { Pool, types as pgTypes, type CustomTypesConfig, type PoolClient } from 'pg';
 import type { Database } from './schema';
 
 export type DatabaseDialect = 'sqlite' | 'postgres';
@@ -37,6 +37,13 @@ const POOL_CONNECT_TIMEOUT_MS = 10_000;
 // before failing with SQLITE_BUSY.
 const SQLITE_BUSY_TIMEOUT_MS = 5_000;
 const POSTGRES_STATEMENT_TIMEOUT_MS = 5_000;
+// statement_timeout is enforced by the server: a server that hangs (SIGSTOP, a network partition)
+// enforces nothing, and the query would wait as long as the hang. The client gives up a little
+// after the server would have, so a live server's own timeout error still comes first.
+const POSTGRES_QUERY_TIMEOUT_MS = POSTGRES_STATEMENT_TIMEOUT_MS + 1_000;
+// TCP keep-alive probes an idle pooled connection, so one whose peer vanished (a partition, a
+// host gone) is found dead by the kernel instead of failing the next request that takes it.
+const POSTGRES_KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 const SQLITE_MEMORY = ':memory:';
 
 /**
@@ -121,6 +128,9 @@ function openPostgres(connectionString: string, options: DatabaseOptions): Datab
     // A stuck statement is abandoned by the server well before the activity's start-to-close
     // timeout (10 s), so a retry never runs beside a query that is still going.
     statement_timeout: POSTGRES_STATEMENT_TIMEOUT_MS,
+    query_timeout: POSTGRES_QUERY_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: POSTGRES_KEEPALIVE_INITIAL_DELAY_MS,
     types: isoTimestampTypes,
   });
   // Without a listener, an error on an idle client (e.g. the server restarting) is an unhandled
@@ -130,8 +140,95 @@ function openPostgres(connectionString: string, options: DatabaseOptions): Datab
   // The pool listens to idle clients only. A client checked out when the server goes away
   // (a restart, a crash) emits 'error' too, besides failing its query; without a listener that
   // event takes the whole worker down instead of failing one activity attempt.
-  pool.on('connect', (client) => client.on('error', onError));
+  pool.on('connect', (client) => {
+    client.on('error', onError);
+    endClientOnQueryTimeout(client);
+  });
   return toHandle(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres');
+}
+
+/**
+ * pg (8.23) answers a query that hits `query_timeout` with an error but leaves the connection as
+ * it was: the query is still outstanding on it, and the client still counts as queryable. Kysely
+ * then releases it to the pool as healthy, and the next query queued on it waits behind the hung
+ * one, even once the server is reachable again through fresh connections. Ending the client
+ * (pg destroys the socket when a query is outstanding) makes the pool drop it on release.
+ * The handler is attached before Kysely sees the rejection, so the client is ending by the time
+ * Kysely releases it.
+ */
+function endClientOnQueryTimeout(client: PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  client.query = ((...args: unknown[]) => {
+    const result = query(...args);
+    if (result instanceof Promise) {
+      result.catch((error: unknown) => {
+        if (isQueryTimeout(error)) client.end().catch(() => undefined);
+      });
+    }
+    return result;
+  }) as PoolClient['query'];
+}
+
+function isQueryTimeout(error: unknown): boolean {
+  return error instanceof Error && error.message === QUERY_READ_TIMEOUT_MESSAGE;
+}
+
+const QUERY_READ_TIMEOUT_MESSAGE = 'Query read timeout';
+
+const UNAVAILABLE_NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'EAI_AGAIN',
+]);
+
+// SQLSTATE 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now (starting up,
+// in recovery), 57014 query_canceled (here only ever the server's statement_timeout).
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57014']);
+
+const UNAVAILABLE_MESSAGES = [
+  QUERY_READ_TIMEOUT_MESSAGE,
+  // pg: the socket closed under a client ("Connection terminated", "... unexpectedly",
+  // "... due to connection timeout").
+  'Connection terminated',
+  // pg-pool: no client could be had within connectionTimeoutMillis.
+  'timeout exceeded when trying to connect',
+];
+
+/**
+ * True when `error` says the database cannot be reached or answered too late (refused, reset or
+ * timed-out connections, a pool that could not connect, a query timeout, PostgreSQL shutting
+ * down or starting up, SQLite's write lock held too long): an outage to retry later, not a bug
+ * in the request. Looks through `cause` and AggregateError's `errors` (a host with several
+ * addresses fails with one error per address).
+ */
+export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
+  if (depth > 5 || typeof error !== 'object' || error === null) return false;
+  const { code, message, cause, errors } = error as {
+    code?: unknown;
+    message?: unknown;
+    cause?: unknown;
+    errors?: unknown;
+  };
+  if (typeof code === 'string') {
+    if (UNAVAILABLE_NETWORK_CODES.has(code)) return true;
+    // SQLSTATE class 08: connection exception.
+    if (/^08[0-9A-Z]{3}$/.test(code) || UNAVAILABLE_SQLSTATES.has(code)) return true;
+    // better-sqlite3 reports extended codes too (SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_TIMEOUT).
+    if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_')) return true;
+  }
+  if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((m) => message.startsWith(m))) {
+    return true;
+  }
+  if (Array.isArray(errors) && errors.some((e) => isDatabaseUnavailable(e, depth + 1))) {
+    return true;
+  }
+  return isDatabaseUnavailable(cause, depth + 1);
 }
 
 function toHandle(

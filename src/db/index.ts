@@ -1,5 +1,6 @@
 export {
   createDatabase,
+  isDatabaseUnavailable,
   parseDatabaseUrl,
   type DatabaseDialect,
   type DatabaseHandle,
