@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { isDatabaseUnavailable } from '../db/connection';
 
 /** An error whose message is safe and useful to show the client, with its status code. */
 export class HttpError extends Error {
@@ -12,12 +13,24 @@ export class HttpError extends Error {
   }
 }
 
+/** Seconds a client is asked to wait after a 503 for an unreachable database. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
 /**
  * The one error policy of the HTTP layer: client errors carry a reason, server errors carry no
- * internals (the details go to the log, with the request ID to find them).
+ * internals (the details go to the log, with the request ID to find them). A database that is
+ * down or too slow to answer is an outage, not a bug: 503 with Retry-After, so clients and load
+ * balancers retry instead of reporting a failure.
  */
 export function registerErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
+    if (!(error instanceof HttpError) && isDatabaseUnavailable(error)) {
+      request.log.error({ err: error }, 'request failed: database unavailable');
+      return reply
+        .code(503)
+        .header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS))
+        .send({ error: 'database temporarily unavailable, please retry', request_id: request.id });
+    }
     const status = error.statusCode ?? 500;
     if (error instanceof HttpError) {
       void reply.headers(error.headers);
