@@ -89,6 +89,7 @@ async function main(): Promise<void> {
 
   const codecRefused = codecEndpointRefusal(config);
   if (codecRefused) logger.warn({ reason: codecRefused }, 'codec endpoint /codec not served');
+  const codecEndpoint = codecEndpointFor(config);
 
   try {
     let temporalAddress = config.TEMPORAL_ADDRESS;
@@ -102,7 +103,7 @@ async function main(): Promise<void> {
         // The workflows set them (OrderId, PaymentEventId): the server must know them first.
         searchAttributes: [...CUSTOM_SEARCH_ATTRIBUTES],
         // With payloads encrypted, the UI asks our HTTP server to show them in clear.
-        uiCodecEndpoint: codecEndpointFor(config)
+        uiCodecEndpoint: codecEndpoint
           ? `${localHttpUrl(config.HOST, config.PORT)}/codec`
           : undefined,
         log: (line) => logger.info({ component: 'temporal-dev-server' }, line),
@@ -215,7 +216,7 @@ async function main(): Promise<void> {
       paymentsRepository: createPaymentsRepository(db.db),
       readiness: [databaseReadiness(db.db), temporalReadiness(client.connection)],
       metrics: createHttpMetrics({ defaultMetrics: true }),
-      codec: codecEndpointFor(config),
+      codec: codecEndpoint,
     });
     await app.listen({ port: config.PORT, host: config.HOST });
     cleanups.push({ name: 'http server', run: () => app.close() });

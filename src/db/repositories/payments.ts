@@ -109,7 +109,8 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
               kind: 'created',
               payment: toPayment(inserted),
               firstForOrder,
-              amountMatchesOrder: await amountMatchesOrder(trx, inserted),
+              // The claim itself required the amount to be the total.
+              amountMatchesOrder: firstForOrder || (await amountMatchesOrder(trx, inserted)),
             };
           }
 
@@ -131,7 +132,8 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
               kind: 'created',
               payment,
               firstForOrder: recorded.first_for_order === 1,
-              amountMatchesOrder: await amountMatchesOrder(trx, recorded),
+              amountMatchesOrder:
+                recorded.first_for_order === 1 || (await amountMatchesOrder(trx, recorded)),
             };
           }
           return { kind: 'existing', payment };
