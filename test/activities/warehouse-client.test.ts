@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { freePort } from '../support/ports';
 import { ApplicationFailure } from '@temporalio/common';
 import { createWarehouseClient } from '../../src/activities/warehouse-client';
 import { FailureType } from '../../src/shared/errors';
@@ -89,7 +89,7 @@ describe('warehouse client', () => {
   });
 
   it('treats a refused connection as a retryable outage', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const failure = await failureOf(
       createWarehouseClient({
         baseUrl: `http://127.0.0.1:${port}`,
@@ -103,12 +103,3 @@ describe('warehouse client', () => {
     expect(failure.message).toMatch(/unreachable/);
   });
 });
-
-/** A port that nothing listens on: bound, noted, released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}

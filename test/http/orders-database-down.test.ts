@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { freePort } from '../support/ports';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import {
@@ -44,25 +44,9 @@ function expectOutage(res: Awaited<ReturnType<typeof post>>) {
   expect(res.json()).toMatchObject({ error: expect.stringMatching(/database.*unavailable/) });
 }
 
-/** A port nothing listens on: probed free, then closed again. */
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address !== null
-          ? resolve(address.port)
-          : reject(new Error('no port')),
-      );
-    });
-  });
-}
-
 describe('orders API while the database is down', () => {
   it('answers 503 with Retry-After when PostgreSQL refuses connections, and logs the cause', async () => {
-    const handle = createDatabase(`postgres://postgres@127.0.0.1:${await closedPort()}/postgres`);
+    const handle = createDatabase(`postgres://postgres@127.0.0.1:${await freePort()}/postgres`);
     const { app: building, lines } = appOver(
       createOrdersRepository(handle.db),
       createPaymentsRepository(handle.db),

@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { freePort } from '../support/ports';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger, type LogEntry } from '@temporalio/worker';
@@ -28,14 +28,6 @@ async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure>
   );
   expect(error).toBeInstanceOf(ApplicationFailure);
   return error as ApplicationFailure;
-}
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
@@ -168,7 +160,7 @@ describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
     const orderId = await newOrderId();
 
     const failure = await failureOf(
-      send(orderId, { smtpUrl: `smtp://127.0.0.1:${await closedPort()}` }),
+      send(orderId, { smtpUrl: `smtp://127.0.0.1:${await freePort()}` }),
     );
 
     expect(failure.type).toBe(FailureType.MailUnavailable);

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { portIsFree } from '../support/ports';
 import { eventually, freePort } from './helpers';
 
 // `npm start`, the way the README runs it: the whole stack in one process on embedded defaults
@@ -87,14 +87,6 @@ async function startStack(viaNpm: boolean): Promise<Stack> {
     timeoutMs: 90_000,
   });
   return { child, output: () => output, exited, env, ports, temporalPort };
-}
-
-function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = net.createServer();
-    probe.once('error', () => resolve(false));
-    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
-  });
 }
 
 async function expectAllPortsFree(stack: Stack): Promise<void> {

@@ -59,14 +59,7 @@ export async function startAlertSink(): Promise<AlertSink> {
   return sink;
 }
 
-/** A free TCP port on 127.0.0.1 (free when probed; good enough for a test's child process). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
+export { freePort } from '../support/ports';
 
 /** The production worker entry (src/worker.ts) in a child process, its stderr relayed. */
 export interface WorkerProcess {

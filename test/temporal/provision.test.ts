@@ -21,6 +21,8 @@ import {
   testServerExecutable,
 } from '../../src/temporal/provision';
 import { createDevServerEnv, createTimeSkippingEnv } from '../support/temporal';
+import { freePort, portIsFree } from '../support/ports';
+import { eventually } from '../operations/helpers';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -52,14 +54,6 @@ function withoutOverrides(): NodeJS.ProcessEnv {
   delete env[CLI_PATH_ENV];
   delete env[TEST_SERVER_PATH_ENV];
   return env;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 describe('time-skipping test server', () => {
@@ -156,12 +150,7 @@ describe('dev server', () => {
         await server.shutdown();
       }
       // The port is free again: the child process is gone, not just disconnected.
-      const probe = net.createServer();
-      await new Promise<void>((resolve, reject) => {
-        probe.once('error', reject);
-        probe.listen(port, '127.0.0.1', resolve);
-      });
-      await new Promise<void>((resolve) => probe.close(() => resolve()));
+      expect(await portIsFree(port)).toBe(true);
 
       // Restarted on the same file, it still knows what the first run registered.
       const restarted = await startDevServer({ port, uiPort, dbFilename, log: () => {} });
@@ -195,17 +184,22 @@ describe('dev server', () => {
       holder.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
       const exited = new Promise<void>((resolve) => holder.once('exit', () => resolve()));
       try {
-        await expectEventually(() => expect(output).toContain(`ready 127.0.0.1:${port}`), 60_000);
+        await eventually(() => expect(output).toContain(`ready 127.0.0.1:${port}`), {
+          timeoutMs: 60_000,
+        });
         expect(await portIsFree(port)).toBe(false);
       } finally {
         holder.kill('SIGKILL');
         await exited;
       }
       // Nothing of the holder ran after the kill: the watchdog alone frees the ports.
-      await expectEventually(async () => {
-        expect(await portIsFree(port)).toBe(true);
-        expect(await portIsFree(uiPort)).toBe(true);
-      }, 20_000);
+      await eventually(
+        async () => {
+          expect(await portIsFree(port)).toBe(true);
+          expect(await portIsFree(uiPort)).toBe(true);
+        },
+        { timeoutMs: 20_000 },
+      );
     });
 
     it('reports a crash of the server (crashed), but not its own shutdown', async () => {
@@ -429,33 +423,4 @@ describe('provisioning', () => {
 function restoreEnv(name: string, value: string | undefined): void {
   if (value === undefined) delete process.env[name];
   else process.env[name] = value;
-}
-
-async function portIsFree(port: number): Promise<boolean> {
-  const probe = net.createServer();
-  try {
-    await new Promise<void>((resolve, reject) => {
-      probe.once('error', reject);
-      probe.listen(port, '127.0.0.1', resolve);
-    });
-    return true;
-  } catch {
-    return false;
-  } finally {
-    if (probe.listening) await new Promise<void>((resolve) => probe.close(() => resolve()));
-  }
-}
-
-/** Retries an assertion every 200 ms until it passes or `timeoutMs` is up. */
-async function expectEventually(check: () => unknown, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await delay(200);
-    }
-  }
 }
