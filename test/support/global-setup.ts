@@ -1,19 +1,33 @@
 import { provisionTemporalServers } from '../../src/temporal/provision';
-import { startTestPostgres } from './postgres';
+import { findChromium } from './chromium';
+import { postgresServerInstalled, startTestPostgres } from './postgres';
+import { ensureSystemPackages, testSystemNeeds } from './system-packages';
 
 /**
- * Runs once before all test files: makes sure both Temporal servers exist (building or
- * downloading them on a fresh machine) and starts one throwaway PostgreSQL cluster. What it
- * finds is handed to the test workers through environment variables, so no worker provisions
- * anything itself.
+ * Runs once before all test files: installs the Debian packages the tests need when they are
+ * missing (first run, as root), makes sure both Temporal servers exist (building or downloading
+ * them on a fresh machine), unpacks the browser and starts one throwaway PostgreSQL cluster.
+ * What it finds is handed to the test workers through environment variables, so no worker
+ * provisions anything itself.
  */
 export default async function globalSetup(): Promise<void> {
-  const servers = await provisionTemporalServers({
-    log: (line) => process.stderr.write(`${line}\n`),
-  });
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  await ensureSystemPackages(testSystemNeeds(postgresServerInstalled), (line) =>
+    log(`[setup] ${line}`),
+  );
+
+  const servers = await provisionTemporalServers({ log });
   // Undefined means the SDK's own download works; leave the variable unset then.
   if (servers.devServerPath) process.env.TEMPORAL_CLI_PATH ??= servers.devServerPath;
   if (servers.testServerPath) process.env.TEMPORAL_TEST_SERVER_PATH ??= servers.testServerPath;
+
+  // A browser that cannot be found fails the Web UI tests (they search again and say why), not
+  // the whole run.
+  try {
+    process.env.CHROMIUM_PATH = await findChromium((line) => log(`[browser] ${line}`));
+  } catch (error) {
+    log(`[browser] ${error instanceof Error ? error.message : String(error)}`);
+  }
 
   const postgres = await startTestPostgres();
   process.env.TEST_POSTGRES_URL = postgres.url;

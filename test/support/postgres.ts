@@ -167,6 +167,16 @@ function createCluster(bin: string, user: ServerUser | undefined) {
   };
 }
 
+/** Whether this machine has PostgreSQL's server programs (Debian's `postgresql` package). */
+export function postgresServerInstalled(): boolean {
+  try {
+    findPostgresBinDir();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** `pg_config --bindir` when it holds a server, else the newest version under /usr/lib/postgresql. */
 function findPostgresBinDir(): string {
   const hasServer = (dir: string) =>

@@ -1,15 +1,15 @@
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { findChromium } from '../support/chromium';
 
-// What the Web UI tests share: Debian's Chromium driven by Playwright, with a profile and a
-// screenshot folder of their own.
+// What the Web UI tests share: Chromium (npm's by default, see test/support/chromium.ts) driven
+// by Playwright, with a profile and a screenshot folder of their own.
 
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // Without the networking flags Chromium keeps calling Google services, which a closed network
-// refuses, and the page loads would wait on them.
+// refuses, and the page loads would wait on them. Not @sparticuz/chromium's `args`: they turn
+// off web security (CORS), which the codec test relies on.
 const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
@@ -31,22 +31,24 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
-/** Fails with the install command when Chromium is missing, rather than skipping the test. */
-export function assertChromium(): void {
-  if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(
-      `The Web UI tests drive Chromium, which is not at ${CHROMIUM_PATH}. Install it with ` +
-        '`apt-get update && apt-get install -y chromium` (as root), or set CHROMIUM_PATH.',
-    );
-  }
+let chromiumPath: Promise<string> | undefined;
+
+/**
+ * Fails with what to do when no Chromium runs here, before a test starts its servers, rather than
+ * skipping the test. Global setup has usually found it already (CHROMIUM_PATH); when it could
+ * not, this repeats the search so the error lands on the Web UI tests alone.
+ */
+export function assertChromium(): Promise<string> {
+  chromiumPath ??= findChromium((line) => process.stderr.write(`${line}\n`));
+  return chromiumPath;
 }
 
 export async function launchBrowser(name: string): Promise<TestBrowser> {
-  assertChromium();
+  const executablePath = await assertChromium();
   const profileDir = await mkdtemp(path.join(tmpdir(), 'order-payments-chromium-'));
   const screenshotDir = await mkdtemp(path.join(tmpdir(), `order-payments-${name}-`));
   const context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM_PATH,
+    executablePath,
     headless: true,
     args: CHROMIUM_ARGS,
     viewport: { width: 1600, height: 900 },

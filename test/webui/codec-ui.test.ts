@@ -63,7 +63,7 @@ const served: ServedRequest[] = [];
 let payment: { workflowId: string; runId: string; input: PaymentWorkflowInput };
 
 beforeAll(async () => {
-  assertChromium();
+  await assertChromium();
   const uiPort = await freePort();
   const config = loadConfig({
     HOST: '127.0.0.1',

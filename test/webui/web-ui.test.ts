@@ -33,7 +33,7 @@ let starter: PaymentStarter;
 let browser: TestBrowser;
 
 beforeAll(async () => {
-  assertChromium();
+  await assertChromium();
   server = await startDevServer({
     port: await freePort(),
     uiPort: await freePort(),
