@@ -1,8 +1,10 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import type { AlertDelivery, Alert } from '../shared/alert';
-import { FailureType, type RateLimitDetails } from '../shared/errors';
+import { FailureType } from '../shared/errors';
+import { ALERT_MAX_EXCEPTIONS, ALERT_RATE_LIMIT_FALLBACK_SECONDS } from '../shared/retry-policies';
 import { parseRetryAfterMs } from './retry-after';
+import { retryAfter } from './retry-by-cause';
 
 export interface AlertActivityDeps {
   /** Slack-compatible incoming-webhook URL; undefined: alerts go to the log only. */
@@ -83,49 +85,83 @@ export function createAlertActivities(deps: AlertActivityDeps) {
     async deliverAlert(alert: Alert): Promise<AlertDelivery> {
       if (!deps.alertWebhookUrl) return { delivered: false, skipped: 'no-sink-configured' };
       const ctx = Context.current();
-      const timeout = AbortSignal.timeout(timeoutMs);
-      let response: Response;
+      // The seed's MaxExceptions: real failures are counted across attempts in the heartbeat
+      // details, which the server hands to the next attempt; rate limits do not count.
+      const { exceptions: before = 0 } = (ctx.info.heartbeatDetails ?? {}) as AlertDeliveryProgress;
       try {
-        response = await fetch(deps.alertWebhookUrl, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'idempotency-key': `alert-${alert.workflowId}-${alert.runId}`,
-          },
-          body: JSON.stringify(alertPayload(alert, deps.temporalUiUrl)),
-          signal: AbortSignal.any([timeout, ctx.cancellationSignal]),
-        });
+        return await postAlert(alert, ctx.cancellationSignal);
       } catch (err) {
-        throw ApplicationFailure.create({
-          type: FailureType.AlertSinkUnavailable,
-          message: timeout.aborted
-            ? `alert sink did not answer within ${timeoutMs} ms`
-            : `alert sink unreachable: ${err instanceof Error ? err.message : String(err)}`,
-        });
+        if (!(err instanceof ApplicationFailure) || err.nonRetryable) throw err;
+        const attempt = ctx.info.attempt;
+        if (err.type === FailureType.AlertSinkRateLimited) {
+          const waitMs =
+            (err.details?.[0] as { retryAfterMs?: number } | undefined)?.retryAfterMs ??
+            ALERT_RATE_LIMIT_FALLBACK_SECONDS * 1000;
+          ctx.heartbeat({ exceptions: before } satisfies AlertDeliveryProgress);
+          throw retryAfter(err, waitMs, attempt, { benign: true });
+        }
+        const exceptions = before + 1;
+        if (exceptions >= ALERT_MAX_EXCEPTIONS) {
+          throw ApplicationFailure.create({
+            type: FailureType.RetriesExhausted,
+            message: `alert delivery gave up after ${exceptions} failures (MaxExceptions ${ALERT_MAX_EXCEPTIONS}) in ${attempt} attempt(s): ${err.message}`,
+            details: [{ attempts: attempt, exceptions }],
+            nonRetryable: true,
+            cause: err,
+          });
+        }
+        ctx.heartbeat({ exceptions } satisfies AlertDeliveryProgress);
+        throw err;
       }
-      await response.text().catch(() => '');
-      if (response.ok) return { delivered: true };
-      if (response.status === 429) {
-        const details: RateLimitDetails = {
-          retryAfterMs: parseRetryAfterMs(response.headers.get('retry-after')),
-        };
-        throw ApplicationFailure.create({
-          type: FailureType.AlertSinkRateLimited,
-          message: 'alert sink rate-limited the alert',
-          details: [details],
-        });
-      }
-      if (response.status >= 400 && response.status < 500 && response.status !== 408) {
-        throw ApplicationFailure.create({
-          type: FailureType.AlertSinkRejected,
-          message: `alert sink rejected the alert with ${response.status}`,
-          nonRetryable: true,
-        });
-      }
-      throw ApplicationFailure.create({
-        type: FailureType.AlertSinkUnavailable,
-        message: `alert sink answered ${response.status}`,
-      });
     },
   };
+
+  /** One POST of the alert; every answer but a 2xx becomes a typed failure. */
+  async function postAlert(alert: Alert, cancelled: AbortSignal): Promise<AlertDelivery> {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    let response: Response;
+    try {
+      response = await fetch(deps.alertWebhookUrl!, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'idempotency-key': `alert-${alert.workflowId}-${alert.runId}`,
+        },
+        body: JSON.stringify(alertPayload(alert, deps.temporalUiUrl)),
+        signal: AbortSignal.any([timeout, cancelled]),
+      });
+    } catch (err) {
+      throw ApplicationFailure.create({
+        type: FailureType.AlertSinkUnavailable,
+        message: timeout.aborted
+          ? `alert sink did not answer within ${timeoutMs} ms`
+          : `alert sink unreachable: ${err instanceof Error ? err.message : String(err)}`,
+      });
+    }
+    await response.text().catch(() => '');
+    if (response.ok) return { delivered: true };
+    if (response.status === 429) {
+      throw ApplicationFailure.create({
+        type: FailureType.AlertSinkRateLimited,
+        message: 'alert sink rate-limited the alert',
+        details: [{ retryAfterMs: parseRetryAfterMs(response.headers.get('retry-after')) }],
+      });
+    }
+    if (response.status >= 400 && response.status < 500 && response.status !== 408) {
+      throw ApplicationFailure.create({
+        type: FailureType.AlertSinkRejected,
+        message: `alert sink rejected the alert with ${response.status}`,
+        nonRetryable: true,
+      });
+    }
+    throw ApplicationFailure.create({
+      type: FailureType.AlertSinkUnavailable,
+      message: `alert sink answered ${response.status}`,
+    });
+  }
+}
+
+/** What one delivery attempt leaves for the next in its heartbeat details. */
+interface AlertDeliveryProgress {
+  exceptions?: number;
 }

@@ -1,9 +1,15 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import type { createOrdersRepository, createPaymentsRepository } from '../db';
-import { FailureType } from '../shared/errors';
+import { FailureType, type RateLimitDetails } from '../shared/errors';
 import { shipmentIdempotencyKey } from '../shared/constants';
 import type { PaymentWorkflowInput } from '../shared/payment';
+import {
+  retryDelayAfterAttempt,
+  WAREHOUSE_BACKOFF_SECONDS,
+  WAREHOUSE_RATE_LIMIT_FALLBACK_SECONDS,
+} from '../shared/retry-policies';
+import { retryAfter } from './retry-by-cause';
 import type { ShipmentReceipt, WarehouseClient } from './warehouse-client';
 
 export interface PaymentActivityDeps {
@@ -95,7 +101,9 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
     /**
      * Asks the warehouse to ship the order. The idempotency key is derived from the order, so a
      * retry (or a late original that outlived its timeout) names the same shipment and the
-     * warehouse creates it once.
+     * warehouse creates it once. The server schedules the attempts (RetryPolicies.
+     * warehouseNotification); a failed one tells it how long to wait by its cause: the seed's
+     * Backoff list for an outage, the partner's Retry-After for a 429. A 4xx is non-retryable.
      */
     async notifyWarehouse(input: { orderId: number }): Promise<ShipmentReceipt> {
       const ctx = Context.current();
@@ -110,6 +118,8 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
         });
         ctx.log.info('warehouse notified', { orderId: input.orderId, ...receipt });
         return receipt;
+      } catch (err) {
+        throw warehouseRetry(err, ctx.info.attempt);
       } finally {
         clearInterval(heartbeat);
       }
@@ -127,6 +137,22 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
       }
     },
   };
+}
+
+/** The warehouse's failure with the wait its cause calls for; anything else unchanged. */
+function warehouseRetry(err: unknown, attempt: number): unknown {
+  if (!(err instanceof ApplicationFailure) || err.nonRetryable) return err;
+  if (err.type === FailureType.WarehouseRateLimited) {
+    const { retryAfterMs } = (err.details?.[0] ?? {}) as RateLimitDetails;
+    return retryAfter(err, retryAfterMs ?? WAREHOUSE_RATE_LIMIT_FALLBACK_SECONDS * 1000, attempt, {
+      benign: true,
+    });
+  }
+  return retryAfter(
+    err,
+    retryDelayAfterAttempt(WAREHOUSE_BACKOFF_SECONDS, attempt) * 1000,
+    attempt,
+  );
 }
 
 export type PaymentActivities = ReturnType<typeof createPaymentActivities>;

@@ -21,10 +21,15 @@ export const FailureType = {
   AlertSinkUnavailable: 'AlertSinkUnavailable',
   /** The alert sink asked us to slow down (429). */
   AlertSinkRateLimited: 'AlertSinkRateLimited',
-  /** A step used up its retry budget (tries, exceptions or deadline); the last failure is its cause. */
+  /**
+   * A step used up its retry budget: alert delivery after MaxExceptions real failures, or a step
+   * of the legacy workflow-side loop (tries, exceptions or deadline). The last failure is its cause.
+   */
   RetriesExhausted: 'RetriesExhausted',
   /** The order could not be handed to the warehouse; compensation ran (shipment_status = failed). */
   FulfilmentFailed: 'FulfilmentFailed',
+  /** A step of one order event failed for good (its retry policy gave up); other events went on. */
+  OrderEventFailed: 'OrderEventFailed',
   /** The mail server could not take the mail now (connection, timeout, 4xx reply): retry. */
   MailUnavailable: 'MailUnavailable',
   /** The mail server refused the mail for good (5xx reply), or it cannot be sent as built. */
@@ -42,7 +47,10 @@ export const NON_RETRYABLE_FAILURE_TYPES: readonly FailureType[] = [
   FailureType.MailRejected,
 ];
 
-/** Failure types that mean "wait as told, then try again": they are not counted as exceptions. */
+/**
+ * Failure types that mean "wait as told, then try again": they are not counted as exceptions
+ * (the activities set `nextRetryDelay` from them; the legacy loop reads them here).
+ */
 export const RATE_LIMITED_FAILURE_TYPES: readonly FailureType[] = [
   FailureType.WarehouseRateLimited,
   FailureType.AlertSinkRateLimited,

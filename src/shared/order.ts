@@ -39,7 +39,22 @@ export interface OrderWorkflowInput {
 export interface OrderWorkflowResult {
   orderId: number;
   /** What this run did, in order. */
-  processed: Array<{ eventId: string; outcome: 'fulfilled' | 'refund_review' }>;
+  processed: Array<{ eventId: string; outcome: 'fulfilled' | 'refund_review' | 'failed' }>;
+}
+
+/**
+ * What a FulfilmentFailed failure carries in its details: enough to read the cause without the
+ * history. `reason` is why retrying stopped: the seed's Tries (`max_attempts`), retryUntil
+ * (`deadline`), a 4xx (`non_retryable`), or a legacy budget's `max_exceptions`.
+ */
+export interface FulfilmentFailedDetails {
+  orderId: number;
+  eventId: string;
+  step: string;
+  reason: 'max_attempts' | 'deadline' | 'non_retryable' | 'max_exceptions' | 'other';
+  attempts: number | undefined;
+  lastFailureType: string | undefined;
+  lastFailureMessage: string;
 }
 
 /** Where the order workflow stands; answered by the `state` query (Web UI, CLI). */

@@ -1,12 +1,28 @@
-import { ApplicationFailure, log } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  isCancellation,
+  log,
+  patched,
+  proxyActivities,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
 import type { AlertDelivery, Alert } from '../shared/alert';
 import { FailureType } from '../shared/errors';
-import { RetryBudgets } from '../shared/retry-budget';
-import { withRetryBudget } from './retry';
+import { RetryPolicies } from '../shared/retry-policies';
+import { RetryBudgets } from './legacy/retry-budget';
+import { withRetryBudget } from './legacy/retry-budget-loop';
+
+// Tries(25) + MaxExceptions(3), within an hour: the server schedules the attempts, the activity
+// counts real failures across them and waits out rate limits (src/shared/retry-policies.ts).
+const { deliverAlert } = proxyActivities<Activities>({
+  ...RetryPolicies.alertDelivery,
+  summary: 'Deliver the alert to the alert sink',
+});
 
 /**
  * Raises one alert: one structured error log line, always, and a delivery to the alert sink
- * under its own retry budget. Started as an abandoned child, by the failure interceptor for a
+ * under its own retry policy. Started as an abandoned child, by the failure interceptor for a
  * failed run or by the order workflow for a double charge, with a workflow ID derived from what
  * it reports, so there is exactly one per failed run or extra payment. Whoever starts it does
  * not wait for it, so a sink that is down never holds anything up. It never fails itself: an
@@ -17,8 +33,26 @@ export async function alertWorkflow(alert: Alert): Promise<AlertDelivery> {
     alert: true,
     ...alert,
   });
+  // Patch 'alert-delivery-retry-policy' (2026-12-01): the server's retries replace the
+  // workflow-side loop; runs started before the deploy finish on the loop (src/workflows/legacy).
+  if (!patched('alert-delivery-retry-policy')) return legacyDelivery(alert);
   try {
-    // Chat webhooks answer in well under a second; 10 s means the sink is in trouble.
+    return await deliverAlert(alert);
+  } catch (err) {
+    if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+    log.error('alert could not be delivered to the sink; it stays in the log', {
+      workflowId: alert.workflowId,
+      runId: alert.runId,
+      reason: err.cause?.message ?? err.message,
+      retryState: err.retryState,
+    });
+    return { delivered: false };
+  }
+}
+
+/** LEGACY (see ./legacy/retry-budget-loop.ts): the delivery of runs started before 2026-12-01. */
+async function legacyDelivery(alert: Alert): Promise<AlertDelivery> {
+  try {
     return await withRetryBudget(
       'deliver-alert',
       RetryBudgets.alertDelivery,

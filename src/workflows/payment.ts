@@ -1,16 +1,16 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { orderWorkflowId } from '../shared/order';
-import { databaseCall } from './activity-options';
+import { RetryPolicies } from '../shared/retry-policies';
 import type { PaymentWorkflowInput, PaymentWorkflowResult } from '../shared/payment';
 
 // One proxy per activity, each with its own Web UI summary (metadata, not matched on replay).
 const { recordPayment } = proxyActivities<Activities>({
-  ...databaseCall,
+  ...RetryPolicies.databaseStep,
   summary: 'Record the payment (once per provider event)',
 });
 const { handOverToOrder } = proxyActivities<Activities>({
-  ...databaseCall,
+  ...RetryPolicies.temporalCall,
   summary: "Hand the payment to the order's workflow",
 });
 

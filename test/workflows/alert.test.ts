@@ -1,39 +1,61 @@
 import { randomUUID } from 'node:crypto';
-import { ApplicationFailure } from '@temporalio/client';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Context } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import type { Activities } from '../../src/activities';
+import { createAlertActivities } from '../../src/activities/alert-activities';
 import { failureAlertWorkflowId, type Alert } from '../../src/shared/alert';
-import { FailureType } from '../../src/shared/errors';
 import { sdkLogEntries } from '../support/sdk-logs';
 import { createTimeSkippingEnv } from '../support/temporal';
 
 // Alerts (the seed's Queue::failing) in the time-skipping server: one per failed workflow of
-// any type, delivered under the Tries(25) + MaxExceptions(3) budget, never holding up the
-// failed workflow. A fresh server per test: see the note in payment.test.ts.
+// any type, delivered by the real activity to a local sink under the Tries(25) +
+// MaxExceptions(3) policy, never holding up the failed workflow. A fresh server per test: see
+// the note in payment.test.ts.
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
+let sink: Server;
+let sinkUrl: string;
+/** How the sink answers its n-th request (1-based): a status and headers. */
+let answer: (n: number) => { status: number; headers?: Record<string, string> };
+let sinkRequests = 0;
 const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 beforeAll(async () => {
+  sink = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const { status, headers } = answer(++sinkRequests);
+      res.writeHead(status, headers).end();
+    });
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}/hook`;
+
   bundle = await bundleWorkflowCode({
     workflowsPath: require.resolve('./fixtures/workflows'),
     workflowInterceptorModules: [require.resolve('../../src/workflows/interceptors')],
     logger: quietLogger,
   });
 });
+afterAll(async () => {
+  await new Promise((resolve) => sink?.close(resolve));
+});
 beforeEach(async () => {
   env = await createTimeSkippingEnv();
+  sinkRequests = 0;
 });
 afterEach(async () => {
   await env?.teardown();
 });
 
-type DeliverAlert = Activities['deliverAlert'];
-
-/** Runs a test workflow that fails, with `deliverAlert` as given; returns what happened. */
-async function failAndAlert(deliverAlert: DeliverAlert) {
+/** Runs a test workflow that fails while the sink answers as `sinkAnswers` says. */
+async function failAndAlert(sinkAnswers: typeof answer) {
+  answer = sinkAnswers;
+  const activities = createAlertActivities({ alertWebhookUrl: sinkUrl, temporalUiUrl: undefined });
   const deliveries: Array<{ alert: Alert; at: number }> = [];
+  const attempts: number[] = [];
   const taskQueue = `test-${randomUUID()}`;
   const worker = await Worker.create({
     connection: env.nativeConnection,
@@ -42,7 +64,8 @@ async function failAndAlert(deliverAlert: DeliverAlert) {
     activities: {
       deliverAlert: async (alert: Alert) => {
         deliveries.push({ alert, at: await env.currentTimeMs() });
-        return deliverAlert(alert);
+        attempts.push(Context.current().info.attempt);
+        return activities.deliverAlert(alert);
       },
     },
   });
@@ -68,26 +91,22 @@ async function failAndAlert(deliverAlert: DeliverAlert) {
       failedAt,
       delivery,
       deliveries,
+      attempts,
       alertDescription,
     };
   });
 }
 
-const sinkDown = () =>
-  ApplicationFailure.create({
-    type: FailureType.AlertSinkUnavailable,
-    message: 'alert sink answered 503',
-  });
-const slowDown = (retryAfterMs: number) =>
-  ApplicationFailure.create({
-    type: FailureType.AlertSinkRateLimited,
-    message: 'slow down',
-    details: [{ retryAfterMs }],
-  });
+const ok = { status: 200 };
+const sinkDown = { status: 503 };
+const slowDown = (seconds: number) => ({
+  status: 429,
+  headers: { 'retry-after': String(seconds) },
+});
 
 describe('failure alerts', () => {
   it('raises exactly one alert for a failed workflow of any type, with its cause and a structured log line', async () => {
-    const run = await failAndAlert(async () => ({ delivered: true }));
+    const run = await failAndAlert(() => ok);
 
     expect(run.delivery).toEqual({ delivered: true });
     expect(run.deliveries).toHaveLength(1);
@@ -111,34 +130,38 @@ describe('failure alerts', () => {
     });
   });
 
-  it('keeps trying a rate-limited sink for many attempts, waiting as told, and delivers once', async () => {
-    let calls = 0;
-    const run = await failAndAlert(async () => {
-      calls += 1;
-      if (calls <= 20) throw slowDown(60_000);
-      return { delivered: true };
-    });
+  it('keeps trying a rate-limited sink for many attempts, waiting its Retry-After, and delivers once', async () => {
+    const run = await failAndAlert((n) => (n <= 20 ? slowDown(60) : ok));
 
     expect(run.delivery).toEqual({ delivered: true });
     expect(run.deliveries).toHaveLength(21);
-    expect(run.deliveries[1]!.at - run.deliveries[0]!.at).toBeGreaterThanOrEqual(60_000);
+    for (let i = 1; i < run.deliveries.length; i++) {
+      const wait = run.deliveries[i]!.at - run.deliveries[i - 1]!.at;
+      expect(wait).toBeGreaterThanOrEqual(60_000);
+      expect(wait).toBeLessThan(61_500);
+    }
+    // The server scheduled the attempts: one activity, attempt 21 of at most 25.
+    expect(run.attempts).toEqual(Array.from({ length: 21 }, (_, i) => i + 1));
   });
 
   it('gives up after three real failures (rate limits not counted) without failing or blocking anything', async () => {
-    let calls = 0;
-    const run = await failAndAlert(async () => {
-      calls += 1;
-      if (calls <= 5) throw slowDown(1_000);
-      throw sinkDown();
-    });
+    // Failures on attempts 2, 4 and 6 (MaxExceptions(3)); rate limits on 1, 3 and 5.
+    const run = await failAndAlert((n) => (n % 2 === 1 ? slowDown(1) : sinkDown));
 
-    expect(run.deliveries).toHaveLength(8);
+    expect(run.deliveries).toHaveLength(6);
     expect(run.delivery).toEqual({ delivered: false });
     // The alert workflow completed (it never fails, so it raises no alert of its own)...
     expect(run.alertDescription.status.name).toBe('COMPLETED');
-    // ...and the failed workflow closed at once, not after the minute of delivery attempts.
+    // ...and the failed workflow closed at once, not after the delivery attempts.
     expect(run.failure).toBeInstanceOf(Error);
     expect(run.failedAt).toBeLessThanOrEqual(run.deliveries[0]!.at);
-    expect(run.alertDescription.closeTime!.getTime() - run.failedAt).toBeGreaterThan(30_000);
+    expect(run.alertDescription.closeTime!.getTime() - run.failedAt).toBeGreaterThan(5_000);
+  });
+
+  it('ends at Tries(25) when the sink only ever rate-limits', async () => {
+    const run = await failAndAlert(() => slowDown(1));
+
+    expect(run.deliveries).toHaveLength(25);
+    expect(run.delivery).toEqual({ delivered: false });
   });
 });

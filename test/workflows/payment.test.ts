@@ -4,6 +4,8 @@ import { ActivityFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Activities } from '../../src/activities';
+import { createPaymentActivities } from '../../src/activities/payment-activities';
+import type { WarehouseClient } from '../../src/activities/warehouse-client';
 import type { Alert } from '../../src/shared/alert';
 import { failureAlertWorkflowId, refundReviewAlertWorkflowId } from '../../src/shared/alert';
 import { FailureType } from '../../src/shared/errors';
@@ -57,9 +59,6 @@ function mockActivities(overrides: Partial<Activities>, calls: Call[]): Activiti
       messageId: '<order-12-confirmation@test.local>',
     }),
     awardLoyaltyPoints: async () => ({ awarded: true, points: 100, balance: 100 }),
-    aggregateStock: async () => {
-      throw new Error('not used here');
-    },
     deliverAlert: async () => ({ delivered: true }),
   };
   const activities = { ...defaults, ...overrides };
@@ -74,6 +73,28 @@ function mockActivities(overrides: Partial<Activities>, calls: Call[]): Activiti
   ) as unknown as Activities;
 }
 
+/**
+ * The real notifyWarehouse activity over a warehouse that answers as the test says: the waits
+ * between attempts are what the activity tells the server (nextRetryDelay) and the policy.
+ */
+function warehouse(answer: (attempt: number) => Promise<void>): Partial<Activities> {
+  let attempt = 0;
+  const client: WarehouseClient = {
+    async requestShipment() {
+      attempt += 1;
+      await answer(attempt);
+      return { shipmentId: 'shp_1', replayed: false };
+    },
+  };
+  const unused = undefined as never;
+  const activities = createPaymentActivities({
+    warehouse: client,
+    payments: unused,
+    orders: unused,
+  });
+  return { notifyWarehouse: (input) => activities.notifyWarehouse(input) };
+}
+
 const unavailable = () =>
   ApplicationFailure.create({
     type: FailureType.WarehouseUnavailable,
@@ -84,6 +105,12 @@ const rateLimited = (retryAfterMs: number) =>
     type: FailureType.WarehouseRateLimited,
     message: 'warehouse rate-limited the request',
     details: [{ retryAfterMs }],
+  });
+const rejected = () =>
+  ApplicationFailure.create({
+    type: FailureType.WarehouseRejected,
+    message: 'warehouse rejected the shipment request with 400',
+    nonRetryable: true,
   });
 
 /**
@@ -160,20 +187,27 @@ function runPayment(activities: Partial<Activities>, input = paymentInput()) {
   });
 }
 
+const orderEvent = (event: Partial<OrderPaymentEvent> = {}): OrderPaymentEvent => ({
+  eventId: randomUUID(),
+  paymentId: 7,
+  amount: 5400,
+  firstForOrder: true,
+  ...event,
+});
+
 /** The order workflow of order 12, fed one payment event as the payment workflow does. */
-function runOrder(activities: Partial<Activities>, event: Partial<OrderPaymentEvent> = {}) {
-  const paymentEvent: OrderPaymentEvent = {
-    eventId: randomUUID(),
-    paymentId: 7,
-    amount: 5400,
-    firstForOrder: true,
-    ...event,
-  };
+function runOrder(
+  activities: Partial<Activities>,
+  event: Partial<OrderPaymentEvent> = {},
+  more: { workflowId?: string; followUps?: string[] } = {},
+) {
+  const paymentEvent = orderEvent(event);
+  const workflowId = more.workflowId ?? `order-12-${randomUUID()}`;
   return run(
     activities,
     async (taskQueue) => {
       const handle = await env.client.workflow.signalWithStart('orderWorkflow', {
-        workflowId: `order-12-${randomUUID()}`,
+        workflowId,
         taskQueue,
         args: [{ orderId: 12 }],
         signal: paymentRecordedSignal,
@@ -186,10 +220,11 @@ function runOrder(activities: Partial<Activities>, event: Partial<OrderPaymentEv
         result: () => handle.result(),
       };
     },
-    [refundReviewAlertWorkflowId(12, paymentEvent.eventId)],
-  ).then(({ followUpResults: [refundReviewAlert], ...r }) => ({
+    [refundReviewAlertWorkflowId(12, paymentEvent.eventId), ...(more.followUps ?? [])],
+  ).then(({ followUpResults: [refundReviewAlert, ...otherFollowUps], ...r }) => ({
     ...r,
     refundReviewAlert,
+    otherFollowUps,
     eventId: paymentEvent.eventId,
   }));
 }
@@ -305,31 +340,27 @@ describe('orderWorkflow', () => {
   });
 
   it('retries an outage like Tries(5) + Backoff([10, 30, 120]): five attempts, waiting 10, 30, 120, 120 s', async () => {
-    const run = await runOrder({
-      notifyWarehouse: async () => {
+    const run = await runOrder(
+      warehouse(async () => {
         throw unavailable();
-      },
-    });
+      }),
+    );
 
     expect(run.warehouseCalls).toHaveLength(5);
     expectWaits(run.waits, [10, 30, 120, 120]);
     expect(failureChain(run.result).map((f) => f.type)).toEqual([
       FailureType.FulfilmentFailed,
-      FailureType.RetriesExhausted,
       'activity:notifyWarehouse',
       FailureType.WarehouseUnavailable,
     ]);
   });
 
   it('succeeds on a later attempt when the warehouse comes back', async () => {
-    let attempts = 0;
-    const run = await runOrder({
-      notifyWarehouse: async () => {
-        attempts += 1;
-        if (attempts < 3) throw unavailable();
-        return { shipmentId: 'shp_1', replayed: false };
-      },
-    });
+    const run = await runOrder(
+      warehouse(async (attempt) => {
+        if (attempt < 3) throw unavailable();
+      }),
+    );
 
     expect(run.result).toMatchObject({ processed: [{ outcome: 'fulfilled' }] });
     expectWaits(run.waits, [10, 30]);
@@ -338,82 +369,92 @@ describe('orderWorkflow', () => {
     ]);
   });
 
-  it('gives up at once on a rejected request (4xx): one attempt, no retry', async () => {
-    const run = await runOrder({
-      notifyWarehouse: async () => {
-        throw ApplicationFailure.create({
-          type: FailureType.WarehouseRejected,
-          message: 'warehouse rejected the shipment request with 400',
-          nonRetryable: true,
-        });
-      },
-    });
-
-    expect(run.warehouseCalls).toHaveLength(1);
-    const chain = failureChain(run.result);
-    expect(chain[0]!.type).toBe(FailureType.FulfilmentFailed);
-    expect(chain.at(-1)!.type).toBe(FailureType.WarehouseRejected);
-  });
-
-  it('waits as long as Retry-After says on 429, then retries', async () => {
+  it('falls back on the policy backoff (10, 30 s) when an attempt fails without saying how long to wait', async () => {
+    // A crash-like failure (not the warehouse client's typed answer): the activity cannot choose
+    // a delay for it, so the policy's own exponential backoff applies.
     let attempts = 0;
     const run = await runOrder({
       notifyWarehouse: async () => {
         attempts += 1;
-        if (attempts === 1) throw rateLimited(45_000);
-        if (attempts === 2) throw rateLimited(300_000);
+        if (attempts < 3) throw new Error('worker lost its socket');
         return { shipmentId: 'shp_1', replayed: false };
       },
     });
+
+    expect(run.result).toMatchObject({ processed: [{ outcome: 'fulfilled' }] });
+    expectWaits(run.waits, [10, 30]);
+  });
+
+  it('gives up at once on a rejected request (4xx): one attempt, no retry', async () => {
+    const run = await runOrder(
+      warehouse(async () => {
+        throw rejected();
+      }),
+    );
+
+    expect(run.warehouseCalls).toHaveLength(1);
+    const chain = failureChain(run.result);
+    expect(chain[0]!.type).toBe(FailureType.FulfilmentFailed);
+    expect(chain[0]!.details?.[0]).toMatchObject({ reason: 'non_retryable' });
+    expect(chain.at(-1)!.type).toBe(FailureType.WarehouseRejected);
+  });
+
+  it('waits as long as Retry-After says on 429, then retries', async () => {
+    const run = await runOrder(
+      warehouse(async (attempt) => {
+        if (attempt === 1) throw rateLimited(45_000);
+        if (attempt === 2) throw rateLimited(300_000);
+      }),
+    );
 
     expect(run.result).toMatchObject({ processed: [{ outcome: 'fulfilled' }] });
     expectWaits(run.waits, [45, 300]);
   });
 
   it('starts no attempt later than 30 minutes after the first (retryUntil), before the tries run out', async () => {
-    const run = await runOrder({
-      notifyWarehouse: async () => {
+    const run = await runOrder(
+      warehouse(async () => {
         throw rateLimited(14 * 60_000);
-      },
-    });
+      }),
+    );
 
     // Attempts at 0, 14 and 28 minutes; a fourth would start at 42 minutes: past the deadline.
     expect(run.warehouseCalls).toHaveLength(3);
     expectWaits(run.waits, [840, 840]);
-    const exhausted = failureChain(run.result)[1]!;
-    expect(exhausted.type).toBe(FailureType.RetriesExhausted);
-    expect(exhausted.details?.[0]).toMatchObject({ reason: 'deadline', attempts: 3 });
+    const first = run.warehouseCalls[0]!.at;
+    for (const call of run.warehouseCalls) expect(call.at - first).toBeLessThan(30 * 60_000);
+    const [fulfilment] = failureChain(run.result);
+    expect(fulfilment!.details?.[0]).toMatchObject({ reason: 'deadline', attempts: 3 });
   });
 
   it('compensates when the warehouse finally fails: shipment_status=failed, cause and attempts kept', async () => {
-    const run = await runOrder({
-      notifyWarehouse: async () => {
+    const run = await runOrder(
+      warehouse(async () => {
         throw unavailable();
-      },
-    });
+      }),
+    );
 
     expect(run.calls.filter((c) => c.name === 'setShipmentStatus').map((c) => c.args)).toEqual([
       [{ orderId: 12, status: 'failed' }],
     ]);
     const [fulfilment] = failureChain(run.result);
-    expect(fulfilment!.details?.[0]).toMatchObject({
+    expect(fulfilment!.details?.[0]).toEqual({
       orderId: 12,
       eventId: run.eventId,
-      step: 'notify-warehouse',
+      step: 'notifyWarehouse',
       reason: 'max_attempts',
       attempts: 5,
-      exceptions: 5,
       lastFailureType: FailureType.WarehouseUnavailable,
       lastFailureMessage: 'warehouse answered 503',
     });
   });
 
   it('raises exactly one alert for a failed order workflow, with the cause, attempts and order', async () => {
-    const run = await runOrder({
-      notifyWarehouse: async () => {
+    const run = await runOrder(
+      warehouse(async () => {
         throw unavailable();
-      },
-    });
+      }),
+    );
 
     const alerts = run.calls.filter((c) => c.name === 'deliverAlert');
     expect(alerts).toHaveLength(1);
@@ -473,5 +514,138 @@ describe('orderWorkflow', () => {
     const run = await runOrder({});
     expect(run.calls.filter((c) => c.name === 'deliverAlert')).toHaveLength(0);
     expect(run.refundReviewAlert).toBeUndefined();
+  });
+});
+
+describe('orderWorkflow: no event is lost behind a failed fulfilment', () => {
+  const giveUps: Array<[string, (attempt: number) => Promise<void>, string]> = [
+    [
+      'by its tries (503 five times)',
+      async () => {
+        throw unavailable();
+      },
+      'max_attempts',
+    ],
+    [
+      'by its 30-minute deadline (429, 14 minutes each)',
+      async () => {
+        throw rateLimited(14 * 60_000);
+      },
+      'deadline',
+    ],
+    [
+      'by a 4xx on the second attempt',
+      async (attempt) => {
+        throw attempt === 1 ? unavailable() : rejected();
+      },
+      'non_retryable',
+    ],
+  ];
+
+  it.each(giveUps)(
+    'flags a double charge that arrived during the retries, when the fulfilment gives up %s',
+    async (_name, answer, reason) => {
+      const workflowId = `order-12-${randomUUID()}`;
+      const doubleCharge = orderEvent({ firstForOrder: false, paymentId: 8 });
+      const { notifyWarehouse } = warehouse(async (attempt) => {
+        // The second payment reaches the order while its fulfilment is retrying.
+        if (attempt === 1) {
+          await env.client.workflow
+            .getHandle(workflowId)
+            .signal(paymentRecordedSignal, doubleCharge);
+        }
+        await answer(attempt);
+      });
+      const run = await runOrder(
+        { notifyWarehouse },
+        {},
+        { workflowId, followUps: [refundReviewAlertWorkflowId(12, doubleCharge.eventId)] },
+      );
+
+      // The run fails with the fulfilment's failure (visible, alerted, retryable)...
+      const [fulfilment] = failureChain(run.result);
+      expect(fulfilment!.type).toBe(FailureType.FulfilmentFailed);
+      expect(fulfilment!.details?.[0]).toMatchObject({ eventId: run.eventId, reason });
+      // ...after compensating and still processing the double charge, in order.
+      expect(
+        run.calls.filter((c) => c.name !== 'notifyWarehouse' && c.name !== 'deliverAlert'),
+      ).toMatchObject([
+        { name: 'setShipmentStatus', args: [{ orderId: 12, status: 'failed' }] },
+        { name: 'requestRefundReview', args: [{ orderId: 12, eventId: doubleCharge.eventId }] },
+      ]);
+      expect(run.otherFollowUps).toEqual([{ delivered: true }]);
+      const alerts = run.calls.filter((c) => c.name === 'deliverAlert').map((c) => c.args[0]);
+      expect(alerts).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ kind: 'refund_review', failureType: 'DoubleCharge' }),
+          expect.objectContaining({
+            kind: 'workflow_failed',
+            failureType: FailureType.FulfilmentFailed,
+          }),
+        ]),
+      );
+      expect(alerts).toHaveLength(2);
+    },
+  );
+
+  it('processes an event signalled twice once (an at-least-once hand-over)', async () => {
+    const workflowId = `order-12-${randomUUID()}`;
+    let event: OrderPaymentEvent | undefined;
+    let reviews = 0;
+    const run = await runOrder(
+      {
+        requestRefundReview: async (input) => {
+          reviews += 1;
+          // The hand-over's retry lands while the order still works on the first delivery.
+          if (reviews === 1) {
+            event = { ...orderEvent({ firstForOrder: false }), eventId: input.eventId };
+            await env.client.workflow.getHandle(workflowId).signal(paymentRecordedSignal, event);
+          }
+        },
+      },
+      { firstForOrder: false },
+      { workflowId },
+    );
+
+    expect(event?.eventId).toBe(run.eventId);
+    expect(run.result).toEqual({
+      orderId: 12,
+      processed: [{ eventId: run.eventId, outcome: 'refund_review' }],
+    });
+    expect(reviews).toBe(1);
+  });
+
+  it('raises no second refund-review alert when a hand-over is retried after the order run closed', async () => {
+    const event = orderEvent({ firstForOrder: false });
+    const workflowId = `order-12-${randomUUID()}`;
+    const handOver = (taskQueue: string) =>
+      env.client.workflow.signalWithStart('orderWorkflow', {
+        workflowId,
+        taskQueue,
+        args: [{ orderId: 12 }],
+        signal: paymentRecordedSignal,
+        signalArgs: [event],
+        workflowExecutionTimeout: '1 day',
+      });
+    const outcome = await run({}, async (taskQueue) => {
+      const first = await handOver(taskQueue);
+      await first.result();
+      await env.client.workflow.getHandle(refundReviewAlertWorkflowId(12, event.eventId)).result();
+      // The same event again: the closed run cannot dedup it, a new run processes it.
+      const second = await handOver(taskQueue);
+      expect(second.signaledRunId).not.toBe(first.signaledRunId);
+      return {
+        workflowId,
+        runId: second.signaledRunId,
+        result: () => second.result(),
+      };
+    });
+
+    expect(outcome.result).toEqual({
+      orderId: 12,
+      processed: [{ eventId: event.eventId, outcome: 'refund_review' }],
+    });
+    expect(outcome.calls.filter((c) => c.name === 'requestRefundReview')).toHaveLength(2);
+    expect(outcome.calls.filter((c) => c.name === 'deliverAlert')).toHaveLength(1);
   });
 });

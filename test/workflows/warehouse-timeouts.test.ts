@@ -5,7 +5,8 @@ import { durationToMs } from '../support/durations';
 import { createActivities } from '../../src/activities';
 import { createOrdersRepository, type DatabaseHandle } from '../../src/db';
 import { orderWorkflowId } from '../../src/shared/order';
-import { RetryBudgets } from '../../src/shared/retry-budget';
+import { NON_RETRYABLE_FAILURE_TYPES } from '../../src/shared/errors';
+import { WAREHOUSE_BACKOFF_SECONDS } from '../../src/shared/retry-policies';
 import type { orderWorkflow } from '../../src/workflows/order';
 import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
 import { testDatabases } from '../support/databases';
@@ -71,7 +72,12 @@ async function payOnce(warehouseTimeoutMs: number) {
     });
     return env.client.workflow.getHandle<typeof orderWorkflow>(orderWorkflowId(order.id)).result();
   });
-  return { orderId: order.id, result, orderWorkflow: orderWorkflowId(order.id) };
+  return {
+    orderId: order.id,
+    result,
+    paymentWorkflow: workflowId,
+    orderWorkflow: orderWorkflowId(order.id),
+  };
 }
 
 describe('warehouse call timeouts', () => {
@@ -92,29 +98,49 @@ describe('warehouse call timeouts', () => {
     );
   });
 
-  it('gives every activity a start-to-close timeout, the warehouse call one shorter than its first backoff and a heartbeat timeout', async () => {
+  it('runs every activity of the flow under a declared retry policy, a deadline and a start-to-close timeout', async () => {
     warehouse.reset();
-    const { orderWorkflow } = await payOnce(1_000);
-    const history = await env.client.workflow.getHandle(orderWorkflow).fetchHistory();
-    const scheduled = (history.events ?? []).flatMap((e) =>
-      e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes] : [],
-    );
+    const run = await payOnce(1_000);
+    const scheduled = [];
+    for (const id of [run.paymentWorkflow, run.orderWorkflow]) {
+      const history = await env.client.workflow.getHandle(id).fetchHistory();
+      for (const e of history.events ?? []) {
+        if (e.activityTaskScheduledEventAttributes)
+          scheduled.push(e.activityTaskScheduledEventAttributes);
+      }
+    }
     expect(scheduled.map((a) => a.activityType?.name)).toEqual([
+      'recordPayment',
+      'handOverToOrder',
       'notifyWarehouse',
       'setShipmentStatus',
       'sendOrderConfirmation',
       'awardLoyaltyPoints',
     ]);
     for (const activity of scheduled) {
+      const name = activity.activityType?.name;
+      const policy = activity.retryPolicy;
+      expect({ name, policy: Boolean(policy) }).toEqual({ name, policy: true });
+      expect(durationToMs(policy!.initialInterval)).toBeGreaterThan(0);
+      expect(policy!.backoffCoefficient).toBeGreaterThan(1);
+      expect(durationToMs(policy!.maximumInterval)).toBeGreaterThan(0);
+      expect(policy!.nonRetryableErrorTypes).toEqual([...NON_RETRYABLE_FAILURE_TYPES]);
+      expect(durationToMs(activity.scheduleToCloseTimeout)).toBeGreaterThan(0);
       expect(durationToMs(activity.startToCloseTimeout)).toBeGreaterThan(0);
       expect(durationToMs(activity.startToCloseTimeout)).toBeLessThanOrEqual(15_000);
     }
-    const notify = scheduled[0]!;
+    // The seed's NotifyWarehouse: Tries(5), Backoff from 10 s, retryUntil(+30 minutes), and a
+    // start-to-close shorter than the first wait, so attempts never overlap.
+    const notify = scheduled[2]!;
+    expect(notify.retryPolicy?.maximumAttempts).toBe(5);
+    expect(durationToMs(notify.retryPolicy?.initialInterval)).toBe(
+      WAREHOUSE_BACKOFF_SECONDS[0]! * 1000,
+    );
+    expect(durationToMs(notify.scheduleToCloseTimeout)).toBe(30 * 60_000);
     expect(durationToMs(notify.startToCloseTimeout)).toBeLessThan(
-      RetryBudgets.warehouseNotification.backoffMs[0],
+      WAREHOUSE_BACKOFF_SECONDS[0]! * 1000,
     );
     expect(durationToMs(notify.heartbeatTimeout)).toBeGreaterThan(0);
-    expect(notify.retryPolicy?.maximumAttempts).toBe(1);
   });
 });
 

@@ -6,24 +6,33 @@ import {
   sleep,
   type ActivityOptions,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import type { Activities } from '../../activities';
 import {
   NON_RETRYABLE_FAILURE_TYPES,
   RATE_LIMITED_FAILURE_TYPES,
   FailureType,
   type RateLimitDetails,
-} from '../shared/errors';
+} from '../../shared/errors';
 import {
   afterFailedAttempt,
   startBudget,
   type AttemptOutcome,
+  type GiveUpReason,
   type RetryBudget,
-} from '../shared/retry-budget';
+} from './retry-budget';
+
+// LEGACY, kept only so that runs started before the patches 'warehouse-retry-policy' and
+// 'alert-delivery-retry-policy' (2026-12-01) replay and finish: they retry in this workflow-side
+// loop, one activity per attempt (`<step>#<n>`) with durable timers between. New runs let the
+// server schedule the attempts (src/shared/retry-policies.ts). Order runs end within 30 minutes
+// and alert runs within an hour, so once every run started before the deploy is closed (and
+// the replay sets v1-v3, recorded with this loop, are retired), deprecate both patches and
+// delete this folder. docs/deploys.md says how to check.
 
 /** What a give-up failure carries in its details: enough to read the cause without the history. */
 export interface RetriesExhaustedDetails {
   step: string;
-  reason: string;
+  reason: GiveUpReason;
   attempts: number;
   exceptions: number;
   lastFailureType: string | undefined;
@@ -37,7 +46,8 @@ export interface RetriesExhaustedDetails {
  * 120 s backoff loses nothing.
  *
  * Activity IDs are `<step>#<attempt>`: the Web UI shows the attempt number, and the operator
- * CLI finds attempt #1 of the failed step to retry the whole step with a fresh budget.
+ * CLI finds attempt #1 of the failed step to retry the whole step with a fresh budget
+ * (src/operator/retry.ts).
  */
 export async function withRetryBudget<K extends keyof Activities>(
   step: string,

@@ -6,7 +6,7 @@ import {
   type AttemptOutcome,
   type RetryBudget,
   type RetryDecision,
-} from '../../src/shared/retry-budget';
+} from '../../src/workflows/legacy/retry-budget';
 
 /** Plays a sequence of failed attempts through a budget, each attempt starting when told. */
 function play(budget: RetryBudget, outcomes: AttemptOutcome[]) {

@@ -1,3 +1,6 @@
+// LEGACY: the decisions of the workflow-side retry loop (./retry-budget-loop.ts), kept to replay
+// runs started before 2026-12-01; deleted with it.
+
 /**
  * Retry budgets: the seed's #[Tries], #[Backoff], retryUntil() and #[MaxExceptions] as one
  * pure decision function. Workflows run it between attempts (see src/workflows/retry.ts), so
