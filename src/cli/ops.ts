@@ -91,8 +91,8 @@ Options:
 Re-runs a failed workflow with the same input, from the step that failed. It resets the failed
 run to the workflow task that scheduled the activity whose failure failed the workflow (found by
 following the failure's cause chain); when no activity failed (the workflow code itself did), to
-the first workflow task. A step the workflow retries itself (activity IDs <step>#<attempt>) is
-taken back to its first attempt, so it gets a fresh retry budget. The new run keeps the workflow
+the first workflow task. The activity runs again with a fresh retry policy: all its attempts and
+its whole deadline. The new run keeps the workflow
 ID, the input, the signals received and every result recorded before that point: an order's
 workflow keeps the payment it was handed and asks the warehouse again. A fresh start would have
 none of that (and a payment workflow started anew finds its payment recorded and stops).
@@ -128,12 +128,13 @@ Options:
   stuck: `Usage: npm run ops -- stuck [--min-attempts <N>] [--type <WorkflowType>]
 
 Lists running workflows that are not getting anywhere:
-  - an activity on attempt N or later, with its last failure and when it runs next: one that
-    the server retries (e.g. recordPayment while the database is down), or a step that the
-    workflow retries itself (e.g. notifyWarehouse while the warehouse is down);
+  - an activity on attempt N or later, with its last failure and when the server runs it next
+    (e.g. notifyWarehouse while the warehouse is down, recordPayment while the database is);
   - a workflow task past its first attempt: the workflow code itself throws, for example
     non-determinism after a bad deploy. It retries forever until the code is fixed.
-Reads the description and the recent history of every running workflow.
+Reads the description (pending activities and workflow task) of every running workflow, and the
+recent history of one whose workflow task fails. To act on a retrying activity (pause it, retry
+it now, change its retry options) use the Temporal CLI: see docs/operator.md.
 
 ATTEMPTS is the attempt the work is on, or will make next.
 

@@ -54,10 +54,11 @@ export class NoResetPointError extends Error {
  * from the step that failed. The chain, not "the last activity that failed", decides: steps
  * that run after the failure (compensation, alerts) are not what should be retried.
  *
- * A step that the workflow retries itself runs each attempt as an activity with ID
- * `<step>#<attempt>` (src/workflows/retry.ts). When the failed activity is such an attempt, the
- * reset goes back to the step's first attempt, so the step is retried with a fresh budget
- * instead of resuming on its last attempt.
+ * The server retries an activity within one Scheduled event, so the reset runs it again with a
+ * fresh retry policy: all its attempts, its whole deadline. (LEGACY: runs started before
+ * 2026-12-01 retried the warehouse in the workflow, one activity per attempt with ID
+ * `<step>#<attempt>`, src/workflows/legacy; for those the reset goes back to the step's first
+ * attempt. Delete with that folder.)
  * Returns undefined when the history has nothing to reset to.
  */
 export function findResetPoint(events: readonly HistoryEvent[]): ResetPoint | undefined {
@@ -83,8 +84,8 @@ export function findResetPoint(events: readonly HistoryEvent[]): ResetPoint | un
   return first?.eventId ? { eventId: first.eventId, kind: 'start' } : undefined;
 }
 
-/** Activity IDs of a step the workflow retries itself: `<step>#<attempt>`. */
-export const STEP_ATTEMPT_ID = /^(.+)#(\d+)$/;
+/** LEGACY activity IDs of a step the workflow retried itself: `<step>#<attempt>`. */
+const STEP_ATTEMPT_ID = /^(.+)#(\d+)$/;
 
 /**
  * The Scheduled event at `index`, or, when it is attempt n > 1 of a workflow-retried step, the

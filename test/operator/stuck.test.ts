@@ -69,10 +69,10 @@ it('lists an activity that the server keeps retrying, from the given attempt on'
   expect(stuckFor(all, waiting.workflowId)).toEqual([]);
 });
 
-it('lists an order whose warehouse step the workflow retries itself, with its next attempt', async () => {
+it("lists an order whose warehouse call is retrying, with the server's next attempt time", async () => {
   const payment = await startPayment(env, stack);
 
-  // After the first failed attempt the workflow waits 10 s on a timer: attempt 2 comes next.
+  // After the first failed attempt the server waits 10 s (nextRetryDelay): attempt 2 comes next.
   const [entry] = await eventually(async () => {
     const found = stuckFor(await findStuckWork(env.client, { minAttempts: 2 }), payment.workflowId);
     expect(found).toHaveLength(1);
@@ -80,11 +80,7 @@ it('lists an order whose warehouse step the workflow retries itself, with its ne
   });
   expect(entry).toMatchObject({
     type: FULFILMENT_WORKFLOW_TYPE,
-    stuckOn: {
-      kind: 'activity',
-      activityType: 'notifyWarehouse',
-      activityId: 'notify-warehouse#2',
-    },
+    stuckOn: { kind: 'activity', activityType: 'notifyWarehouse' },
     attempts: 2,
     lastFailure: { rootCause: { type: 'WarehouseUnavailable' } },
   });
