@@ -83,7 +83,11 @@ export interface PaymentStack {
   close(): Promise<void>;
 }
 
-export async function startPaymentStack(env: TestWorkflowEnvironment): Promise<PaymentStack> {
+export async function startPaymentStack(
+  env: TestWorkflowEnvironment,
+  /** Settings of the worker beyond the defaults, e.g. `ALERT_WEBHOOK_URL` of a local sink. */
+  settings: NodeJS.ProcessEnv = {},
+): Promise<PaymentStack> {
   const sqlite = testDatabases.find((d) => d.name === 'sqlite');
   if (!sqlite) throw new Error('no sqlite test database');
   const db = await sqlite.create();
@@ -96,7 +100,7 @@ export async function startPaymentStack(env: TestWorkflowEnvironment): Promise<P
     worker = await createPaymentWorker({
       connection: env.nativeConnection,
       namespace: env.namespace ?? 'default',
-      activities: activityDepsFromConfig(loadConfig({ NODE_ENV: 'test' }), db, {
+      activities: activityDepsFromConfig(loadConfig({ NODE_ENV: 'test', ...settings }), db, {
         warehouseUrl,
         temporalUiUrl: undefined,
         smtpUrl: smtp.url,
