@@ -8,6 +8,7 @@ import {
   createOrderExportRepository,
   createOrdersRepository,
   createPaymentsRepository,
+  createStockRepository,
   type DatabaseHandle,
 } from './db';
 import { createLogger } from './logger';
@@ -23,8 +24,10 @@ export const DEFAULT_HEAVY_MAX_CONCURRENT_ACTIVITIES = 2;
 /**
  * On SIGTERM, in-flight heavy activities get this long to finish before they are cancelled. An
  * export chunk takes milliseconds; a long invoice is cancelled at its next heartbeat and retried
- * by another worker, writing the same file. Both are idempotent, so cutting them short loses
- * nothing but the work done so far.
+ * by another worker, writing the same file; so is a stock aggregation (up to 7 minutes,
+ * heartbeating every second), whose retry returns or writes the one snapshot of its scheduled
+ * time. All are idempotent, so cutting them short loses nothing but the work done so far, and
+ * the heavy worker stops within seconds rather than after its longest job.
  */
 const SHUTDOWN_GRACE_TIME = '10 seconds';
 
@@ -44,8 +47,9 @@ export interface HeavyWorkerOptions {
 }
 
 /**
- * The worker of task queue `heavy`: PDF invoices and order exports, in a pool of their own so a
- * backlog there never delays payments and mail on `payments`. It loads the same workflow
+ * The worker of task queue `heavy`: PDF invoices, order exports and the stock aggregation, in a
+ * pool of their own so a backlog there never delays payments and mail on `payments`, and a long
+ * job never stretches the payments worker's shutdown. It loads the same workflow
  * bundle as the payment worker and registers only the heavy activities.
  */
 export async function createHeavyWorker(options: HeavyWorkerOptions): Promise<Worker> {
@@ -87,6 +91,8 @@ export function heavyActivityDepsFromConfig(
     invoiceDir: config.INVOICE_DIR,
     exportDir: config.EXPORT_DIR,
     invoiceDelayMs: config.INVOICE_DELAY_MS,
+    stock: createStockRepository(db.db),
+    stockAggregationDelayMs: config.STOCK_AGGREGATION_DELAY_MS,
     alerts: { alertWebhookUrl: config.ALERT_WEBHOOK_URL, temporalUiUrl: urls.temporalUiUrl },
   };
 }

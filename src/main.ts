@@ -178,8 +178,9 @@ async function main(): Promise<void> {
         await workerRun;
       },
     });
-    // PDF invoices and exports: task queue `heavy`, a worker of its own with few slots, so a
-    // backlog there never delays payments and mail (docs/task-queues.md).
+    // PDF invoices, exports and the stock aggregation's activity: task queue `heavy`, a worker of
+    // its own with few slots, so a backlog there never delays payments and mail, and a 7-minute
+    // aggregation never holds up the payment worker's shutdown (docs/task-queues.md).
     const heavyWorker = await createHeavyWorker({
       dataConverter,
       connection,

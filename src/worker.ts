@@ -12,7 +12,6 @@ import {
   createLoyaltyRepository,
   createOrdersRepository,
   createPaymentsRepository,
-  createStockRepository,
   type DatabaseHandle,
 } from './db';
 import { createLogger } from './logger';
@@ -25,13 +24,15 @@ import { connectWorker } from './temporal/worker-connection';
 export type WorkerActivityDeps = Omit<ActivityDeps, 'client'>;
 
 /**
- * The longest start-to-close timeout of any activity the `payments` worker runs: the stock
- * aggregation (src/workflows/stock.ts, 10 minutes), which the Schedule starts on this queue. The
- * next longest is the confirmation mail (15 s, src/workflows/order.ts). Raise it with any longer
- * activity on this queue; lower it (to 15 s) if the aggregation moves to a queue of its own.
- * test/operations/worker-settings.test.ts compares it with the workflows' timeouts.
+ * The longest start-to-close timeout of any activity the `payments` worker runs: the confirmation
+ * mail (RetryPolicies.confirmationMail in src/shared/retry-policies.ts, 15 s). Only one attempt
+ * counts: the grace time protects the attempt in flight, and a retry is scheduled by the server,
+ * on whichever worker polls, so schedule-to-close deadlines do not matter here. The stock
+ * aggregation (10 minutes) runs on `heavy`, not here (src/workflows/stock.ts). Raise this with
+ * any longer activity on this queue; test/operations/worker-settings.test.ts compares it with
+ * the presets.
  */
-export const LONGEST_PAYMENTS_ACTIVITY_TIMEOUT_MS = 10 * 60_000;
+export const LONGEST_PAYMENTS_ACTIVITY_TIMEOUT_MS = 15_000;
 
 /**
  * On SIGTERM the worker stops polling and lets in-flight activities finish for this long before
@@ -43,9 +44,10 @@ export const PAYMENTS_WORKER_SHUTDOWN_GRACE_MS = LONGEST_PAYMENTS_ACTIVITY_TIMEO
 
 /**
  * Past the grace time, cancelled activities get this long to acknowledge before `run()` gives up
- * (GracefulShutdownPeriodExpiredError, exit 1) rather than hang the process forever.
+ * (GracefulShutdownPeriodExpiredError, exit 1) rather than hang the process forever. Counted
+ * from the shutdown, like the grace time: the worker has drained within a minute of SIGTERM.
  */
-export const PAYMENTS_WORKER_SHUTDOWN_FORCE_MS = PAYMENTS_WORKER_SHUTDOWN_GRACE_MS + 30_000;
+export const PAYMENTS_WORKER_SHUTDOWN_FORCE_MS = PAYMENTS_WORKER_SHUTDOWN_GRACE_MS + 15_000;
 
 /** Where `npm run build` writes the workflow bundle: next to the compiled worker, dist/. */
 export const WORKFLOW_BUNDLE_FILENAME = 'workflow-bundle.js';
@@ -163,8 +165,6 @@ export function activityDepsFromConfig(
     payments: createPaymentsRepository(db.db),
     orders: createOrdersRepository(db.db),
     loyalty: createLoyaltyRepository(db.db),
-    stock: createStockRepository(db.db),
-    stockAggregationDelayMs: config.STOCK_AGGREGATION_DELAY_MS,
     mail: { smtpUrl: urls.smtpUrl, from: config.MAIL_FROM },
     warehouse: createWarehouseClient({
       baseUrl: urls.warehouseUrl,

@@ -31,7 +31,10 @@ export interface ChaosPostgres {
 // immediate stop, which would be a fault of this harness, not of the system under test.
 const SERVER_SETTINGS = ['fsync=off', 'full_page_writes=off', 'max_connections=300'];
 
-/** Creates a cluster in `root` (a fresh directory) for `port`; call start() to run it. */
+/**
+ * Creates a cluster in `root` for `port` (or takes the one a previous run left there); call
+ * start() to run it.
+ */
 export function createChaosPostgres(root: string, port: number): ChaosPostgres {
   const bin = findPostgresBinDir();
   const user = serverUser();
@@ -71,22 +74,26 @@ export function createChaosPostgres(root: string, port: number): ChaosPostgres {
     '30',
   ]);
 
-  execFileSync(
-    ...split(
-      command('initdb', [
-        '-D',
-        dataDir,
-        '-U',
-        'postgres',
-        '--auth=trust',
-        '-E',
-        'UTF8',
-        '--locale=C',
-        '--no-sync',
-      ]),
-    ),
-    { stdio: 'pipe' },
-  );
+  // A data directory that already holds a cluster (`npm run cluster` keeps its data between
+  // runs) is started as it is.
+  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
+    execFileSync(
+      ...split(
+        command('initdb', [
+          '-D',
+          dataDir,
+          '-U',
+          'postgres',
+          '--auth=trust',
+          '-E',
+          'UTF8',
+          '--locale=C',
+          '--no-sync',
+        ]),
+      ),
+      { stdio: 'pipe' },
+    );
+  }
   const cluster: ChaosPostgres = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,

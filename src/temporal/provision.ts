@@ -367,7 +367,8 @@ async function ensureTestServer(context: ProvisionContext): Promise<string> {
   });
 }
 
-async function runOrExplain(
+/** Runs a program; when it cannot even be started, says what to install (`needs`). */
+export async function runOrExplain(
   context: ProvisionContext,
   command: string,
   args: readonly string[],
@@ -383,7 +384,7 @@ async function runOrExplain(
   }
 }
 
-interface CachedArtifact {
+export interface CachedArtifact {
   /** Versioned folder name; a hash of the recipe is appended so a changed recipe rebuilds. */
   name: string;
   recipe: readonly string[];
@@ -397,8 +398,12 @@ interface CachedArtifact {
  * Returns the artifact's cache folder, building it first if needed. A build happens in a private
  * temporary folder renamed into place only once complete, so the folder's existence means it is
  * whole; a lock file keeps a second process from building the same thing at the same time.
+ * Exported for the multi-service cluster's own binaries (scripts/cluster), built the same way.
  */
-async function ensureCached(context: ProvisionContext, artifact: CachedArtifact): Promise<string> {
+export async function ensureCached(
+  context: ProvisionContext,
+  artifact: CachedArtifact,
+): Promise<string> {
   const hash = createHash('sha256').update(artifact.recipe.join('\0')).digest('hex').slice(0, 10);
   const dir = path.join(context.cacheDir, `${artifact.name}-${hash}`);
   if (await isDirectory(dir)) return dir;
@@ -563,7 +568,8 @@ async function isDirectory(p: string): Promise<boolean> {
   }
 }
 
-function tail(output: string, lines = 20): string {
+/** The last lines of a command's output, for error messages. */
+export function tail(output: string, lines = 20): string {
   return output.trimEnd().split('\n').slice(-lines).join('\n');
 }
 
