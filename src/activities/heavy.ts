@@ -1,7 +1,13 @@
-import type { OrderExportRepository, OrdersRepository, PaymentsRepository } from '../db';
+import type {
+  OrderExportRepository,
+  OrdersRepository,
+  PaymentsRepository,
+  StockRepository,
+} from '../db';
 import { createAlertActivities, type AlertActivityDeps } from './alert-activities';
 import { createBatchActivities } from './batch-activities';
 import { createInvoiceActivities } from './invoice-activities';
+import { createStockActivities } from './stock-activities';
 
 export interface HeavyActivityDeps {
   orders: OrdersRepository;
@@ -14,12 +20,16 @@ export interface HeavyActivityDeps {
   /** Makes each invoice take at least this long (tests and demo of a saturated heavy queue). */
   invoiceDelayMs?: number;
   alerts: AlertActivityDeps;
+  stock: StockRepository;
+  /** Makes each stock aggregation take at least this long (demo of a long scheduled job). */
+  stockAggregationDelayMs?: number;
 }
 
 /**
  * Every activity the heavy worker (task queue `heavy`) registers: PDF invoices, order exports,
- * and the alert delivery, because a heavy workflow that fails raises its alert as a child on
- * its own task queue.
+ * the stock aggregation (whose workflow runs on `payments`: src/workflows/stock.ts), and the
+ * alert delivery, because a heavy workflow that fails raises its alert as a child on its own
+ * task queue.
  */
 export function createHeavyActivities(deps: HeavyActivityDeps) {
   return {
@@ -30,6 +40,10 @@ export function createHeavyActivities(deps: HeavyActivityDeps) {
       invoiceDelayMs: deps.invoiceDelayMs,
     }),
     ...createBatchActivities({ orderExport: deps.orderExport, exportDir: deps.exportDir }),
+    ...createStockActivities({
+      stock: deps.stock,
+      aggregationDelayMs: deps.stockAggregationDelayMs,
+    }),
     ...createAlertActivities(deps.alerts),
   };
 }

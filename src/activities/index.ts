@@ -1,21 +1,20 @@
-import type { LoyaltyRepository, StockRepository } from '../db';
+import type { LoyaltyRepository } from '../db';
 import { createAlertActivities, type AlertActivityDeps } from './alert-activities';
 import { createLoyaltyActivities } from './loyalty-activities';
 import { createMailActivities } from './mail-activities';
 import { createOrderActivities, type OrderActivityDeps } from './order-activities';
 import { createPaymentActivities, type PaymentActivityDeps } from './payment-activities';
-import { createStockActivities } from './stock-activities';
 
 export interface ActivityDeps extends PaymentActivityDeps, OrderActivityDeps {
   alerts: AlertActivityDeps;
   mail: { smtpUrl: string; from: string };
   loyalty: LoyaltyRepository;
-  stock: StockRepository;
-  /** Makes each stock aggregation take at least this long (demo of a long scheduled job). */
-  stockAggregationDelayMs?: number;
 }
 
-/** Every activity the workers register, built from their dependencies. */
+/**
+ * Every activity the payments worker registers, built from their dependencies. The stock
+ * aggregation is not among them: it runs on the heavy worker (./heavy.ts).
+ */
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createPaymentActivities(deps),
@@ -26,10 +25,6 @@ export function createActivities(deps: ActivityDeps) {
       from: deps.mail.from,
     }),
     ...createLoyaltyActivities({ loyalty: deps.loyalty, orders: deps.orders }),
-    ...createStockActivities({
-      stock: deps.stock,
-      aggregationDelayMs: deps.stockAggregationDelayMs,
-    }),
     ...createAlertActivities(deps.alerts),
   };
 }

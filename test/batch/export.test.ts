@@ -23,6 +23,7 @@ import {
   createOrderExportRepository,
   createOrdersRepository,
   createPaymentsRepository,
+  createStockRepository,
   type DatabaseHandle,
 } from '../../src/db';
 import { createHeavyWorker } from '../../src/heavy-worker';
@@ -98,6 +99,7 @@ describe.each(cases)('exportOrdersWorkflow ($name, $orders orders)', (c) => {
       orderExport: createOrderExportRepository(db.db),
       invoiceDir: path.join(exportDir, 'invoices'),
       exportDir,
+      stock: createStockRepository(db.db),
       alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
     };
     const real = createHeavyActivities(deps);

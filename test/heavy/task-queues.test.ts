@@ -12,6 +12,7 @@ import {
   createOrderExportRepository,
   createOrdersRepository,
   createPaymentsRepository,
+  createStockRepository,
 } from '../../src/db';
 import { createHeavyWorker } from '../../src/heavy-worker';
 import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
@@ -29,6 +30,7 @@ import {
   invoiceWorkflowId,
   type invoiceWorkflow,
 } from '../../src/workflows/invoice';
+import type { aggregateStockWorkflow } from '../../src/workflows/stock';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
@@ -87,6 +89,7 @@ beforeAll(async () => {
       invoiceDir,
       exportDir: path.join(invoiceDir, 'exports'),
       invoiceDelayMs: INVOICE_MS,
+      stock: createStockRepository(db.db),
       alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
     },
     overrides: prebuilt,
@@ -205,3 +208,32 @@ it('sends a confirmation mail within seconds while 20 slow invoices queue on the
     `confirmation mail after ${mailAfterMs} ms; invoices written by then: ${invoicesDoneByThen}/${BACKLOG}\n`,
   );
 });
+
+it('runs the scheduled stock aggregation on the heavy worker, its workflow staying on payments', async () => {
+  const workflowId = `aggregate-stock-test-${Date.now()}`;
+  const scheduledAt = '2025-01-31T09:05:00.000Z';
+  // As the Schedule starts it: on `payments`, whose worker no longer registers aggregateStock.
+  const result = await env.client.workflow.execute<typeof aggregateStockWorkflow>(
+    'aggregateStockWorkflow',
+    {
+      workflowId,
+      taskQueue: PAYMENTS_TASK_QUEUE,
+      args: [{ scheduledAt }],
+      // The heavy worker works off its invoice backlog first (one slot, 1 s each).
+      workflowExecutionTimeout: '2 minutes',
+    },
+  );
+
+  expect(result).toMatchObject({ takenAt: scheduledAt, created: true });
+  const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+  const scheduled = history.events!.flatMap((e) =>
+    e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes] : [],
+  );
+  expect(scheduled.map((a) => [a.activityType?.name, a.taskQueue?.name])).toEqual([
+    ['aggregateStock', HEAVY_TASK_QUEUE],
+  ]);
+  const started = history.events!.find((e) => e.workflowExecutionStartedEventAttributes);
+  expect(started?.workflowExecutionStartedEventAttributes?.taskQueue?.name).toBe(
+    PAYMENTS_TASK_QUEUE,
+  );
+}, 150_000);

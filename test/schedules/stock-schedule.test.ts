@@ -2,10 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { ScheduleOverlapPolicy, type Client, type ScheduleSummary } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
-import { createStockActivities } from '../../src/activities/stock-activities';
+import {
+  createStockActivities,
+  type AggregateStockInput,
+} from '../../src/activities/stock-activities';
 import { createOrdersRepository, type OrdersRepository } from '../../src/db/repositories/orders';
 import { createStockRepository, type StockRepository } from '../../src/db/repositories/stock';
-import { PAYMENTS_TASK_QUEUE } from '../../src/shared/constants';
+import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../../src/shared/constants';
 import {
   ensureStockAggregationSchedule,
   STOCK_AGGREGATION_SCHEDULE_ID,
@@ -24,9 +27,12 @@ let client: Client;
 let db: TestDatabaseHandle;
 let stock: StockRepository;
 let orders: OrdersRepository;
-// Two workers over one database: runs that take 3 s, for the overlap test, and instant ones.
-const slowQueue = `stock-slow-${randomUUID()}`;
-const fastQueue = `stock-fast-${randomUUID()}`;
+// The workflows on a queue of their own; their activity on `heavy`, where the workflow sends it
+// (src/workflows/stock.ts), served by one worker with only the stock activity. Each test file has
+// a dev server of its own, so no other worker polls `heavy` here.
+const workflowQueue = `stock-${randomUUID()}`;
+// Runs take 3 s while the overlap test sets this, and no time otherwise.
+let slowRuns = false;
 let workers: Worker[] = [];
 let workerRuns: Array<Promise<void>> = [];
 
@@ -45,20 +51,23 @@ beforeAll(async () => {
   db = database;
   stock = createStockRepository(db.db);
   orders = createOrdersRepository(db.db);
-  // Only the stock activity: no other workflow type runs on these queues.
-  workers = await Promise.all(
-    [
-      { taskQueue: slowQueue, aggregationDelayMs: SLOW_RUN_MS },
-      { taskQueue: fastQueue, aggregationDelayMs: 0 },
-    ].map(({ taskQueue, aggregationDelayMs }) =>
-      Worker.create({
-        connection: env.nativeConnection,
-        taskQueue,
-        workflowBundle: bundle,
-        activities: createStockActivities({ stock, aggregationDelayMs }),
-      }),
-    ),
-  );
+  const slow = createStockActivities({ stock, aggregationDelayMs: SLOW_RUN_MS });
+  const fast = createStockActivities({ stock, aggregationDelayMs: 0 });
+  workers = await Promise.all([
+    Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: workflowQueue,
+      workflowBundle: bundle,
+    }),
+    Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: HEAVY_TASK_QUEUE,
+      activities: {
+        aggregateStock: (input: AggregateStockInput) =>
+          (slowRuns ? slow : fast).aggregateStock(input),
+      },
+    }),
+  ]);
   workerRuns = workers.map((w) => w.run());
 });
 
@@ -149,14 +158,19 @@ describe('ensureStockAggregationSchedule', () => {
 });
 
 describe('the stock aggregation schedule', () => {
+  afterEach(() => {
+    slowRuns = false;
+  });
+
   it('never runs two aggregations at once: a run that outlasts the interval makes the next slots skip', async () => {
     const scheduleId = `${STOCK_AGGREGATION_SCHEDULE_ID}-${randomUUID()}`;
     const handle = client.schedule.getHandle(scheduleId);
     const startedAt = Date.now();
+    slowRuns = true;
     await ensureStockAggregationSchedule(client, {
       scheduleId,
       interval: '2 seconds',
-      taskQueue: slowQueue,
+      taskQueue: workflowQueue,
     });
     let description;
     try {
@@ -233,7 +247,7 @@ describe('aggregateStockWorkflow', () => {
       'aggregateStockWorkflow',
       {
         workflowId: `aggregate-stock-test-${randomUUID()}`,
-        taskQueue: fastQueue,
+        taskQueue: workflowQueue,
         args: [{ scheduledAt }],
         workflowExecutionTimeout: '30 seconds',
       },
@@ -262,7 +276,7 @@ describe('aggregateStockWorkflow', () => {
     const run = () =>
       client.workflow.execute<typeof aggregateStockWorkflow>('aggregateStockWorkflow', {
         workflowId: `aggregate-stock-test-${randomUUID()}`,
-        taskQueue: fastQueue,
+        taskQueue: workflowQueue,
         args: [{ scheduledAt }],
         workflowExecutionTimeout: '30 seconds',
       });
@@ -280,7 +294,7 @@ describe('aggregateStockWorkflow', () => {
       'aggregateStockWorkflow',
       {
         workflowId: `aggregate-stock-test-${randomUUID()}`,
-        taskQueue: fastQueue,
+        taskQueue: workflowQueue,
         args: [],
         workflowExecutionTimeout: '30 seconds',
       },

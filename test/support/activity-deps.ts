@@ -3,7 +3,6 @@ import {
   createLoyaltyRepository,
   createOrdersRepository,
   createPaymentsRepository,
-  createStockRepository,
   type DatabaseHandle,
 } from '../../src/db';
 import type { WorkerActivityDeps } from '../../src/worker';
@@ -17,7 +16,6 @@ export function testActivityDeps(
     payments: createPaymentsRepository(db.db),
     orders: createOrdersRepository(db.db),
     loyalty: createLoyaltyRepository(db.db),
-    stock: createStockRepository(db.db),
     warehouse: createWarehouseClient({
       baseUrl: peers.warehouseUrl,
       timeoutMs: peers.warehouseTimeoutMs ?? 5_000,
