@@ -26,8 +26,8 @@ export const UI_WAIT_MS = 30_000;
 
 export interface TestBrowser {
   context: BrowserContext;
-  /** Saves a full-page screenshot under this run's folder and prints where. */
-  screenshot(page: Page, name: string): Promise<string>;
+  /** Saves a screenshot (full page unless told) under this run's folder and prints where. */
+  screenshot(page: Page, name: string, options?: { fullPage?: boolean }): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -55,9 +55,9 @@ export async function launchBrowser(name: string): Promise<TestBrowser> {
   });
   return {
     context,
-    async screenshot(page, shotName) {
+    async screenshot(page, shotName, options = {}) {
       const file = path.join(screenshotDir, `${shotName}.png`);
-      await page.screenshot({ path: file, fullPage: true });
+      await page.screenshot({ path: file, fullPage: options.fullPage ?? true });
       process.stderr.write(`Web UI screenshot: ${file}\n`);
       return file;
     },

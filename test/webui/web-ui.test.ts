@@ -13,11 +13,13 @@ import { createPaymentWorker } from '../../src/worker';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases } from '../support/databases';
 import { uniqueEventId } from '../support/webhook';
-import { freePort } from '../operations/helpers';
+import { eventually, freePort } from '../operations/helpers';
 import { assertChromium, launchBrowser, requireUi, UI_WAIT_MS, type TestBrowser } from './browser';
 
 // What an operator does in the Temporal Web UI, in a real browser: filter the workflow list by
-// the custom search attribute `OrderId = <id>` and find the order's payment, Completed. Runs the
+// the custom search attribute `OrderId = <id>` and find the order's payment, Completed; read a
+// payment's history by its summaries; and, while the warehouse is down, see the order's retrying
+// `notifyWarehouse` in its Pending Activities tab (docs/web-ui.md has that screenshot). Runs the
 // dev server with its Web UI (as `npm start` does), the real payment worker and local peers.
 
 let server: DevServer;
@@ -165,5 +167,53 @@ describe('Temporal Web UI (Chromium)', () => {
       await browser.screenshot(page, `history-${paymentId}`);
     }
     await page.close();
+  }, 120_000);
+
+  it("shows the retrying warehouse call in the order's Pending Activities: attempt, last failure, next retry", async () => {
+    warehouse.setMode({ kind: 'unavailable', status: 503 });
+    const orderId = await newOrder();
+    const order = client.workflow.getHandle(orderWorkflowId(orderId));
+    try {
+      const { workflowId } = await starter.start({
+        eventId: uniqueEventId(),
+        orderId,
+        amount: 5400,
+      });
+      await client.workflow.getHandle(workflowId).result();
+      // Attempts 1 and 2 have failed (10 s apart); the server now waits 30 s before attempt 3,
+      // long enough for the page to show one steady state.
+      await eventually(async () => {
+        const { raw } = await order.describe();
+        expect(raw.pendingActivities).toEqual([
+          expect.objectContaining({ activityType: { name: 'notifyWarehouse' }, attempt: 3 }),
+        ]);
+      });
+      const { runId } = await order.describe();
+
+      const page = await browser.context.newPage();
+      const workflowPath = `workflows/${encodeURIComponent(order.workflowId)}/${runId}`;
+      await page.goto(`${server.uiUrl}/namespaces/default/${workflowPath}/pending-activities`, {
+        waitUntil: 'domcontentloaded',
+      });
+      try {
+        await page
+          .getByText('notifyWarehouse', { exact: true })
+          .first()
+          .waitFor({ timeout: UI_WAIT_MS });
+        await page.getByText('3 of 5', { exact: true }).waitFor({ timeout: UI_WAIT_MS });
+        await page.getByText('warehouse answered 503').first().waitFor({ timeout: UI_WAIT_MS });
+        const text = await page.locator('body').innerText();
+        expect(text).toMatch(/Pending Activities\s+1/);
+        expect(text).toMatch(/Activity ID\s+1\b/);
+        expect(text).toMatch(/Next Retry\s+\d{4}-\d\d-\d\d UTC [\d:.]+\s*\(\d+s\)/);
+        expect(text).toMatch(/Last Failure[\s\S]*"WarehouseUnavailable"/);
+      } finally {
+        await browser.screenshot(page, `pending-activities-order-${orderId}`, { fullPage: false });
+        await page.close();
+      }
+    } finally {
+      await order.terminate('Web UI test done').catch(() => {});
+      warehouse.setMode({ kind: 'ok' });
+    }
   }, 120_000);
 });
