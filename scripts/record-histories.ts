@@ -5,11 +5,12 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
-import { createOrdersRepository, type DatabaseHandle } from '../src/db';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { createStockActivities } from '../src/activities/stock-activities';
+import { createOrdersRepository, createStockRepository, type DatabaseHandle } from '../src/db';
 import { startSmtpSink, type SmtpSink } from '../src/mail/smtp-sink';
 import { failureAlertWorkflowId, refundReviewAlertWorkflowId } from '../src/shared/alert';
-import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../src/shared/constants';
+import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../src/shared/constants';
 import { orderWorkflowId } from '../src/shared/order';
 import type { PaymentWorkflowInput } from '../src/shared/payment';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../src/shared/search-attributes';
@@ -32,8 +33,11 @@ import { createDevServerEnv } from '../test/support/temporal';
  */
 
 const HISTORIES_DIR = path.resolve(__dirname, '..', 'test', 'replay', 'histories');
-/** Each scenario takes seconds; past this something hangs (e.g. an unregistered attribute). */
-const SCENARIO_TIMEOUT_MS = 60_000;
+/**
+ * Each scenario takes seconds (warehouse-retried: its 10 s and 30 s waits); past this something
+ * hangs (e.g. an unregistered attribute).
+ */
+const SCENARIO_TIMEOUT_MS = 120_000;
 
 /** One committed history, as listed in `<set>/manifest.json` (read by test/replay). */
 export interface ManifestEntry {
@@ -167,6 +171,65 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'warehouse-retried',
+    what: 'the warehouse answers 503 twice, then ships: three attempts of one activity (40 s)',
+    async run(stack) {
+      const orderId = await newOrder(stack);
+      stack.warehouse.setMode({ kind: 'unavailable', status: 503 }, 2);
+      const payment = await pay(stack, orderId);
+      const order = await finished(stack.client, orderWorkflowId(orderId));
+      expectFulfilled(order.result);
+      return [payment.run, order.run];
+    },
+  },
+  {
+    name: 'warehouse-rate-limited',
+    what: 'the warehouse answers 429 with Retry-After: 1, then ships',
+    async run(stack) {
+      const orderId = await newOrder(stack);
+      stack.warehouse.setMode({ kind: 'rate_limit', retryAfter: '1' }, 1);
+      const payment = await pay(stack, orderId);
+      const order = await finished(stack.client, orderWorkflowId(orderId));
+      expectFulfilled(order.result);
+      return [payment.run, order.run];
+    },
+  },
+  {
+    name: 'gave-up-with-double-charge',
+    what: 'the warehouse refuses while a second payment waits: compensated, the second flagged',
+    async run(stack) {
+      const orderId = await newOrder(stack);
+      // A 503 first, so the second payment arrives while the first's fulfilment retries; then a
+      // 400 ends it.
+      stack.warehouse.setMode({ kind: 'unavailable', status: 503 }, 1);
+      const second = paymentInput(orderId);
+      const payment = await pay(stack, orderId, paymentInput(orderId), async () => {
+        await until('the warehouse failed the first attempt', async () =>
+          stack.warehouse.requests.some((r) => r.orderId === orderId && r.status === 503),
+        );
+        stack.warehouse.setMode({ kind: 'reject', status: 400 });
+      });
+      await pay(stack, orderId, second);
+      const order = await finished(stack.client, orderWorkflowId(orderId));
+      stack.warehouse.setMode({ kind: 'ok' });
+      if (!(order.failure instanceof WorkflowFailedError))
+        throw new Error(`the order workflow should have failed; it returned ${show(order.result)}`);
+      const review = await finished(
+        stack.client,
+        refundReviewAlertWorkflowId(orderId, second.eventId),
+      );
+      expectResult(review.result, { delivered: true }, 'refund review alert');
+      const alert = await finished(
+        stack.client,
+        failureAlertWorkflowId(order.run.workflowId, order.run.runId),
+      );
+      expectResult(alert.result, { delivered: true }, 'failure alert');
+      // One history per workflow type and scenario: the second payment and the failure alert
+      // take the same paths as in the other scenarios.
+      return [payment.run, order.run, review.run];
+    },
+  },
+  {
     name: 'stock-aggregation',
     what: 'one stock snapshot, as the schedule starts it',
     async run(stack) {
@@ -237,6 +300,14 @@ async function main(argv: string[]): Promise<number> {
         alerts: { alertWebhookUrl: alertSink.url, temporalUiUrl: undefined },
       },
     });
+    // The stock aggregation's activity runs on `heavy` (src/workflows/stock.ts): a worker there
+    // with only that activity, as no other scenario schedules work on that queue.
+    const stockWorker = await Worker.create({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue: HEAVY_TASK_QUEUE,
+      activities: createStockActivities({ stock: createStockRepository(db.db) }),
+    });
     const stack: Stack = {
       env,
       client: env.client,
@@ -245,15 +316,18 @@ async function main(argv: string[]): Promise<number> {
       warehouse,
     };
 
-    const entries = await worker.runUntil(async () => {
-      const recorded: Array<ManifestEntry & { history: string }> = [];
-      for (const scenario of scenarios) {
-        process.stdout.write(`Scenario ${scenario.name}: ${scenario.what}\n`);
-        const runs = await withTimeout(scenario.run(stack), SCENARIO_TIMEOUT_MS, scenario.name);
-        for (const run of runs) recorded.push(await fetchHistory(stack.client, scenario.name, run));
-      }
-      return recorded;
-    });
+    const entries = await stockWorker.runUntil(
+      worker.runUntil(async () => {
+        const recorded: Array<ManifestEntry & { history: string }> = [];
+        for (const scenario of scenarios) {
+          process.stdout.write(`Scenario ${scenario.name}: ${scenario.what}\n`);
+          const runs = await withTimeout(scenario.run(stack), SCENARIO_TIMEOUT_MS, scenario.name);
+          for (const run of runs)
+            recorded.push(await fetchHistory(stack.client, scenario.name, run));
+        }
+        return recorded;
+      }),
+    );
 
     await rm(outDir, { recursive: true, force: true });
     await mkdir(outDir, { recursive: true });
@@ -340,6 +414,13 @@ async function finished(client: Client, workflowId: string) {
   }
   const { runId } = await handle.describe();
   return { run: { workflowId, runId }, result, failure };
+}
+
+function expectFulfilled(orderResult: unknown): void {
+  const processed = (orderResult as { processed?: Array<{ outcome: string }> } | undefined)
+    ?.processed;
+  if (processed?.[0]?.outcome !== 'fulfilled')
+    throw new Error(`the order should be fulfilled; its workflow returned ${show(orderResult)}`);
 }
 
 function expectResult(actual: unknown, expected: Record<string, unknown>, what: string): void {

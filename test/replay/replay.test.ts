@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { NormalModuleReplacementPlugin } from 'webpack';
 import type { ManifestEntry } from '../../scripts/record-histories';
 import { historyFromJson } from './history-json';
 
@@ -33,21 +34,30 @@ function committedHistories(): HistoryCase[] {
 
 const histories = committedHistories();
 const errors = new Map<HistoryCase, Error | undefined>();
-let bundle: WorkflowBundleWithSourceMap;
+const retunedErrors = new Map<HistoryCase, Error | undefined>();
+let retunedBundle: WorkflowBundleWithSourceMap;
 
-beforeAll(async () => {
-  // The bundle the payment worker runs: the workflows plus the failure-alert interceptor.
-  bundle = await bundleWorkflowCode({
+/** The bundle the payment worker runs: the workflows plus the failure-alert interceptor. */
+function bundle(webpackConfigHook?: Parameters<typeof bundleWorkflowCode>[0]['webpackConfigHook']) {
+  return bundleWorkflowCode({
     workflowsPath: require.resolve('../../src/workflows'),
     workflowInterceptorModules: [require.resolve('../../src/workflows/interceptors')],
     logger: quietLogger,
+    webpackConfigHook,
   });
+}
+
+/** Replays every committed history against `workflowBundle`, recording each one's error. */
+async function replayAll(
+  workflowBundle: WorkflowBundleWithSourceMap,
+  into: Map<HistoryCase, Error | undefined>,
+) {
   const sets = [...new Set(histories.map((h) => h.set))];
   for (const set of sets) {
     // One replay worker per set: workflow IDs (order-1…) repeat across sets, not within one.
     const inSet = histories.filter((h) => h.set === set);
     const replayed = Worker.runReplayHistories(
-      { workflowBundle: bundle, replayName: `replay-${set}` },
+      { workflowBundle, replayName: `replay-${set}` },
       inSet.map((h) => ({
         workflowId: h.workflowId,
         history: historyFromJson(
@@ -59,10 +69,31 @@ beforeAll(async () => {
     for await (const result of replayed) {
       const history = inSet[index++]!;
       expect(result.workflowId).toBe(history.workflowId);
-      errors.set(history, result.error);
+      into.set(history, result.error);
     }
   }
-}, 120_000);
+}
+
+beforeAll(async () => {
+  await replayAll(await bundle(), errors);
+  // The same workflows with every retry number changed (test/replay/fixtures): the module the
+  // workflows import as ../shared/retry-policies is swapped for the retuned one.
+  const retuned = require.resolve('./fixtures/retuned-retry-policies');
+  retunedBundle = await bundle((config) => {
+    config.plugins = [
+      ...(config.plugins ?? []),
+      new NormalModuleReplacementPlugin(
+        /retry-policies$/,
+        (resource: { context: string; request: string }) => {
+          if (!resource.context.includes(`${path.sep}test${path.sep}replay`))
+            resource.request = retuned;
+        },
+      ),
+    ];
+    return config;
+  });
+  await replayAll(retunedBundle, retunedErrors);
+}, 180_000);
 
 describe('committed workflow histories', () => {
   it('exist, at least two sets (before and after the last patched change)', () => {
@@ -97,4 +128,12 @@ describe('committed workflow histories', () => {
       }
     },
   );
+
+  it('replay with every retry number retuned (attempts, intervals, deadlines): retry policies are not workflow logic', () => {
+    expect(retunedBundle.code).toContain('retuned-retry-policies');
+    const failed = histories
+      .filter((h) => retunedErrors.get(h) !== undefined || !retunedErrors.has(h))
+      .map((h) => `${h.set}/${h.file}: ${retunedErrors.get(h)?.message ?? 'not replayed'}`);
+    expect(failed).toEqual([]);
+  });
 });
