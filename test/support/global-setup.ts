@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { provisionTemporalServers } from '../../src/temporal/provision';
 import { findChromium } from './chromium';
 import { postgresServerInstalled, startTestPostgres } from './postgres';
@@ -12,6 +15,12 @@ import { ensureSystemPackages, testSystemNeeds } from './system-packages';
  */
 export default async function globalSetup(): Promise<void> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
+  // The SDK's warnings and errors, expected ones included, go to a file rather than the screen
+  // (quiet-sdk-logs.ts); a failing test shows its own.
+  process.env.TEST_LOG_DIR ??= mkdtempSync(path.join(tmpdir(), 'order-payments-test-logs-'));
+  log(
+    `[logs] SDK warnings and errors of this run: ${path.join(process.env.TEST_LOG_DIR, 'sdk.log')}`,
+  );
   await ensureSystemPackages(testSystemNeeds(postgresServerInstalled), (line) =>
     log(`[setup] ${line}`),
   );
