@@ -15,15 +15,17 @@ function notifyWarehouseFailingWith(failure: Error) {
     },
   });
   return (attempt: number) =>
-    new MockActivityEnvironment({ attempt }).run(notifyWarehouse, { orderId: 12 }).then(
-      () => {
-        throw new Error('the activity should have failed');
-      },
-      (err: ApplicationFailure) => err,
-    );
+    new MockActivityEnvironment({ attempt })
+      .run((input: { orderId: number }) => activities.notifyWarehouse(input), { orderId: 12 })
+      .then(
+        () => {
+          throw new Error('the activity should have failed');
+        },
+        (err: ApplicationFailure) => err,
+      );
 }
 
-const delaySeconds = (f: ApplicationFailure) => msToNumber(f.nextRetryDelay!) / 1000;
+const delaySeconds = (f: ApplicationFailure) => msToNumber(f.nextRetryDelay ?? 0) / 1000;
 
 describe('notifyWarehouse retry by cause', () => {
   it("waits the seed's Backoff after an outage: 10, 30, 120, then 120 s again", async () => {
