@@ -1,6 +1,11 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { parseEncryptionKeys } from './temporal/codec';
+import {
+  loadTemporalConnection,
+  type TemporalConnectionSettings,
+  TemporalSettingsError,
+} from './temporal/connection';
 
 /**
  * The only reader of process.env. Every setting has a default that works on a laptop; the
@@ -293,7 +298,16 @@ function parseTrustProxy(value: string): false | number | string[] | undefined {
   return entries.every(isAddressOrCidr) ? entries : undefined;
 }
 
-export type Config = Readonly<z.infer<typeof schema>>;
+export type Config = Readonly<
+  z.infer<typeof schema> & {
+    /**
+     * TLS, API key and profile of the Temporal connection (src/temporal/connection.ts). Its
+     * address and namespace are TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE above, which hold the
+     * values in force: the variable's, else the temporal.toml profile's.
+     */
+    temporalConnection: TemporalConnectionSettings;
+  }
+>;
 
 /** Thrown with every problem at once, each naming the variable and what to fix. */
 export class ConfigError extends Error {
@@ -305,13 +319,28 @@ export class ConfigError extends Error {
 
 /** Parses and freezes the configuration; `env` is injectable so tests never touch process.env. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const result = schema.safeParse(env);
+  const problems: string[] = [];
+  // Temporal's settings are read as the Temporal CLI reads them (temporal.toml profile, then
+  // TEMPORAL_* variables); the address and namespace in force then go through the checks below.
+  let temporal: TemporalConnectionSettings | undefined;
+  try {
+    temporal = loadTemporalConnection(env);
+  } catch (error) {
+    if (!(error instanceof TemporalSettingsError)) throw error;
+    problems.push(...error.problems);
+  }
+  const result = schema.safeParse(
+    temporal
+      ? { ...env, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace }
+      : env,
+  );
   if (!result.success) {
-    throw new ConfigError(
-      result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`),
+    problems.push(
+      ...result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`),
     );
   }
-  return Object.freeze(result.data);
+  if (problems.length > 0 || !result.success || !temporal) throw new ConfigError(problems);
+  return Object.freeze({ ...result.data, temporalConnection: temporal });
 }
 
 function keysAreValid(setting: string): boolean {

@@ -108,7 +108,12 @@ async function main(): Promise<void> {
   }
   installTemporalRuntime(logger);
   const stopping = abortOnShutdownSignal();
-  const connection = await connectWorker(config.TEMPORAL_ADDRESS, logger, stopping);
+  const connection = await connectWorker(
+    config.TEMPORAL_ADDRESS,
+    config.temporalConnection,
+    logger,
+    stopping,
+  );
   if (!connection) {
     logger.info({ signal: stopping.reason }, 'stopped before Temporal was reachable');
     return;

@@ -30,6 +30,7 @@ import {
   metricsAddressFrom,
 } from './temporal/runtime';
 import { startSmtpSink } from './mail/smtp-sink';
+import { nativeConnectionOptions } from './temporal/connection';
 import { ensureStockAggregationSchedule } from './temporal/schedules';
 import { createWarehouseSimulator } from './warehouse/simulator';
 import { activityDepsFromConfig, createPaymentWorker, workerSettingsFromConfig } from './worker';
@@ -157,7 +158,9 @@ async function main(): Promise<void> {
 
     // One data converter for every worker and client here: they must all read each other's payloads.
     const dataConverter = dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY);
-    const connection = await NativeConnection.connect({ address: temporalAddress });
+    const connection = await NativeConnection.connect(
+      nativeConnectionOptions(config.temporalConnection, { address: temporalAddress }),
+    );
     cleanups.push({ name: 'worker connection', run: () => connection.close() });
     const worker = await createPaymentWorker({
       dataConverter,
@@ -205,6 +208,7 @@ async function main(): Promise<void> {
       dataConverter,
       address: temporalAddress,
       namespace: config.TEMPORAL_NAMESPACE,
+      settings: config.temporalConnection,
     });
     cleanups.push({ name: 'client connection', run: () => client.connection.close() });
     const schedule = await ensureStockAggregationSchedule(client);
@@ -236,7 +240,7 @@ async function main(): Promise<void> {
         'Order payments is running:',
         `  API              ${apiUrl}/api/v1/orders`,
         `  Payment webhook  ${apiUrl}${PAYMENT_WEBHOOK_PATH}`,
-        `  Temporal         ${temporalAddress} (namespace ${config.TEMPORAL_NAMESPACE})`,
+        `  Temporal         ${temporalAddress} (namespace ${config.TEMPORAL_NAMESPACE}; ${config.temporalConnection.summary})`,
         `  Temporal Web UI  ${uiUrl ?? '(not available: see docs/temporal-servers.md)'}`,
         `  Warehouse API    ${warehouseUrl}${config.WAREHOUSE_API_URL ? '' : ' (simulator)'}`,
         `  SMTP             ${config.SMTP_URL ? 'configured' : `${smtpUrl} (local sink: mails are logged)`}`,

@@ -193,7 +193,12 @@ async function main(): Promise<void> {
   const health = config.WORKER_HEALTH_ADDRESS
     ? await startWorkerHealthServer({ address: config.WORKER_HEALTH_ADDRESS, workers })
     : undefined;
-  const connection = await connectWorker(config.TEMPORAL_ADDRESS, logger, stopping);
+  const connection = await connectWorker(
+    config.TEMPORAL_ADDRESS,
+    config.temporalConnection,
+    logger,
+    stopping,
+  );
   if (!connection) {
     logger.info({ signal: stopping.reason }, 'stopped before Temporal was reachable');
     await health?.close();

@@ -40,6 +40,7 @@ async function main(): Promise<void> {
   const client = createLazyClient({
     address: config.TEMPORAL_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
+    settings: config.temporalConnection,
   });
   const starter = createPaymentStarter(client, {
     startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS,

@@ -8,6 +8,7 @@ import {
 import { loadConfig } from '../../src/config';
 import { createDatabase, type DatabaseHandle } from '../../src/db';
 import { createLogger } from '../../src/logger';
+import { nativeConnectionOptions } from '../../src/temporal/connection';
 import { installTemporalRuntime } from '../../src/temporal/runtime';
 import { activityDepsFromConfig, createPaymentWorker } from '../../src/worker';
 import { createBenchActivities } from '../activities';
@@ -42,7 +43,9 @@ async function main(): Promise<void> {
   const logger = createLogger(config, 'worker');
   installTemporalRuntime(logger);
   const db = createDatabase(config.DATABASE_URL);
-  const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS });
+  const connection = await NativeConnection.connect(
+    nativeConnectionOptions(config.temporalConnection, { address: env.TEMPORAL_ADDRESS }),
+  );
   const timings = new ActivityTimings();
   let arrivals = 0;
 

@@ -2,6 +2,7 @@ import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { clientConnectionOptions, loadTemporalConnection } from '../../src/temporal/connection';
 import { createDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db';
 import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
 import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
@@ -65,9 +66,13 @@ export async function startSystem(options: SystemOptions): Promise<System> {
   try {
     const server = options.server ?? (await startBenchServer());
     if (!options.server) cleanups.push(() => server.shutdown());
-    const connection = await Connection.connect({ address: server.address });
+    const temporalEnv = { ...server.env, TEMPORAL_ADDRESS: server.address };
+    const temporal = loadTemporalConnection(temporalEnv);
+    const connection = await Connection.connect(
+      clientConnectionOptions(temporal, { address: server.address }),
+    );
     cleanups.push(() => connection.close());
-    const client = new Client({ connection });
+    const client = new Client({ connection, namespace: temporal.namespace });
 
     const dir = mkdtempSync(path.join(os.tmpdir(), 'order-payments-bench-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -84,7 +89,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
 
     const logs = { http: path.join(dir, 'http.log'), worker: path.join(dir, 'worker.log') };
     const common = {
-      TEMPORAL_ADDRESS: server.address,
+      ...temporalEnv,
       DATABASE_URL: databaseUrl,
       NODE_ENV: 'development',
     };

@@ -7,6 +7,12 @@ import { findProcess } from './procstat';
 
 export interface BenchServer {
   address: string;
+  /**
+   * The Temporal variables that reach this server besides TEMPORAL_ADDRESS (TLS files, namespace),
+   * as the Temporal CLI reads them: given to the HTTP and worker processes, and read by the
+   * driver's own client through the same module. None for the plain-text dev server.
+   */
+  env?: Record<string, string>;
   /** The server process, for CPU accounting. */
   pid: number;
   /** What `--version` of the executable said. */

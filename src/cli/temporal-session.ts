@@ -1,11 +1,12 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import { ConfigError, embeddedTemporalAddress, loadConfig } from '../config';
+import { connectOrDiagnose, TemporalConnectionError } from '../temporal/connection-diagnosis';
 import { dataConverterFor } from '../temporal/data-converter';
 
 /** For help texts: where the CLIs connect when TEMPORAL_ADDRESS is unset. */
 export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:$TEMPORAL_DEV_PORT (7233)';
 // A person waits for an answer at the terminal: fail within seconds when Temporal is down.
-const CONNECT_TIMEOUT = '5 seconds';
+const CONNECT_TIMEOUT_MS = 5_000;
 
 /** Exit code for a problem (configuration, connection, a failed command), as the CLIs use it. */
 const EXIT_PROBLEM = 1;
@@ -32,11 +33,18 @@ export async function withTemporalClient(
   const address = config.TEMPORAL_ADDRESS ?? embeddedTemporalAddress(config);
   let connection: Connection;
   try {
-    connection = await Connection.connect({ address, connectTimeout: CONNECT_TIMEOUT });
+    connection = await connectOrDiagnose(config.temporalConnection, {
+      address,
+      timeoutMs: CONNECT_TIMEOUT_MS,
+    });
   } catch (err) {
+    if (!(err instanceof TemporalConnectionError)) throw err;
+    const hint = config.TEMPORAL_ADDRESS
+      ? err.diagnosis.hint
+      : 'set TEMPORAL_ADDRESS, or start the dev stack with npm start';
     io.err(
-      `Cannot reach Temporal at ${address} (${errorMessage(err)}).\n` +
-        'Set TEMPORAL_ADDRESS, or start the dev stack with npm start.',
+      `Cannot reach Temporal at ${address} (${err.diagnosis.problem}).\n` +
+        `${hint[0]!.toUpperCase()}${hint.slice(1)}; npm run doctor checks the whole connection.`,
     );
     return EXIT_PROBLEM;
   }

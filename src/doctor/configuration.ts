@@ -48,6 +48,8 @@ export function checkConfiguration(env: NodeJS.ProcessEnv): ConfigurationCheck {
     config = lenient(env);
   }
   if (config) results.push(...productionAdvice(config, production));
+  const certificate = config?.temporalConnection.tls?.clientCert;
+  if (certificate) results.push(certificateAdvice(certificate));
   const temporalAddress =
     config?.TEMPORAL_ADDRESS ??
     (production || !config ? undefined : embeddedTemporalAddress(config));
@@ -127,4 +129,20 @@ function productionAdvice(config: Config, production: boolean): CheckResult[] {
     );
   }
   return results;
+}
+
+/** Days left before the client certificate expires; soon enough, every connection will be refused. */
+const CERTIFICATE_WARN_DAYS = 14;
+
+function certificateAdvice(certificate: { subject: string; notAfter: Date; from: string }) {
+  const days = Math.floor((certificate.notAfter.getTime() - Date.now()) / 86_400_000);
+  const detail = `${certificate.subject}, expires ${certificate.notAfter.toISOString().slice(0, 10)} (in ${days} d)`;
+  return days < CERTIFICATE_WARN_DAYS
+    ? result(
+        'client certificate',
+        'WARN',
+        detail,
+        `renew it (${certificate.from}) and restart the processes: they read it at start-up`,
+      )
+    : result('client certificate', 'OK', detail);
 }

@@ -43,6 +43,7 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
   results.push(
     ...(await checkTemporal({
       address: temporalAddress,
+      settings: config.temporalConnection,
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueues: options.taskQueues ?? WATCHED_TASK_QUEUES,
       backlogWarnAt: options.backlogWarnAt ?? DEFAULT_BACKLOG_WARN_AT,

@@ -1,4 +1,4 @@
-import { Connection } from '@temporalio/client';
+import type { Connection } from '@temporalio/client';
 import type { SearchAttributeType } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { errorMessage } from '../monitoring/probes';
@@ -10,12 +10,20 @@ import {
 } from '../monitoring/task-queue-pollers';
 import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../shared/constants';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../shared/search-attributes';
+import type { TemporalConnectionSettings } from '../temporal/connection';
+import {
+  connectOrDiagnose,
+  diagnoseConnectionFailure,
+  TemporalConnectionError,
+} from '../temporal/connection-diagnosis';
 import { type CheckResult, result } from './types';
 
 const { IndexedValueType } = temporal.api.enums.v1;
 
 export interface TemporalCheckOptions {
   address: string;
+  /** TLS, API key, gRPC headers and a safe summary (config.temporalConnection); none: plain text. */
+  settings?: Pick<TemporalConnectionSettings, 'tls' | 'apiKey' | 'metadata' | 'summary'>;
   namespace: string;
   taskQueues: readonly string[];
   /** WARN when more tasks than this wait on a queue. */
@@ -62,12 +70,13 @@ export async function checkTemporal(options: TemporalCheckOptions): Promise<Chec
   let connection: Connection;
   let version: string | undefined;
   try {
-    connection = await Connection.connect({
+    connection = await connectOrDiagnose(options.settings, {
       address,
-      connectTimeout: options.timeoutMs,
+      timeoutMs: options.timeoutMs,
     });
   } catch (error) {
-    return [unreachable(options, errorMessage(error)), ...rest('Temporal not reachable')];
+    if (!(error instanceof TemporalConnectionError)) throw error;
+    return [unreachable(options, error.diagnosis), ...rest('Temporal not reachable')];
   }
   try {
     try {
@@ -76,10 +85,16 @@ export async function checkTemporal(options: TemporalCheckOptions): Promise<Chec
       );
       version = info.serverVersion ?? undefined;
     } catch (error) {
-      return [unreachable(options, errorMessage(error)), ...rest('Temporal not reachable')];
+      const diagnosis = await diagnoseConnectionFailure(error, {
+        address,
+        settings: options.settings,
+        timeoutMs: options.timeoutMs,
+      });
+      return [unreachable(options, diagnosis), ...rest('Temporal not reachable')];
     }
+    const how = options.settings ? `; ${options.settings.summary}` : '';
     const results = [
-      result('temporal', 'OK', `server ${version ?? '(version unknown)'} at ${address}`),
+      result('temporal', 'OK', `server ${version ?? '(version unknown)'} at ${address}${how}`),
     ];
 
     const ns = await checkNamespace(connection, namespace, options.timeoutMs);
@@ -124,14 +139,19 @@ async function guarded(check: string, run: () => Promise<CheckResult>): Promise<
   }
 }
 
-function unreachable(options: TemporalCheckOptions, reason: string): CheckResult {
+function unreachable(
+  options: TemporalCheckOptions,
+  diagnosis: { problem: string; hint: string },
+): CheckResult {
+  const how = options.settings ? ` (${options.settings.summary})` : '';
+  const refused = /^unreachable: nothing listens/.test(diagnosis.problem);
   return result(
     'temporal',
     'FAIL',
-    `cannot reach ${options.address}: ${reason}`,
-    options.devDefault
+    `${options.address}${how}: ${diagnosis.problem}`,
+    options.devDefault && refused
       ? 'start the dev stack (npm start), or set TEMPORAL_ADDRESS'
-      : 'check TEMPORAL_ADDRESS and that the Temporal frontend is up and reachable from here',
+      : diagnosis.hint,
   );
 }
 

@@ -31,6 +31,7 @@ async function main(): Promise<void> {
     dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
     address: config.TEMPORAL_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
+    settings: config.temporalConnection,
   });
   const codecRefused = codecEndpointRefusal(config);
   if (codecRefused) logger.warn({ reason: codecRefused }, 'codec endpoint /codec not served');

@@ -1,5 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
+import { clientConnectionOptions, type TemporalConnectionSettings } from './connection';
 
 /**
  * A client whose connection is opened lazily: the HTTP process starts (and answers 503) even
@@ -8,9 +9,13 @@ import type { DataConverter } from '@temporalio/common';
 export function createLazyClient(options: {
   address: string;
   namespace: string;
+  /** TLS, API key, gRPC headers (config.temporalConnection); none: plain text. */
+  settings?: Pick<TemporalConnectionSettings, 'tls' | 'apiKey' | 'metadata'>;
   dataConverter?: DataConverter;
 }): Client {
-  const connection = Connection.lazy({ address: options.address });
+  const connection = Connection.lazy(
+    clientConnectionOptions(options.settings, { address: options.address }),
+  );
   return new Client({
     connection,
     namespace: options.namespace,

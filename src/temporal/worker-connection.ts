@@ -1,4 +1,5 @@
 import { NativeConnection } from '@temporalio/worker';
+import { nativeConnectionOptions, type TemporalConnectionSettings } from './connection';
 
 /** First wait after a failed connect; it doubles up to MAX_WAIT_MS. */
 const FIRST_WAIT_MS = 1_000;
@@ -6,6 +7,8 @@ const MAX_WAIT_MS = 15_000;
 
 export interface ConnectWhenReachableOptions {
   address: string;
+  /** TLS, API key, gRPC headers (config.temporalConnection); none: plain text. */
+  settings?: Pick<TemporalConnectionSettings, 'tls' | 'apiKey' | 'metadata'>;
   /** Told about each failed attempt and the wait before the next. */
   onRetry?: (info: { attempt: number; error: string; nextAttemptInMs: number }) => void;
   /** Stops waiting (a shutdown signal): the promise resolves to `undefined`. */
@@ -29,7 +32,9 @@ export async function connectWhenReachable(
   for (let attempt = 1; ; attempt += 1) {
     if (options.signal?.aborted) return undefined;
     try {
-      return await NativeConnection.connect({ address: options.address });
+      return await NativeConnection.connect(
+        nativeConnectionOptions(options.settings, { address: options.address }),
+      );
     } catch (err) {
       if (options.signal?.aborted) return undefined;
       options.onRetry?.({
@@ -49,15 +54,17 @@ export async function connectWhenReachable(
  */
 export function connectWorker(
   address: string,
+  settings: Pick<TemporalConnectionSettings, 'tls' | 'apiKey' | 'metadata' | 'summary'>,
   logger: { warn(fields: object, message: string): void },
   signal: AbortSignal,
 ): Promise<NativeConnection | undefined> {
   return connectWhenReachable({
     address,
+    settings,
     signal,
     onRetry: (info) =>
       logger.warn(
-        { temporalAddress: address, ...info },
+        { temporalAddress: address, temporalConnection: settings.summary, ...info },
         'Temporal is not reachable yet; waiting for it before polling',
       ),
   });
