@@ -80,6 +80,7 @@ export default tseslint.config(
       'coverage',
       'eslint.config.mjs',
       'jest.config.js',
+      'jest.cluster.config.js',
       'test/support/summary-reporter.js',
     ],
   },

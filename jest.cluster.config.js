@@ -1,0 +1,19 @@
+/**
+ * `npm run test:cluster`: the conformance tests on a multi-service Temporal cluster
+ * (test/cluster). Kept out of `npm test`: the cluster alone is five server processes, and the
+ * retry and fault scenarios wait in real time (about N minutes on two cores); CI runs it after
+ * `npm test`.
+ * @type {import('jest').Config}
+ */
+const base = require('./jest.config.js');
+
+module.exports = {
+  ...base,
+  roots: ['<rootDir>/test/cluster'],
+  // The cluster brings its own servers: none of npm test's provisioning or PostgreSQL.
+  globalSetup: undefined,
+  globalTeardown: undefined,
+  testPathIgnorePatterns: ['/node_modules/'],
+  maxWorkers: 1,
+  testTimeout: 300_000,
+};
