@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { parseApiKeys } from './http/api-keys';
 import { parseEncryptionKeys } from './temporal/codec';
 import {
   loadTemporalConnection,
@@ -14,6 +15,9 @@ import {
  */
 
 const DEV_WEBHOOK_SECRET = 'dev-webhook-secret';
+
+/** Where the HTTP process serves /metrics and /readyz unless ADMIN_ADDRESS says otherwise. */
+export const DEFAULT_ADMIN_ADDRESS = '127.0.0.1:9465';
 
 /**
  * Defaults of the webhook's hardening settings, exported so `buildApp` falls back to the same
@@ -112,6 +116,32 @@ const schema = z
           'must be a hop count (e.g. 1) or comma-separated proxy addresses/CIDRs (e.g. 10.0.0.0/8,127.0.0.1)',
       })
       .transform((v) => (v === undefined ? false : (parseTrustProxy(v) ?? false))),
+    /** `off` when the shop creates orders elsewhere: /api/v1/orders is then not served at all. */
+    ORDERS_API: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
+    /**
+     * Keys of the orders API, several at once so one can be rotated out: `<id>:<key>:<scopes>`.
+     * Unset: the API is open in development on loopback and refused elsewhere (http/orders-auth.ts).
+     */
+    ORDERS_API_KEYS: blankToUndefined.transform((v, ctx) => {
+      if (v === undefined) return [];
+      try {
+        return parseApiKeys(v);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
+    /**
+     * host:port of the HTTP process's admin listener (/metrics, /readyz, /healthz), or off.
+     * Loopback by default: what it reveals is for operators, never for the internet.
+     */
+    ADMIN_ADDRESS: blankToUndefined
+      .pipe(
+        z
+          .union([z.literal('off'), hostPort('must be host:port (e.g. 127.0.0.1:9465) or off')])
+          .optional(),
+      )
+      .transform((v) => v ?? DEFAULT_ADMIN_ADDRESS),
     WAREHOUSE_API_URL: optionalUrl,
     WAREHOUSE_SIMULATOR_PORT: port(4001),
     /** Where the simulator of `npm start` keeps its shipments across restarts. */

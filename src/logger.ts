@@ -1,11 +1,13 @@
 import pino, { type Logger } from 'pino';
 import type { Config } from './config';
+import { maskEmail } from './shared/pii';
 
 export type { Logger };
 
 /**
  * One structured logger for the whole process (HTTP, worker, SDK). Secrets and raw bodies are
- * redacted by path so a careless log call cannot leak them.
+ * redacted by path so a careless log call cannot leak them; customers' e-mail addresses are
+ * masked the same way (docs/security.md).
  */
 export function createLogger(
   config: Pick<Config, 'LOG_LEVEL'> & Partial<Pick<Config, 'NODE_ENV'>>,
@@ -30,11 +32,17 @@ export function createLogger(
         '*.secret',
         'body',
         'rawBody',
+        ...EMAIL_FIELDS.flatMap((field) => [field, `*.${field}`]),
       ],
-      censor: '[redacted]',
+      // E-mail addresses keep a hint (j***@example.com) for the person reading; the rest goes.
+      censor: (value: unknown, path: string[]) =>
+        EMAIL_FIELDS.includes(path.at(-1) ?? '') ? maskEmail(value) : '[redacted]',
     },
   });
 }
+
+/** Fields that hold a customer's e-mail address, wherever a log call puts the order. */
+const EMAIL_FIELDS = ['customerEmail', 'customer_email', 'email'];
 
 function wantsPrettyOutput(nodeEnv: Config['NODE_ENV'] | undefined): boolean {
   if (nodeEnv === 'production' || !process.stdout.isTTY) return false;

@@ -12,14 +12,17 @@ import {
   createPaymentsRepository,
   migrateToLatest,
 } from './db';
+import { buildAdminApp, listenAdmin } from './http/admin';
 import { buildApp } from './http/app';
 import { databaseReadiness, temporalReadiness } from './http/health';
 import { createHttpMetrics } from './http/metrics';
+import { ordersApiAccess } from './http/orders-auth';
 import { PAYMENT_WEBHOOK_PATH } from './http/routes/payment-webhook';
 import { createLogger } from './logger';
 import { startWatchdogFromConfig } from './monitoring';
 import { findNpmLauncher, watchLauncher } from './process/launcher';
 import { onShutdownSignal } from './process/shutdown';
+import { maskEmail } from './shared/pii';
 import { CUSTOM_SEARCH_ATTRIBUTES } from './shared/search-attributes';
 import { createLazyClient } from './temporal/client';
 import { startDevServer } from './temporal/dev-server';
@@ -48,6 +51,8 @@ import {
  */
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Refused before anything starts (e.g. HOST=0.0.0.0 without ORDERS_API_KEYS).
+  const ordersApi = ordersApiAccess(config);
   const logger = createLogger(config, 'dev-stack');
   const workerMetricsAddress = metricsAddressFrom(
     config.WORKER_METRICS_ADDRESS,
@@ -147,7 +152,8 @@ async function main(): Promise<void> {
           logger.info(
             {
               component: 'smtp-sink',
-              to: mail.envelopeTo,
+              // A hint to find the mail by, not the address: logs outlive the order.
+              to: mail.envelopeTo.map(maskEmail),
               subject: mail.subject,
               messageId: mail.messageId,
             },
@@ -213,18 +219,29 @@ async function main(): Promise<void> {
     cleanups.push({ name: 'client connection', run: () => client.connection.close() });
     const schedule = await ensureStockAggregationSchedule(client);
     logger.info(schedule, 'stock aggregation schedule in place');
+    const metrics = createHttpMetrics({ defaultMetrics: true });
     const app = await buildApp({
       config,
       logger,
       payments: createPaymentStarter(client, { startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS }),
       ordersRepository: createOrdersRepository(db.db),
       paymentsRepository: createPaymentsRepository(db.db),
-      readiness: [databaseReadiness(db.db), temporalReadiness(client.connection)],
-      metrics: createHttpMetrics({ defaultMetrics: true }),
+      metrics,
       codec: codecEndpoint,
+      ordersApi,
     });
     await app.listen({ port: config.PORT, host: config.HOST });
     cleanups.push({ name: 'http server', run: () => app.close() });
+    let adminUrl: string | undefined;
+    if (config.ADMIN_ADDRESS !== 'off') {
+      const admin = await buildAdminApp({
+        logger,
+        readiness: [databaseReadiness(db.db), temporalReadiness(client.connection)],
+        metrics,
+      });
+      adminUrl = await listenAdmin(admin, config.ADMIN_ADDRESS);
+      cleanups.push({ name: 'admin listener', run: () => admin.close() });
+    }
     const watchdog = startWatchdogFromConfig(
       config,
       client,
@@ -238,7 +255,7 @@ async function main(): Promise<void> {
       [
         '',
         'Order payments is running:',
-        `  API              ${apiUrl}/api/v1/orders`,
+        `  API              ${ordersApi.kind === 'off' ? '(ORDERS_API=off)' : `${apiUrl}/api/v1/orders (${ordersApi.kind === 'open' ? 'no key needed: development on loopback' : 'API key required'})`}`,
         `  Payment webhook  ${apiUrl}${PAYMENT_WEBHOOK_PATH}`,
         `  Temporal         ${temporalAddress} (namespace ${config.TEMPORAL_NAMESPACE}; ${config.temporalConnection.summary})`,
         `  Temporal Web UI  ${uiUrl ?? '(not available: see docs/temporal-servers.md)'}`,
@@ -246,8 +263,8 @@ async function main(): Promise<void> {
         `  SMTP             ${config.SMTP_URL ? 'configured' : `${smtpUrl} (local sink: mails are logged)`}`,
         `  Schedule         ${schedule.scheduleId} (stock aggregation, every 5 minutes)`,
         `  Database         ${config.DATABASE_URL}`,
-        `  Metrics          ${apiUrl}/metrics${workerMetricsAddress ? `, worker http://${workerMetricsAddress}/metrics` : ''}`,
-        `  Health           ${apiUrl}/healthz, ${apiUrl}/readyz   Check it all: npm run doctor`,
+        `  Metrics          ${adminUrl ? `${adminUrl}/metrics` : '(ADMIN_ADDRESS=off)'}${workerMetricsAddress ? `, worker http://${workerMetricsAddress}/metrics` : ''}`,
+        `  Health           ${apiUrl}/healthz${adminUrl ? `, ${adminUrl}/readyz` : ''}   Check it all: npm run doctor`,
         '',
         'Try it: npm run demo   (in another terminal)   Stop: Ctrl-C',
         '',

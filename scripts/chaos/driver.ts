@@ -459,6 +459,9 @@ async function startStack(ctx: StackContext): Promise<Stack> {
       ...appEnv,
       HOST: '127.0.0.1',
       PORT: String(httpPort),
+      // The run reads neither /metrics nor /readyz; a fixed admin port could clash with a
+      // stack running beside it.
+      ADMIN_ADDRESS: 'off',
       PAYMENT_WEBHOOK_SECRET: WEBHOOK_SECRET,
     },
     cwd: ROOT,

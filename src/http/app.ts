@@ -8,10 +8,16 @@ import type { createOrdersRepository, createPaymentsRepository } from '../db';
 import type { PaymentStarter } from '../temporal/payment-starter';
 import { registerErrorHandler } from './errors';
 import { codecRoutes, type CodecRouteOptions } from './routes/codec';
-import { healthRoutes, type ReadinessCheck } from './health';
+import { livenessRoutes } from './health';
 import { registerJsonBodyParser } from './json-body';
 import { createHttpMetrics, type HttpMetrics, registerHttpMetrics } from './metrics';
 import { createFailureLimiter } from './rate-limit';
+import {
+  createOrdersAuth,
+  type OrdersApiAccess,
+  type OrdersApiConfig,
+  ordersApiAccess,
+} from './orders-auth';
 import { ordersRoutes } from './routes/orders';
 import { paymentWebhookRoutes } from './routes/payment-webhook';
 import { createWebhookVerifier } from './webhook-auth';
@@ -29,8 +35,13 @@ type WebhookSecurityConfig = Pick<
 >;
 
 export interface AppDeps {
+  /**
+   * Settings left out fall back to loadConfig's defaults, which for the orders API means a
+   * development process on loopback: open, as `npm start` serves it.
+   */
   config: Pick<Config, 'PAYMENT_WEBHOOK_SECRET' | 'WEBHOOK_BODY_LIMIT_BYTES'> &
-    Partial<WebhookSecurityConfig>;
+    Partial<WebhookSecurityConfig> &
+    Partial<OrdersApiConfig>;
   /** Our pino logger; typed as Fastify's logger interface so routes see plain FastifyInstance. */
   logger: FastifyBaseLogger;
   payments: PaymentStarter;
@@ -38,17 +49,24 @@ export interface AppDeps {
   paymentsRepository: ReturnType<typeof createPaymentsRepository>;
   /** Milliseconds since the epoch, for the signature's tolerance window and the rate limiter. */
   now?: () => number;
-  /** What GET /readyz checks (database, Temporal); none: ready whenever the process answers. */
-  readiness?: readonly ReadinessCheck[];
-  /** Where GET /metrics counts; default: a registry of the app's own. */
+  /** Where the app's requests are counted (served by the admin app); default: a registry of its own. */
   metrics?: HttpMetrics;
+  /** Who may call the orders API; default: derived from `config` (ordersApiAccess). */
+  ordersApi?: OrdersApiAccess;
   /** The codec endpoint for the Web UI (POST /codec/decode, /codec/encode), when payloads are encrypted. */
   codec?: CodecRouteOptions;
 }
 
-/** Builds the HTTP app without listening, so tests can inject requests into it. */
+/**
+ * Builds the public HTTP app without listening, so tests can inject requests into it: the
+ * signed webhook, /healthz, the orders API behind its keys (or not at all), and the codec
+ * endpoint when configured. /metrics and /readyz are the admin app's (src/http/admin.ts).
+ * docs/security.md lists every endpoint and who may call it.
+ */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const config = withWebhookDefaults(deps.config);
+  // Before anything is built: a refused configuration (production without keys) throws here.
+  const ordersApi = deps.ordersApi ?? ordersApiAccess(config);
   const app = Fastify({
     loggerInstance: deps.logger,
     requestIdHeader: 'x-request-id',
@@ -60,7 +78,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const metrics = deps.metrics ?? createHttpMetrics();
   registerHttpMetrics(app, metrics);
 
-  await app.register(healthRoutes, { readiness: deps.readiness ?? [] });
+  await app.register(livenessRoutes);
 
   await app.register(paymentWebhookRoutes, {
     verify: createWebhookVerifier({
@@ -79,10 +97,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimitBytes: config.WEBHOOK_BODY_LIMIT_BYTES,
     payments: metrics.instrumentPaymentStarter(deps.payments),
   });
-  await app.register(ordersRoutes, {
-    orders: deps.ordersRepository,
-    payments: deps.paymentsRepository,
-  });
+  if (ordersApi.kind !== 'off') {
+    await app.register(ordersRoutes, {
+      orders: deps.ordersRepository,
+      payments: deps.paymentsRepository,
+      auth: createOrdersAuth(ordersApi),
+    });
+  }
   if (deps.codec) await app.register(codecRoutes, deps.codec);
   return app;
 }

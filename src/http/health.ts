@@ -49,11 +49,21 @@ export function temporalReadiness(
 }
 
 /**
+ * `/healthz` alone, for the public listener: a load balancer may ask whether the process
+ * answers, and learns nothing else (no dependency names, no versions, no timings).
+ */
+export async function livenessRoutes(app: FastifyInstance) {
+  // Probes come every few seconds: their request lines would drown the log.
+  app.get('/healthz', { logLevel: quietLogLevel(app) }, async () => ({ status: 'ok' }));
+}
+
+/**
  * `/healthz` (liveness): the process answers; nothing else is checked, so a Temporal outage
  * never gets healthy processes restarted. `/readyz` (readiness): every dependency answered
  * within the deadline, else 503, so a load balancer sends webhooks elsewhere and the provider's
  * retries land on a process that can take them. The answer names which check failed, not why:
- * the why (addresses, errors) goes to the log, once per change.
+ * the why (addresses, errors) goes to the log, once per change. Served on the admin listener
+ * only (src/http/admin.ts): which dependency is down is for operators, not for the internet.
  */
 export async function healthRoutes(app: FastifyInstance, options: HealthRoutesOptions) {
   const timeoutMs = options.timeoutMs ?? READINESS_TIMEOUT_MS;
@@ -65,10 +75,8 @@ export async function healthRoutes(app: FastifyInstance, options: HealthRoutesOp
     await Promise.allSettled([...unsettled]);
   });
 
-  // Probes come every few seconds: their request lines would drown the log.
+  await livenessRoutes(app);
   const logLevel = quietLogLevel(app);
-  app.get('/healthz', { logLevel }, async () => ({ status: 'ok' }));
-
   app.get('/readyz', { logLevel }, async (request, reply) => {
     const results = await Promise.all(
       options.readiness.map(async ({ name, check }) => {

@@ -6,7 +6,7 @@ import { quietLogLevel } from './health';
 import { PAYMENT_WEBHOOK_PATH } from './routes/payment-webhook';
 
 /**
- * Prometheus metrics of the HTTP process, served at GET /metrics:
+ * Prometheus metrics of the HTTP process, served at GET /metrics of the admin listener:
  *
  * - `order_payments_webhook_deliveries_total{outcome}`: every webhook delivery by what became of
  *   it: `accepted` (a workflow started), `duplicate` (already started: a provider retry),
@@ -97,8 +97,9 @@ export function createHttpMetrics(options: HttpMetricsOptions = {}): HttpMetrics
 }
 
 /**
- * Adds the measuring hooks and GET /metrics to the app. Call it on the root instance before any
- * route is registered, so its hooks reach every route.
+ * Adds the measuring hooks to the (public) app. Call it on the root instance before any route
+ * is registered, so its hooks reach every route. GET /metrics is served elsewhere, on the admin
+ * listener (metricsRoutes).
  */
 export function registerHttpMetrics(app: FastifyInstance, metrics: HttpMetrics): void {
   const m = internals.get(metrics);
@@ -126,9 +127,16 @@ export function registerHttpMetrics(app: FastifyInstance, metrics: HttpMetrics):
     m.deliveries.inc({ outcome });
     m.webhookDuration.observe({ outcome }, seconds);
   });
+}
 
+/**
+ * GET /metrics: Prometheus text of `metrics`. For the admin listener only: request counts by
+ * route and status, and the process's memory and CPU, tell an attacker what works.
+ */
+export async function metricsRoutes(app: FastifyInstance, options: { metrics: HttpMetrics }) {
+  const { registry } = options.metrics;
   app.get('/metrics', { logLevel: quietLogLevel(app) }, async (_request, reply) =>
-    reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+    reply.type(registry.contentType).send(await registry.metrics()),
   );
 }
 

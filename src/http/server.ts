@@ -10,9 +10,11 @@ import { startWatchdogFromConfig } from '../monitoring';
 import { onShutdownSignal } from '../process/shutdown';
 import { createLazyClient } from '../temporal/client';
 import { createPaymentStarter } from '../temporal/payment-starter';
+import { buildAdminApp, listenAdmin } from './admin';
 import { buildApp } from './app';
 import { databaseReadiness, temporalReadiness } from './health';
 import { createHttpMetrics } from './metrics';
+import { ordersApiAccess } from './orders-auth';
 
 /**
  * Production entry of the HTTP process: `node dist/http/server.js` (or `npm run http`). It needs
@@ -26,6 +28,8 @@ async function main(): Promise<void> {
       'the standalone HTTP server needs TEMPORAL_ADDRESS; `npm start` runs the embedded dev stack',
     );
   }
+  // Production without orders API keys stops here, before any connection is opened.
+  const ordersApi = ordersApiAccess(config);
   const db = createDatabase(config.DATABASE_URL, { poolMax: config.DATABASE_POOL_MAX });
   const client = createLazyClient({
     dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
@@ -35,26 +39,40 @@ async function main(): Promise<void> {
   });
   const codecRefused = codecEndpointRefusal(config);
   if (codecRefused) logger.warn({ reason: codecRefused }, 'codec endpoint /codec not served');
+  const metrics = createHttpMetrics({ defaultMetrics: true });
   const app = await buildApp({
     config,
     logger,
     payments: createPaymentStarter(client, { startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS }),
     ordersRepository: createOrdersRepository(db.db),
     paymentsRepository: createPaymentsRepository(db.db),
-    readiness: [databaseReadiness(db.db), temporalReadiness(client.connection)],
-    metrics: createHttpMetrics({ defaultMetrics: true }),
+    metrics,
     codec: codecEndpointFor(config),
+    ordersApi,
   });
+  const admin =
+    config.ADMIN_ADDRESS === 'off'
+      ? undefined
+      : await buildAdminApp({
+          logger,
+          readiness: [databaseReadiness(db.db), temporalReadiness(client.connection)],
+          metrics,
+        });
   // Here, not in a worker: a dead worker cannot report that it is dead.
   const watchdog = startWatchdogFromConfig(config, client, logger, config.TEMPORAL_UI_URL);
   onShutdownSignal(async (signal) => {
     logger.info({ signal }, 'shutting down HTTP server: draining requests');
     await watchdog?.stop();
-    await app.close();
+    // Together: while the public port drains, /readyz already answers 503 (closing).
+    await Promise.all([app.close(), admin?.close()]);
     await client.connection.close();
     await db.close();
   });
   await app.listen({ port: config.PORT, host: config.HOST });
+  if (admin) {
+    const adminUrl = await listenAdmin(admin, config.ADMIN_ADDRESS);
+    logger.info({ adminUrl }, 'admin listener: /metrics, /readyz, /healthz');
+  }
 }
 
 if (require.main === module) {

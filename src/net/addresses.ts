@@ -23,3 +23,11 @@ export function dialHost(host: string): string {
 export function localHttpUrl(host: string, port: number): string {
   return `http://${dialHost(host)}:${port}`;
 }
+
+/**
+ * A listening host only this machine can reach. `localhost` counts: Node resolves it to a
+ * loopback address. Wildcards (0.0.0.0, ::) and every other name do not.
+ */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}

@@ -33,8 +33,8 @@ afterEach(async () => {
 async function stackEnv() {
   const dir = await mkdtemp(path.join(tmpdir(), 'order-payments-stack-'));
   dirs.push(dir);
-  const [http, temporal, ui, warehouse, smtp, metrics] = await Promise.all(
-    Array.from({ length: 6 }, () => freePort()),
+  const [http, temporal, ui, warehouse, smtp, metrics, admin] = await Promise.all(
+    Array.from({ length: 7 }, () => freePort()),
   );
   const {
     TEMPORAL_ADDRESS: _a,
@@ -55,6 +55,7 @@ async function stackEnv() {
     WAREHOUSE_SIMULATOR_PORT: String(warehouse),
     SMTP_SINK_PORT: String(smtp),
     WORKER_METRICS_ADDRESS: `127.0.0.1:${metrics}`,
+    ADMIN_ADDRESS: `127.0.0.1:${admin}`,
     DATABASE_URL: `sqlite:${path.join(dir, 'app.db')}`,
     TEMPORAL_DEV_DB: path.join(dir, 'temporal.db'),
     INVOICE_DIR: path.join(dir, 'invoices'),
@@ -63,7 +64,7 @@ async function stackEnv() {
   };
   return {
     env,
-    ports: [http!, temporal!, ui!, warehouse!, smtp!, metrics!],
+    ports: [http!, temporal!, ui!, warehouse!, smtp!, metrics!, admin!],
     temporalPort: temporal!,
   };
 }

@@ -1,15 +1,16 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { FastifyInstance } from 'fastify';
-import { type AppDeps, buildApp } from '../../src/http/app';
+import { type AdminAppDeps, buildAdminApp } from '../../src/http/admin';
 import { databaseReadiness, temporalReadiness } from '../../src/http/health';
+import { createHttpMetrics } from '../../src/http/metrics';
 import { createLogger } from '../../src/logger';
 import { createLazyClient } from '../../src/temporal/client';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
-import { recordingPaymentStarter, TEST_WEBHOOK_SECRET } from '../support/webhook';
 
 // /healthz: the process answers. /readyz: the database and Temporal answer within a short
 // deadline, else 503, so a load balancer stops sending webhooks to a process that cannot queue them.
+// Both on the admin listener (src/http/admin.ts); the public app's /healthz is in endpoints.test.ts.
 const sqlite = testDatabases.find((d) => d.name === 'sqlite')!;
 let env: TestWorkflowEnvironment;
 let db: TestDatabaseHandle;
@@ -28,15 +29,11 @@ afterEach(async () => {
   app = undefined;
 });
 
-function build(readiness: AppDeps['readiness']): Promise<FastifyInstance> {
-  const unused = {};
-  return buildApp({
-    config: { PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, WEBHOOK_BODY_LIMIT_BYTES: 65536 },
+function build(readiness: AdminAppDeps['readiness']): Promise<FastifyInstance> {
+  return buildAdminApp({
     logger: createLogger({ LOG_LEVEL: 'silent' }),
-    payments: recordingPaymentStarter(),
-    ordersRepository: unused as AppDeps['ordersRepository'],
-    paymentsRepository: unused as AppDeps['paymentsRepository'],
     readiness,
+    metrics: createHttpMetrics(),
   });
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { type AppDeps, buildApp } from '../../src/http/app';
-import { createHttpMetrics } from '../../src/http/metrics';
+import { buildAdminApp } from '../../src/http/admin';
+import { createHttpMetrics, type HttpMetrics } from '../../src/http/metrics';
 import { createLogger } from '../../src/logger';
 import { TemporalUnavailableError } from '../../src/temporal/payment-starter';
 import {
@@ -8,21 +8,25 @@ import {
   deliverWebhook,
   paymentEvent,
   recordingPaymentStarter,
-  TEST_WEBHOOK_SECRET,
 } from '../support/webhook';
 
-const unused = {};
-
-// GET /metrics of the HTTP app: webhook deliveries counted by outcome, with their latency.
+// The public app counts webhook deliveries by outcome, with their latency; GET /metrics of the
+// admin app (the admin listener) serves them.
 describe('HTTP metrics', () => {
   let app: FastifyInstance;
+  let metrics: HttpMetrics;
 
+  beforeEach(() => {
+    metrics = createHttpMetrics();
+  });
   afterEach(async () => {
     await app?.close();
   });
 
   async function scrape(): Promise<string> {
-    const response = await app.inject({ method: 'GET', url: '/metrics' });
+    const admin = await buildAdminApp({ logger: createLogger({ LOG_LEVEL: 'silent' }), metrics });
+    const response = await admin.inject({ method: 'GET', url: '/metrics' });
+    await admin.close();
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toContain('text/plain');
     return response.body;
@@ -34,7 +38,7 @@ describe('HTTP metrics', () => {
   }
 
   it('counts webhook deliveries by outcome: accepted, duplicate, ignored and each refusal', async () => {
-    app = await buildWebhookApp({ payments: recordingPaymentStarter() });
+    app = await buildWebhookApp({ payments: recordingPaymentStarter(), metrics });
     const event = paymentEvent();
     await deliverWebhook(app, event); // accepted
     await deliverWebhook(app, event); // the provider's retry: duplicate
@@ -73,6 +77,7 @@ describe('HTTP metrics', () => {
         start: () => Promise.reject(new TemporalUnavailableError(new Error('connection refused'))),
       },
       config: { WEBHOOK_AUTH_FAILURE_LIMIT: 1 },
+      metrics,
     });
     await deliverWebhook(app, paymentEvent()); // 503
     await deliverWebhook(app, paymentEvent(), { signature: null }); // 401, uses up the budget
@@ -85,17 +90,11 @@ describe('HTTP metrics', () => {
   });
 
   it("serves Node's process metrics when asked to, each app counting in a registry of its own", async () => {
-    const other = await buildWebhookApp({ payments: recordingPaymentStarter() });
+    const other = await buildWebhookApp({ payments: recordingPaymentStarter(), metrics });
     await deliverWebhook(other, paymentEvent());
     await other.close();
-    app = await buildApp({
-      config: { PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, WEBHOOK_BODY_LIMIT_BYTES: 65536 },
-      logger: createLogger({ LOG_LEVEL: 'silent' }),
-      payments: recordingPaymentStarter(),
-      ordersRepository: unused as AppDeps['ordersRepository'],
-      paymentsRepository: unused as AppDeps['paymentsRepository'],
-      metrics: createHttpMetrics({ defaultMetrics: true }),
-    });
+    metrics = createHttpMetrics({ defaultMetrics: true });
+    app = await buildWebhookApp({ payments: recordingPaymentStarter(), metrics });
 
     const text = await scrape();
     expect(text).toContain('process_cpu_user_seconds_total');

@@ -107,7 +107,7 @@ export function recordingPaymentStarter(): RecordingPaymentStarter {
  */
 export function buildWebhookApp(
   deps: Pick<AppDeps, 'payments' | 'now'> &
-    Partial<Pick<AppDeps, 'logger'>> & { config?: Partial<AppDeps['config']> },
+    Partial<Pick<AppDeps, 'logger' | 'metrics'>> & { config?: Partial<AppDeps['config']> },
 ): Promise<FastifyInstance> {
   const unused = new Proxy(
     {},
@@ -126,6 +126,7 @@ export function buildWebhookApp(
     logger: deps.logger ?? createLogger({ LOG_LEVEL: 'silent' }),
     payments: deps.payments,
     now: deps.now,
+    metrics: deps.metrics,
     ordersRepository: unused as AppDeps['ordersRepository'],
     paymentsRepository: unused as AppDeps['paymentsRepository'],
   });

@@ -3,11 +3,12 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import {
+  createLoyaltyRepository,
   createOrdersRepository,
   createPaymentsRepository,
   type DatabaseHandle,
 } from '../../src/db';
-import { orderWorkflowId } from '../../src/shared/order';
+import { orderWorkflowId, type OrderWorkflowResult } from '../../src/shared/order';
 import { paymentWorkflow } from '../../src/workflows';
 import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
 import { testDatabases } from '../support/databases';
@@ -49,6 +50,7 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
   beforeEach(async () => {
     db = await create();
     warehouse.reset();
+    smtp.reset();
   });
   afterEach(async () => {
     await db.close();
@@ -64,20 +66,30 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
     });
     const orderId = created.order.id;
     const taskQueue = `test-${randomUUID()}`;
+    const activities = createActivities({
+      ...testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
+      client: env.client,
+    });
+    // The hand-overs themselves: the order workflow's de-duplication would hide a second one
+    // from every effect below, so count them where they leave the payment workflow.
+    const handOvers: Array<Parameters<typeof activities.handOverToOrder>[0]> = [];
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: bundle,
-      activities: createActivities({
-        ...testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
-        client: env.client,
-      }),
+      activities: {
+        ...activities,
+        handOverToOrder: async (input: Parameters<typeof activities.handOverToOrder>[0]) => {
+          handOvers.push(input);
+          return activities.handOverToOrder(input);
+        },
+      },
     });
     const input = { eventId: `evt_${randomUUID()}`, orderId, amount: 5400 };
 
     // Two executions of the same event, one after the other: what a redelivery looks like once
     // the first run is gone from Temporal (for example past the namespace's retention).
-    const [first, second] = await worker.runUntil(async () => {
+    const [first, second, orderRun] = await worker.runUntil(async () => {
       const a = await env.client.workflow.execute(paymentWorkflow, {
         taskQueue,
         workflowId: `first-${input.eventId}`,
@@ -91,8 +103,10 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
         workflowExecutionTimeout: '1 hour',
       });
       // The order's own workflow does the fulfilment: wait for it to finish.
-      await env.client.workflow.getHandle(orderWorkflowId(orderId)).result();
-      return [a, b];
+      const order: OrderWorkflowResult = await env.client.workflow
+        .getHandle(orderWorkflowId(orderId))
+        .result();
+      return [a, b, order] as const;
     });
 
     // The unique constraint keeps one row whatever the workflow does...
@@ -107,6 +121,17 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
     });
     expect((await orders.findById(orderId))?.refundReviewRequestedAt).toBeNull();
     expect((await orders.findById(orderId))?.shipmentStatus).toBe('requested');
+    // The effects, not only the flag: one hand-over, one event processed by the order, one
+    // confirmation mail, one ledger entry.
+    expect(handOvers).toEqual([
+      {
+        orderId,
+        event: expect.objectContaining({ eventId: input.eventId, paymentId: first.paymentId }),
+      },
+    ]);
+    expect(orderRun.processed).toEqual([{ eventId: input.eventId, outcome: 'fulfilled' }]);
+    expect(smtp.messages).toHaveLength(1);
+    expect(await createLoyaltyRepository(db.db).ledgerFor(1)).toHaveLength(1);
   });
   it('still fulfils the order when the attempt that committed the payment died before reporting', async () => {
     const orders = createOrdersRepository(db.db);

@@ -229,7 +229,7 @@ function runOrder(
   }));
 }
 
-/** Unwraps a workflow failure down the chain: FulfilmentFailed → RetriesExhausted → activity → cause. */
+/** Unwraps a workflow failure down the chain: FulfilmentFailed → activity → cause. */
 function failureChain(err: unknown): Array<{ type: string | undefined; details?: unknown[] }> {
   expect(err).toBeInstanceOf(WorkflowFailedError);
   const chain: Array<{ type: string | undefined; details?: unknown[] }> = [];
@@ -613,6 +613,87 @@ describe('orderWorkflow: no event is lost behind a failed fulfilment', () => {
       processed: [{ eventId: run.eventId, outcome: 'refund_review' }],
     });
     expect(reviews).toBe(1);
+  });
+
+  it('fulfils an event signalled twice once: one warehouse request, one mail, one award', async () => {
+    const workflowId = `order-12-${randomUUID()}`;
+    const eventId = randomUUID();
+    let resent = false;
+    const run = await runOrder(
+      {
+        notifyWarehouse: async () => {
+          // The hand-over's retry lands while the first delivery is being fulfilled.
+          if (!resent) {
+            resent = true;
+            await env.client.workflow
+              .getHandle(workflowId)
+              .signal(paymentRecordedSignal, orderEvent({ eventId }));
+          }
+          return { shipmentId: 'shp_1', replayed: false };
+        },
+      },
+      { eventId },
+      { workflowId },
+    );
+
+    expect(run.result).toEqual({
+      orderId: 12,
+      processed: [{ eventId: run.eventId, outcome: 'fulfilled' }],
+    });
+    expect(run.calls.map((c) => c.name)).toEqual([
+      'notifyWarehouse',
+      'setShipmentStatus',
+      'sendOrderConfirmation',
+      'awardLoyaltyPoints',
+    ]);
+  });
+
+  it('ignores an event the previous run of the order already took (continue-as-new carries them)', async () => {
+    const event = orderEvent();
+    const outcome = await run({}, async (taskQueue) => {
+      const handle = await env.client.workflow.signalWithStart('orderWorkflow', {
+        workflowId: `order-12-${randomUUID()}`,
+        taskQueue,
+        // What continue-as-new hands on: nothing pending, the IDs seen so far.
+        args: [{ orderId: 12, pending: [], seenEventIds: [event.eventId] }],
+        signal: paymentRecordedSignal,
+        signalArgs: [event],
+        workflowExecutionTimeout: '1 day',
+      });
+      return {
+        workflowId: handle.workflowId,
+        runId: handle.signaledRunId,
+        result: () => handle.result(),
+      };
+    });
+
+    expect(outcome.result).toEqual({ orderId: 12, processed: [] });
+    expect(outcome.calls).toEqual([]);
+  });
+
+  it('takes the events handed on as pending as seen, when no seen IDs come with them', async () => {
+    const event = orderEvent();
+    const outcome = await run({}, async (taskQueue) => {
+      const handle = await env.client.workflow.signalWithStart('orderWorkflow', {
+        workflowId: `order-12-${randomUUID()}`,
+        taskQueue,
+        args: [{ orderId: 12, pending: [event] }],
+        signal: paymentRecordedSignal,
+        signalArgs: [event],
+        workflowExecutionTimeout: '1 day',
+      });
+      return {
+        workflowId: handle.workflowId,
+        runId: handle.signaledRunId,
+        result: () => handle.result(),
+      };
+    });
+
+    expect(outcome.result).toEqual({
+      orderId: 12,
+      processed: [{ eventId: event.eventId, outcome: 'fulfilled' }],
+    });
+    expect(outcome.calls.filter((c) => c.name === 'notifyWarehouse')).toHaveLength(1);
   });
 
   it('raises no second refund-review alert when a hand-over is retried after the order run closed', async () => {

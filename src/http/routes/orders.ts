@@ -9,11 +9,14 @@ import {
 } from '../../db';
 import { HttpError } from '../errors';
 import { headerLines } from '../header-lines';
+import type { OrdersAuth, OrdersCaller } from '../orders-auth';
 import { formatIssues } from '../validation';
 
 export interface OrdersRouteOptions {
   orders: ReturnType<typeof createOrdersRepository>;
   payments: ReturnType<typeof createPaymentsRepository>;
+  /** Each route's key and scope check, run before the route reads a body or an order. */
+  auth: OrdersAuth;
 }
 
 const createOrderSchema = z.object({
@@ -37,60 +40,70 @@ const orderIdSchema = z
   .pipe(z.number().max(MAX_ROW_ID));
 
 /**
- * Orders, so a user can run the whole flow. Creation honours an Idempotency-Key header: the same
+ * Orders, so a user can run the whole flow. Creating needs a key with `orders:write`, reading
+ * `orders:read`; the customer's e-mail address is in an answer only for a key with
+ * `orders:read:pii` (docs/security.md). Creation honours an Idempotency-Key header: the same
  * key with the same request returns the first order (no second row), the same key with a
  * different request is refused with 422 rather than silently returning someone else's order.
  */
 export async function ordersRoutes(app: FastifyInstance, options: OrdersRouteOptions) {
-  app.post('/api/v1/orders', { bodyLimit: 16 * 1024 }, async (request, reply) => {
-    const body = createOrderSchema.safeParse(request.body);
-    if (!body.success) throw new HttpError(400, formatIssues(body.error));
+  const { auth } = options;
+  app.post(
+    '/api/v1/orders',
+    { bodyLimit: 16 * 1024, onRequest: auth.require('orders:write') },
+    async (request, reply) => {
+      const body = createOrderSchema.safeParse(request.body);
+      if (!body.success) throw new HttpError(400, formatIssues(body.error));
 
-    // Two keys are ambiguous (which one names the request?): refused with that reason, not with
-    // a format error about the ", " Node joins them with. Header lines are counted, so one key
-    // that contains a comma is still one key.
-    const keyLines = headerLines(request.raw.rawHeaders, 'idempotency-key');
-    if (keyLines.length > 1) {
-      throw new HttpError(400, 'exactly one Idempotency-Key header is allowed');
-    }
-    let idempotencyKey: string | undefined;
-    if (keyLines.length === 1) {
-      const key = idempotencyKeySchema.safeParse(request.headers['idempotency-key']);
-      if (!key.success) throw new HttpError(400, formatIssues(key.error));
-      idempotencyKey = key.data;
-    }
+      // Two keys are ambiguous (which one names the request?): refused with that reason, not with
+      // a format error about the ", " Node joins them with. Header lines are counted, so one key
+      // that contains a comma is still one key.
+      const keyLines = headerLines(request.raw.rawHeaders, 'idempotency-key');
+      if (keyLines.length > 1) {
+        throw new HttpError(400, 'exactly one Idempotency-Key header is allowed');
+      }
+      let idempotencyKey: string | undefined;
+      if (keyLines.length === 1) {
+        const key = idempotencyKeySchema.safeParse(request.headers['idempotency-key']);
+        if (!key.success) throw new HttpError(400, formatIssues(key.error));
+        idempotencyKey = key.data;
+      }
 
-    const result = await options.orders.createWithIdempotencyKey({
-      userId: body.data.user_id,
-      customerEmail: body.data.customer_email,
-      totalAmount: body.data.total_amount,
-      idempotencyKey,
-      fingerprint: idempotencyKey === undefined ? undefined : fingerprintOf(body.data),
-    });
-    switch (result.kind) {
-      case 'created':
-        return reply
-          .code(201)
-          .header('location', `/api/v1/orders/${result.order.id}`)
-          .send(orderToWire(result.order));
-      case 'replayed':
-        return reply
-          .code(200)
-          .header('idempotent-replayed', 'true')
-          .send(orderToWire(result.order));
-      case 'key_reused_with_different_request':
-        throw new HttpError(422, 'Idempotency-Key was already used with a different request body');
-    }
-  });
+      const result = await options.orders.createWithIdempotencyKey({
+        userId: body.data.user_id,
+        customerEmail: body.data.customer_email,
+        totalAmount: body.data.total_amount,
+        idempotencyKey,
+        fingerprint: idempotencyKey === undefined ? undefined : fingerprintOf(body.data),
+      });
+      switch (result.kind) {
+        case 'created':
+          return reply
+            .code(201)
+            .header('location', `/api/v1/orders/${result.order.id}`)
+            .send(orderToWire(result.order, auth.callerOf(request)));
+        case 'replayed':
+          return reply
+            .code(200)
+            .header('idempotent-replayed', 'true')
+            .send(orderToWire(result.order, auth.callerOf(request)));
+        case 'key_reused_with_different_request':
+          throw new HttpError(
+            422,
+            'Idempotency-Key was already used with a different request body',
+          );
+      }
+    },
+  );
 
-  app.get('/api/v1/orders/:id', async (request) => {
+  app.get('/api/v1/orders/:id', { onRequest: auth.require('orders:read') }, async (request) => {
     const id = orderIdSchema.safeParse((request.params as { id: string }).id);
     if (!id.success) throw new HttpError(400, 'order id must be a positive integer');
     const order = await options.orders.findById(id.data);
     if (!order) throw new HttpError(404, `order ${id.data} not found`);
     const payments = await options.payments.listByOrder(order.id);
     return {
-      ...orderToWire(order),
+      ...orderToWire(order, auth.callerOf(request)),
       payments: payments.map((p) => ({
         id: p.id,
         provider_event_id: p.providerEventId,
@@ -103,11 +116,15 @@ export async function ordersRoutes(app: FastifyInstance, options: OrdersRouteOpt
 
 type Order = NonNullable<Awaited<ReturnType<OrdersRouteOptions['orders']['findById']>>>;
 
-function orderToWire(order: Order) {
+/**
+ * The order as the API shows it. Without `orders:read:pii` the e-mail address is left out, not
+ * masked: a caller that may not have it gets no part of it, and its absence is unambiguous.
+ */
+function orderToWire(order: Order, caller: OrdersCaller) {
   return {
     id: order.id,
     user_id: order.userId,
-    customer_email: order.customerEmail,
+    ...(caller.scopes.has('orders:read:pii') ? { customer_email: order.customerEmail } : {}),
     status: order.status,
     total_amount: order.totalAmount,
     shipment_status: order.shipmentStatus,
