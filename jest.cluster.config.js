@@ -1,7 +1,7 @@
 /**
  * `npm run test:cluster`: the conformance tests on a multi-service Temporal cluster
  * (test/cluster). Kept out of `npm test`: the cluster alone is five server processes, and the
- * retry and fault scenarios wait in real time (about N minutes on two cores); CI runs it after
+ * retry and fault scenarios wait in real time (about 2 minutes on two cores); CI runs it after
  * `npm test`.
  * @type {import('jest').Config}
  */

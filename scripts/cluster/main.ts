@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startCluster, type TemporalCluster } from './cluster';
 import { fixedPorts, NUM_HISTORY_SHARDS, SERVICES } from './config';
+import { provisionClusterBinaries, SERVER_BIN_ENV, SQL_TOOL_BIN_ENV } from './provision-server';
 
 /**
  * `npm run cluster`: a multi-service Temporal server 1.29.1 on PostgreSQL with mTLS, on this
@@ -19,7 +20,8 @@ prints how to point the app at it. Ctrl-C stops everything.
   --data-dir DIR       where PostgreSQL data, certificates, config and logs live
                        (default ./data/temporal-cluster; kept between runs)
   --fresh              delete that directory first: new databases and certificates
-  --plain-internode    no TLS between the services (the frontend keeps mTLS)`;
+  --plain-internode    no TLS between the services (the frontend keeps mTLS)
+  --provision-only     build (or find) temporal-server and temporal-sql-tool, print where, exit`;
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -27,11 +29,19 @@ async function main(): Promise<number> {
       'data-dir': { type: 'string', default: path.join('data', 'temporal-cluster') },
       fresh: { type: 'boolean', default: false },
       'plain-internode': { type: 'boolean', default: false },
+      'provision-only': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (values['provision-only']) {
+    const binaries = await provisionClusterBinaries();
+    process.stdout.write(
+      `${SERVER_BIN_ENV}=${binaries.server}\n${SQL_TOOL_BIN_ENV}=${binaries.sqlTool}\n`,
+    );
     return 0;
   }
   const root = path.resolve(values['data-dir']);
