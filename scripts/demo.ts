@@ -12,6 +12,10 @@ import { paymentWorkflowId } from '../src/shared/constants';
  */
 const config = loadConfig();
 const baseUrl = process.env.DEMO_BASE_URL ?? localHttpUrl(config.HOST, config.PORT);
+// Without ORDERS_API_KEYS, `npm start` on loopback serves the orders API without a key; with
+// keys, the demo needs one with orders:write and orders:read.
+const apiKey = process.env.DEMO_API_KEY;
+const apiAuth: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
 const uiBase =
   process.env.DEMO_UI_URL ??
   config.TEMPORAL_UI_URL?.replace(/\/+$/, '') ??
@@ -23,8 +27,12 @@ async function main(): Promise<void> {
   const orderResponse = await post(
     '/api/v1/orders',
     { user_id: 1, customer_email: 'buyer@example.com', total_amount: 5400 },
-    { 'idempotency-key': `demo-order-${suffix}` },
+    { 'idempotency-key': `demo-order-${suffix}`, ...apiAuth },
   );
+  if (orderResponse.status === 401 || orderResponse.status === 403)
+    throw new Error(
+      `the orders API wants a key (${orderResponse.status} ${orderResponse.text}): set DEMO_API_KEY to a key of ORDERS_API_KEYS with orders:write+orders:read`,
+    );
   if (orderResponse.status !== 201)
     throw new Error(`could not create an order: ${orderResponse.status} ${orderResponse.text}`);
   const order = JSON.parse(orderResponse.text) as { id: number };
@@ -99,7 +107,9 @@ interface OrderView {
 async function waitForShipment(orderId: number): Promise<OrderView> {
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const response = await fetch(new URL(`/api/v1/orders/${orderId}`, baseUrl));
+    const response = await fetch(new URL(`/api/v1/orders/${orderId}`, baseUrl), {
+      headers: apiAuth,
+    });
     const view = (await response.json()) as OrderView;
     if (view.shipment_status !== null || Date.now() > deadline) return view;
     await new Promise((r) => setTimeout(r, 250));

@@ -4,6 +4,27 @@ import { maskEmail } from './shared/pii';
 
 export type { Logger };
 
+/** Fields that hold a customer's e-mail address, wherever a log call puts the order. */
+const EMAIL_FIELDS = ['customerEmail', 'customer_email', 'email'];
+
+/** What every log line is stripped of, by path; exported so tests check the logger's own rules. */
+export const LOG_REDACTION = {
+  paths: [
+    'req.headers["x-payment-signature"]',
+    'req.headers.authorization',
+    'headers["x-payment-signature"]',
+    'headers.authorization',
+    'secret',
+    '*.secret',
+    'body',
+    'rawBody',
+    ...EMAIL_FIELDS.flatMap((field) => [field, `*.${field}`]),
+  ],
+  // E-mail addresses keep a hint (j***@example.com) for the person reading; the rest goes.
+  censor: (value: unknown, path: string[]) =>
+    EMAIL_FIELDS.includes(path.at(-1) ?? '') ? maskEmail(value) : '[redacted]',
+};
+
 /**
  * One structured logger for the whole process (HTTP, worker, SDK). Secrets and raw bodies are
  * redacted by path so a careless log call cannot leak them; customers' e-mail addresses are
@@ -23,26 +44,9 @@ export function createLogger(
           options: { ignore: 'pid,hostname', translateTime: 'SYS:HH:MM:ss.l' },
         }
       : undefined,
-    redact: {
-      paths: [
-        'req.headers["x-payment-signature"]',
-        'req.headers.authorization',
-        'headers["x-payment-signature"]',
-        'secret',
-        '*.secret',
-        'body',
-        'rawBody',
-        ...EMAIL_FIELDS.flatMap((field) => [field, `*.${field}`]),
-      ],
-      // E-mail addresses keep a hint (j***@example.com) for the person reading; the rest goes.
-      censor: (value: unknown, path: string[]) =>
-        EMAIL_FIELDS.includes(path.at(-1) ?? '') ? maskEmail(value) : '[redacted]',
-    },
+    redact: LOG_REDACTION,
   });
 }
-
-/** Fields that hold a customer's e-mail address, wherever a log call puts the order. */
-const EMAIL_FIELDS = ['customerEmail', 'customer_email', 'email'];
 
 function wantsPrettyOutput(nodeEnv: Config['NODE_ENV'] | undefined): boolean {
   if (nodeEnv === 'production' || !process.stdout.isTTY) return false;

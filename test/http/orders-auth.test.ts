@@ -1,5 +1,7 @@
+import { spawnSync } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/http/app';
 import { parseApiKeys } from '../../src/http/api-keys';
@@ -121,6 +123,19 @@ describe('who may serve the orders API', () => {
     expect(() => ordersApiAccess(config)).toThrow(
       /ORDERS_API_KEYS: in production the orders API needs keys .*or set ORDERS_API=off/,
     );
+  });
+
+  it('stops the production HTTP process before it listens, with that message, exit 1', () => {
+    const { ORDERS_API_KEYS: _k, ORDERS_API: _o, ...inherited } = process.env;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/http/server.ts'], {
+      cwd: path.resolve(__dirname, '../..'),
+      env: { ...inherited, ...production, LOG_LEVEL: 'silent', PORT: '0', ADMIN_ADDRESS: 'off' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain('ORDERS_API_KEYS: in production the orders API needs keys');
+    expect(run.stderr).toContain('ORDERS_API=off');
   });
 
   it('starts production with keys, or with the API off', () => {
