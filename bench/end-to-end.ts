@@ -11,6 +11,8 @@ import { closedLoop } from './lib/loop';
 import { CpuMeter } from './lib/procstat';
 import { machineFacts, table, writeResults, type Cell } from './lib/report';
 import { fmt, fmtRatio, mean, median, percentile, sum } from './lib/stats';
+import { serverProcessSection } from './lib/server-cpu';
+import { startServerOfKind } from './lib/temporal';
 import { startSystem, watchdog, type System } from './lib/system';
 
 /**
@@ -67,8 +69,20 @@ async function main(): Promise<void> {
   const settings = args.quick ? SETTINGS.quick : SETTINGS.full;
   const startedAt = Date.now();
   const facts = machineFacts();
-  const system = await startSystem({ http: true, worker: true });
-  const disarm = watchdog(args.quick ? 3 * 60_000 : 8 * 60_000, () => system.stop());
+  // A cluster takes half a minute to start and is stopped here, after the system on it.
+  const server = await startServerOfKind(args.server);
+  const stopAll = async () => {
+    await system.stop();
+    await server.shutdown();
+  };
+  let system: System;
+  try {
+    system = await startSystem({ http: true, worker: true, server });
+  } catch (error) {
+    await server.shutdown();
+    throw error;
+  }
+  const disarm = watchdog(args.quick ? 3 * 60_000 : 8 * 60_000, stopAll);
   try {
     const orders = new OrderPool(system.db);
     log(`creating ${settings.orders} orders`);
@@ -130,16 +144,16 @@ async function main(): Promise<void> {
 
     const shape = await flowShapes(system.client, rounds);
     const file = await writeResults({
-      name: 'end-to-end',
+      name: args.server === 'cluster' ? 'end-to-end-cluster' : 'end-to-end',
       title: 'End to end: completed flows per second, ours vs a minimal workflow',
       args,
       facts,
       startedAt,
       setup: {
-        'Temporal server': `${system.server.version}, in-memory state, 127.0.0.1`,
+        'Temporal server': system.server.description,
         database: 'SQLite file (WAL), shared by the HTTP and worker processes',
         processes:
-          'driver (closed-loop client, warehouse simulator, SMTP sink); HTTP process; worker process (payments worker + bench worker, same settings: SDK defaults, 100 activity slots, 40 workflow task slots); Temporal dev server',
+          'driver (closed-loop client, warehouse simulator, SMTP sink); HTTP process; worker process (payments worker + bench worker, same settings: SDK defaults, 100 activity slots, 40 workflow task slots); the Temporal server above',
         rounds: `${settings.rounds} per variant and concurrency, alternating ${KINDS.join(', ')}; ${settings.concurrencies.map((c) => `${settings.roundMs[c]! / 1000} s at concurrency ${c}`).join(', ')}; warm-up ${settings.warmupMs / 1000} s per variant first. A round stops starting flows at its end and waits for those in flight.`,
       },
       sections: [
@@ -147,13 +161,32 @@ async function main(): Promise<void> {
         shapeSection(shape),
         activitySection(rounds, Math.max(...settings.concurrencies)),
         cpuSection(rounds, Math.max(...settings.concurrencies)),
+        ...optional(
+          serverProcessSection({
+            heading: `## Temporal cluster processes (concurrency ${Math.max(...settings.concurrencies)})`,
+            unit: 'flow',
+            scale: 1000,
+            scaleLabel: 'milliseconds',
+            rows: KINDS.map((k) => {
+              const mine = rounds.filter(
+                (r) => r.kind === k && r.concurrency === Math.max(...settings.concurrencies),
+              );
+              return {
+                label: LABEL[k],
+                units: sum(mine.map((r) => r.flows.length)),
+                seconds: sum(mine.map((r) => r.elapsedMs)) / 1000,
+                cpu: mine.map((r) => r.cpu),
+              };
+            }),
+          }),
+        ),
         roundsSection(rounds),
       ],
     });
     log(`wrote ${path.relative(process.cwd(), file)}`);
   } finally {
     disarm();
-    await system.stop();
+    await stopAll();
   }
 }
 
@@ -461,3 +494,8 @@ main().catch((error: unknown) => {
   process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });
+
+/** A section that may be absent, for a spread into the list of sections. */
+function optional(section: string | undefined): string[] {
+  return section === undefined ? [] : [section];
+}

@@ -12,7 +12,9 @@ import { BARE_PATH } from './lib/names';
 import { CpuMeter } from './lib/procstat';
 import { machineFacts, table, writeResults, type Cell } from './lib/report';
 import { fmt, fmtPercent, fmtRatio, median, percentile, sum } from './lib/stats';
-import { startSystem, watchdog } from './lib/system';
+import { serverProcessSection } from './lib/server-cpu';
+import { startServerOfKind } from './lib/temporal';
+import { startSystem, watchdog, type System } from './lib/system';
 
 /**
  * (a) Intake: how fast the webhook turns signed HTTP requests into started workflows, next to
@@ -66,8 +68,20 @@ async function main(): Promise<void> {
   const settings = args.quick ? SETTINGS.quick : SETTINGS.full;
   const startedAt = Date.now();
   const facts = machineFacts();
-  const system = await startSystem({ http: true });
-  const disarm = watchdog(args.quick ? 3 * 60_000 : 8 * 60_000, () => system.stop());
+  // A cluster takes half a minute to start and is stopped here, after the system on it.
+  const server = await startServerOfKind(args.server);
+  const stopAll = async () => {
+    await system.stop();
+    await server.shutdown();
+  };
+  let system: System;
+  try {
+    system = await startSystem({ http: true, server });
+  } catch (error) {
+    await server.shutdown();
+    throw error;
+  }
+  const disarm = watchdog(args.quick ? 3 * 60_000 : 8 * 60_000, stopAll);
   const profileDir = mkdtempSync(path.join(os.tmpdir(), 'order-payments-bench-profile-'));
   try {
     const rawParity = await system.http!.call('compareWithStarter', undefined);
@@ -164,21 +178,40 @@ async function main(): Promise<void> {
     const logLines = readFileSync(system.logs.http, 'utf8').split('\n').filter(Boolean).length;
 
     const file = await writeResults({
-      name: 'intake',
+      name: args.server === 'cluster' ? 'intake-cluster' : 'intake',
       title: 'Intake: webhook vs raw workflow start vs bare HTTP',
       args,
       facts,
       startedAt,
       setup: {
-        'Temporal server': `${system.server.version}, in-memory state, 127.0.0.1`,
+        'Temporal server': system.server.description,
         processes:
-          'driver + load generator (node:http keep-alive, closed loop); HTTP process (bench/hosts/http-host.ts); Temporal dev server; no worker',
+          'driver + load generator (node:http keep-alive, closed loop); HTTP process (bench/hosts/http-host.ts); the Temporal server above; no worker',
         'raw loop start options': rawParity,
         rounds: `${settings.rounds} per variant and concurrency, alternating A, A', B, C; ${settings.concurrencies.map((c) => `${settings.roundMs[c]! / 1000} s at concurrency ${c}`).join(', ')}; warm-up ${settings.warmupMs / 1000} s per variant first`,
       },
       sections: [
         ...settings.concurrencies.map((c) => summarySection(rounds, c)),
         cpuSection(rounds, maxConcurrency),
+        ...optional(
+          serverProcessSection({
+            heading: `## Temporal cluster processes (concurrency ${maxConcurrency})`,
+            unit: 'request',
+            scale: 1e6,
+            scaleLabel: 'microseconds',
+            rows: VARIANTS.map((k) => {
+              const mine = rounds.filter(
+                (r) => r.variant === k && r.concurrency === maxConcurrency,
+              );
+              return {
+                label: LABEL[k],
+                units: sum(mine.map((r) => r.result.ok)),
+                seconds: sum(mine.map((r) => r.result.elapsedMs)) / 1000,
+                cpu: mine.map((r) => r.cpu),
+              };
+            }),
+          }),
+        ),
         profileSection(profiles),
         [
           '## Smaller costs, measured on their own',
@@ -205,7 +238,7 @@ async function main(): Promise<void> {
   } finally {
     disarm();
     rmSync(profileDir, { recursive: true, force: true });
-    await system.stop();
+    await stopAll();
   }
 }
 
@@ -399,3 +432,8 @@ main().catch((error: unknown) => {
   process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });
+
+/** A section that may be absent, for a spread into the list of sections. */
+function optional(section: string | undefined): string[] {
+  return section === undefined ? [] : [section];
+}

@@ -6,22 +6,40 @@ export interface BenchArgs {
   quick: boolean;
   /** The command a person would type to reproduce this run, recorded in the results file. */
   command: string;
+  /** The Temporal server: the CLI dev server (default) or the multi-service cluster. */
+  server: 'dev' | 'cluster';
 }
 
 export function parseArgs(argv: readonly string[] = process.argv.slice(2)): BenchArgs {
-  const unknown = argv.filter((a) => a !== '--quick');
-  if (unknown.length > 0) {
-    throw new Error(`unknown argument(s): ${unknown.join(' ')} (the only option is --quick)`);
+  const rest = [...argv];
+  let server: BenchArgs['server'] = 'dev';
+  const at = rest.indexOf('--server');
+  if (at >= 0) {
+    const value = rest[at + 1];
+    if (value !== 'dev' && value !== 'cluster') {
+      throw new Error(`--server takes dev or cluster, not ${value ?? 'nothing'}`);
+    }
+    server = value;
+    rest.splice(at, 2);
   }
-  const quick = argv.includes('--quick');
-  return { quick, command: process.env.BENCH_COMMAND ?? ownCommand(quick) };
+  const unknown = rest.filter((a) => a !== '--quick');
+  if (unknown.length > 0) {
+    throw new Error(
+      `unknown argument(s): ${unknown.join(' ')} (options: --quick, --server dev|cluster)`,
+    );
+  }
+  const quick = rest.includes('--quick');
+  return { quick, server, command: process.env.BENCH_COMMAND ?? ownCommand(quick, server) };
 }
 
 /** `npm run bench:intake -- --quick` when started through npm, else the node command line. */
-function ownCommand(quick: boolean): string {
+function ownCommand(quick: boolean, server: BenchArgs['server']): string {
+  const flags = [
+    ...(quick ? ['--quick'] : []),
+    ...(server === 'cluster' ? ['--server', 'cluster'] : []),
+  ];
   const script = process.env.npm_lifecycle_event;
-  const flag = quick ? ' -- --quick' : '';
-  if (script) return `npm run ${script}${flag}`;
+  if (script) return `npm run ${script}${flags.length ? ` -- ${flags.join(' ')}` : ''}`;
   const file = path.relative(process.cwd(), process.argv[1] ?? 'bench');
-  return `node --import tsx ${file}${quick ? ' --quick' : ''}`;
+  return `node --import tsx ${file}${flags.map((f) => ` ${f}`).join('')}`;
 }

@@ -68,24 +68,65 @@ export function machineBusySeconds(): number {
 }
 
 /**
+ * A process, or several counted as one: the services of a multi-service Temporal server, or a
+ * PostgreSQL server's backends (listed anew when a meter starts, since connections come and go).
+ */
+export type ProcessGroup = number | readonly number[] | (() => readonly number[]);
+
+/** The processes of a group, now. */
+export function membersOf(group: ProcessGroup): readonly number[] {
+  if (typeof group === 'function') return group();
+  return typeof group === 'number' ? [group] : group;
+}
+
+/**
  * CPU seconds of several processes between two instants, and of the whole machine under the
  * name `machine`: what the machine did besides our processes is other people's work (noise).
  */
 export class CpuMeter {
-  private readonly start = new Map<string, number>();
+  private readonly start = new Map<string, Map<number, number>>();
+  private readonly machineStart: number;
 
-  constructor(private readonly pids: Readonly<Record<string, number>>) {
-    for (const [name, pid] of Object.entries(pids)) this.start.set(name, cpuSeconds(pid));
-    this.start.set('machine', machineBusySeconds());
+  constructor(pids: Readonly<Record<string, ProcessGroup>>) {
+    for (const [name, group] of Object.entries(pids)) {
+      this.start.set(name, new Map(membersOf(group).map((pid) => [pid, cpuSeconds(pid)])));
+    }
+    this.machineStart = machineBusySeconds();
   }
 
-  /** CPU seconds each process, and the machine, used since this meter was made. */
+  /** CPU seconds each process (or group), and the machine, used since this meter was made. */
   read(): Record<string, number> {
     const used: Record<string, number> = {};
-    for (const [name, pid] of Object.entries(this.pids)) {
-      used[name] = cpuSeconds(pid) - (this.start.get(name) ?? 0);
+    for (const [name, members] of this.start) {
+      let total = 0;
+      for (const [pid, before] of members) {
+        try {
+          total += cpuSeconds(pid) - before;
+        } catch {
+          // Exited meanwhile (a closed database connection): its last seconds are not counted.
+        }
+      }
+      used[name] = total;
     }
-    used.machine = machineBusySeconds() - (this.start.get('machine') ?? 0);
+    used.machine = machineBusySeconds() - this.machineStart;
     return used;
   }
+}
+
+/** The processes whose parent is `pid` (a PostgreSQL postmaster's backends). */
+export function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // ppid is the second field after the command name's closing parenthesis.
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) {
+        children.push(Number(entry));
+      }
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  return children;
 }

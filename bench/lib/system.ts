@@ -11,6 +11,7 @@ import type { WorkerHostApi } from '../hosts/worker-host';
 import { BENCH_TASK_QUEUE } from './names';
 import { workflowBundlePath } from './bundles';
 import { startHost, type Host } from './host';
+import { membersOf, type ProcessGroup } from './procstat';
 import { BENCH_WEBHOOK_SECRET } from './http-client';
 import { startBenchServer, type BenchServer } from './temporal';
 
@@ -33,7 +34,7 @@ export interface System {
   /** Log files of the HTTP and worker processes (their stdout). */
   logs: { http: string; worker: string };
   /** The processes to account CPU to, by role. */
-  pids: Record<string, number>;
+  pids: Record<string, ProcessGroup>;
   stop(): Promise<void>;
 }
 
@@ -93,7 +94,17 @@ export async function startSystem(options: SystemOptions): Promise<System> {
       DATABASE_URL: databaseUrl,
       NODE_ENV: 'development',
     };
-    const pids: Record<string, number> = { driver: process.pid, temporal: server.pid };
+    // A multi-service server counts as one `temporal` (so every table compares like with like),
+    // and each of its processes under `temporal:<name>` as well.
+    const pids: Record<string, ProcessGroup> = {
+      driver: process.pid,
+      temporal: server.processes
+        ? () => Object.values(server.processes!).flatMap(membersOf)
+        : server.pid,
+      ...Object.fromEntries(
+        Object.entries(server.processes ?? {}).map(([name, group]) => [`temporal:${name}`, group]),
+      ),
+    };
 
     let worker: Host<WorkerHostApi> | undefined;
     if (options.worker) {

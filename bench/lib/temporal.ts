@@ -1,9 +1,15 @@
 import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { startCluster } from '../../scripts/cluster/cluster';
+import { freeClusterPorts, NUM_HISTORY_SHARDS, SERVICES } from '../../scripts/cluster/config';
+import { TEMPORAL_SERVER_VERSION } from '../../scripts/cluster/provision-server';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { devServerExecutable } from '../../src/temporal/provision';
-import { findProcess } from './procstat';
+import { childrenOf, findProcess, type ProcessGroup } from './procstat';
 
 export interface BenchServer {
   address: string;
@@ -13,8 +19,12 @@ export interface BenchServer {
    * driver's own client through the same module. None for the plain-text dev server.
    */
   env?: Record<string, string>;
-  /** The server process, for CPU accounting. */
+  /** The server process, for CPU accounting (a cluster: its frontend). */
   pid: number;
+  /** A multi-service server: each of its processes (and its database), for CPU accounting. */
+  processes?: Record<string, ProcessGroup>;
+  /** How the results files describe the server and its state. */
+  description: string;
   /** What `--version` of the executable said. */
   version: string;
   shutdown(): Promise<void>;
@@ -41,12 +51,61 @@ export async function startBenchServer(): Promise<BenchServer> {
     await server.shutdown();
     throw new Error(`started the dev server on port ${port} but cannot find its process`);
   }
+  const version = await serverVersion();
   return {
     address: server.address,
     pid,
-    version: await serverVersion(),
+    version,
+    description: `${version} (dev server, one process), in-memory state, 127.0.0.1`,
     shutdown: () => server.shutdown(),
   };
+}
+
+/**
+ * The multi-service cluster of `npm run cluster` (scripts/cluster), on free ports in a temporary
+ * directory: frontend, history, matching and worker processes, PostgreSQL 15, 4 history shards,
+ * mTLS on the frontend and between the services. The app reaches it through the TEMPORAL_*
+ * variables in `env`, as it would reach any secured cluster.
+ */
+export async function startClusterBenchServer(): Promise<BenchServer> {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'order-payments-bench-cluster-'));
+  // PostgreSQL runs as its own user and must reach its directory under this one.
+  chmodSync(root, 0o755);
+  try {
+    const cluster = await startCluster({
+      root,
+      ports: await freeClusterPorts(),
+      log: (line) => process.stderr.write(`[cluster] ${line}\n`),
+    });
+    const processes: Record<string, ProcessGroup> = {};
+    for (const service of SERVICES) processes[service] = cluster.pid(service)!;
+    const dataDir = path.join(root, 'pg', 'data');
+    const postmaster = findProcess((argv) => argv.includes('-D') && argv.includes(dataDir));
+    // Temporal keeps its connection pools open, so the backends at a meter's start are the ones
+    // that do its work during the round.
+    if (postmaster !== undefined)
+      processes.postgres = () => [postmaster, ...childrenOf(postmaster)];
+    return {
+      address: cluster.address,
+      env: cluster.clientEnv(),
+      pid: cluster.pid('frontend')!,
+      processes,
+      version: `Temporal server ${TEMPORAL_SERVER_VERSION}`,
+      description: `Temporal server ${TEMPORAL_SERVER_VERSION}: frontend, history, matching, worker as separate processes; PostgreSQL 15 persistence and visibility (fsync off); ${NUM_HISTORY_SHARDS} history shards; mTLS (frontend and internode); 127.0.0.1`,
+      shutdown: async () => {
+        await cluster.stop();
+        rmSync(root, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    rmSync(root, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** The server a benchmark runs on: `--server dev` (default) or `--server cluster`. */
+export function startServerOfKind(kind: 'dev' | 'cluster'): Promise<BenchServer> {
+  return kind === 'cluster' ? startClusterBenchServer() : startBenchServer();
 }
 
 async function serverVersion(): Promise<string> {
