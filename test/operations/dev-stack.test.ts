@@ -127,6 +127,15 @@ describe('npm start (the dev stack)', () => {
     expect(demo.output).toMatch(/status=paid, shipment_status=requested, payments recorded=1/);
     expect(demo.output).toMatch(/Warehouse simulator: 1 shipment request\(s\)/);
 
+    // Operators' endpoints on the admin listener only; the public port keeps /healthz.
+    const [http, admin] = [stack.ports[0], stack.ports[6]];
+    expect(stack.output()).toContain(`Metrics          http://127.0.0.1:${admin}/metrics`);
+    expect((await fetch(`http://127.0.0.1:${admin}/metrics`)).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${admin}/readyz`)).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${http}/metrics`)).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${http}/readyz`)).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${http}/healthz`)).status).toBe(200);
+
     stack.child.kill('SIGINT');
     expect(await stack.exited).toBe(0);
     expect(stack.output()).toContain('"msg":"stopped"');
