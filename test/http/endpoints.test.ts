@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { loadConfig } from '../../src/config';
+import { ConfigError, DEFAULT_ADMIN_ADDRESS, loadConfig } from '../../src/config';
 import { buildAdminApp } from '../../src/http/admin';
 import { type AppDeps, buildApp } from '../../src/http/app';
 import { createHttpMetrics } from '../../src/http/metrics';
@@ -152,4 +152,15 @@ describe.each(rows)('$method $path ($listener)', (row) => {
 it('says nothing internal on the public /healthz', async () => {
   const response = await apps.public.inject({ method: 'GET', url: '/healthz' });
   expect(response.json()).toEqual({ status: 'ok' });
+});
+
+it('takes ADMIN_ADDRESS as host:port or off, loopback by default', () => {
+  expect(loadConfig({}).ADMIN_ADDRESS).toBe(DEFAULT_ADMIN_ADDRESS);
+  expect(DEFAULT_ADMIN_ADDRESS).toMatch(/^127\.0\.0\.1:/);
+  expect(loadConfig({ ADMIN_ADDRESS: 'off' }).ADMIN_ADDRESS).toBe('off');
+  expect(loadConfig({ ADMIN_ADDRESS: '[::1]:9465' }).ADMIN_ADDRESS).toBe('[::1]:9465');
+  expect(() => loadConfig({ ADMIN_ADDRESS: 'http://0.0.0.0:9465' })).toThrow(ConfigError);
+  expect(() => loadConfig({ ADMIN_ADDRESS: '9465' })).toThrow(
+    /ADMIN_ADDRESS: must be host:port \(e\.g\. 127\.0\.0\.1:9465\) or off/,
+  );
 });

@@ -1,4 +1,9 @@
-import { dialHost, localHttpUrl, parseListenAddress } from '../../src/net/addresses';
+import {
+  dialHost,
+  isLoopbackHost,
+  localHttpUrl,
+  parseListenAddress,
+} from '../../src/net/addresses';
 
 describe('listen addresses', () => {
   it.each([
@@ -22,5 +27,19 @@ describe('listen addresses', () => {
   ])('gives a URL a browser can open for a server listening on %s', (host, url) => {
     expect(localHttpUrl(host, 3000)).toBe(url);
     expect(url).toContain(dialHost(host));
+  });
+
+  it.each([
+    ['127.0.0.1', true],
+    ['127.8.9.10', true],
+    ['localhost', true],
+    ['::1', true],
+    ['0.0.0.0', false],
+    ['::', false],
+    ['10.0.0.5', false],
+    ['127.0.0.1.example.com', false],
+    ['localhost.example.com', false],
+  ])('counts %s as loopback: %s', (host, loopback) => {
+    expect(isLoopbackHost(host)).toBe(loopback);
   });
 });
