@@ -82,6 +82,11 @@ export default tseslint.config(
       'jest.config.js',
       'jest.cluster.config.js',
       'test/support/summary-reporter.js',
+      // StrykerJS (npm run mutate): its config files, its sandbox and its reports.
+      'stryker.config.mjs',
+      'test/support/stryker/*.{js,mjs}',
+      '.stryker-tmp',
+      'reports',
     ],
   },
   js.configs.recommended,

@@ -1,0 +1,42 @@
+// The project's jest config for StrykerJS (npm run mutate), with three changes, each because a
+// mutant run is a whole jest run inside one long-lived Stryker worker process:
+// - only the test files that exercise the mutated modules (stryker.config.mjs says which);
+// - the global setup runs once per Stryker worker, not once per mutant (PostgreSQL stays up;
+//   its watchdog stops it when the worker exits), and the teardown leaves it running;
+// - workflow code runs in the worker's own thread, where a setup file hands it Stryker's
+//   context (see workflow-sandbox.ts).
+const path = require('node:path');
+const base = require('../../../jest.config.js');
+
+const here = '<rootDir>/test/support/stryker';
+
+/** The test files of each scope of stryker.config.mjs (MUTATE_SCOPE). */
+const testFiles = {
+  guards: [
+    '<rootDir>/test/db/{payments,orders,loyalty}.test.ts',
+    '<rootDir>/test/http/{signature,webhook-auth,payment-webhook,webhook-duplicates,webhook-security,validation}.test.ts',
+    '<rootDir>/test/temporal/payment-starter.test.ts',
+    '<rootDir>/test/activities/{retry-after,warehouse-client}.test.ts',
+    '<rootDir>/test/mail/mail-activities.test.ts',
+  ],
+  workflows: [
+    '<rootDir>/test/workflows/{payment,payment-idempotency,warehouse-timeouts}.test.ts',
+    '<rootDir>/test/replay/replay.test.ts',
+  ],
+};
+
+/** @type {import('jest').Config} */
+module.exports = {
+  ...base,
+  rootDir: path.resolve(__dirname, '../../..'),
+  testMatch: testFiles[process.env.MUTATE_SCOPE ?? 'all'] ?? [
+    ...testFiles.guards,
+    ...testFiles.workflows,
+  ],
+  // Stryker wraps the environment with plain require(), which cannot load the TypeScript one.
+  testEnvironment: 'node',
+  setupFiles: [...(base.setupFiles ?? []), `${here}/workflow-sandbox.ts`],
+  globalSetup: `${here}/global-setup.ts`,
+  globalTeardown: `${here}/global-teardown.ts`,
+  reporters: ['default'],
+};
