@@ -420,14 +420,15 @@ async function waitUntil(
 
 /**
  * A detached shell that acts only if this process dies without stop() (kill -9, a closed
- * terminal): it kills every service's process group and crash-stops PostgreSQL.
+ * terminal): it kills every process group listed in `pidFile` (a ProcessRegistry's) and runs
+ * `stopPostgres` (crash-stops PostgreSQL). Call kill() on a clean stop.
  */
-function startWatchdog(pidFile: string, stopPostgres: readonly string[]) {
+export function startWatchdog(pidFile: string, stopPostgres: readonly string[] = []) {
   const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   const script = [
     `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done`,
     `for g in $(cat ${quote(pidFile)} 2>/dev/null); do kill -9 -"$g" 2>/dev/null; done`,
-    `${stopPostgres.map(quote).join(' ')} >/dev/null 2>&1`,
+    ...(stopPostgres.length ? [`${stopPostgres.map(quote).join(' ')} >/dev/null 2>&1`] : []),
   ].join('; ');
   const child = spawn('sh', ['-c', script], { detached: true, stdio: 'ignore' });
   child.unref();

@@ -10,7 +10,7 @@ import { createDatabase, migrateToLatest, type DatabaseHandle } from '../../src/
 import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
 import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
 import { ProcessRegistry, SupervisedProcess } from '../../scripts/chaos/supervisor';
-import { startCluster, type TemporalCluster } from '../../scripts/cluster/cluster';
+import { startCluster, startWatchdog, type TemporalCluster } from '../../scripts/cluster/cluster';
 import { freeClusterPorts } from '../../scripts/cluster/config';
 
 /**
@@ -99,6 +99,9 @@ export async function startAppStack(root: string, log: (line: string) => void): 
       PAYMENT_WEBHOOK_SECRET: WEBHOOK_SECRET,
     };
     const registry = new ProcessRegistry(path.join(root, 'app-pgids'));
+    // A jest killed outright must not leave the app's processes behind (their groups are their own).
+    const watchdog = startWatchdog(path.join(root, 'app-pgids'));
+    stops.push(async () => watchdog.kill('SIGKILL'));
     const processes = [
       ['worker', 'src/worker.ts'],
       ['heavy-worker', 'src/heavy-worker.ts'],

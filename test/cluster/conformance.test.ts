@@ -208,7 +208,11 @@ test('ops failed lists a fulfilment the warehouse refused, and ops retry ships i
       for await (const info of stack.client.workflow.list({
         query: 'ExecutionStatus = "Failed"',
       })) {
-        if (info.workflowId.includes(String(order.id)) || info.workflowId.includes(event.id)) {
+        // The payment's workflow, or the order's (whichever the fulfilment failure fails).
+        if (
+          info.workflowId === paymentWorkflowId(event.id) ||
+          new RegExp(`(^|[-_])order-${order.id}($|[-_])`).test(info.workflowId)
+        ) {
           failedId = info.workflowId;
         }
       }
@@ -217,6 +221,7 @@ test('ops failed lists a fulfilment the warehouse refused, and ops retry ships i
     60_000,
   );
 
+  log(`failed workflow for order ${order.id}: ${failedId}`);
   const listed = await ops(['failed']);
   expect(listed.code).toBe(0);
   expect(listed.stdout).toContain(failedId);
