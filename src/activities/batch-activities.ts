@@ -4,7 +4,15 @@ import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ExportedOrder, OrderExportRepository, OrderIdRange, OrderRangeSummary } from '../db';
-import { EXPORT_ID_PATTERN, ExportFailureType } from '../workflows/batch';
+import { FailureType } from '../shared/errors';
+import {
+  EXPORT_COLUMNS,
+  EXPORT_FILE,
+  EXPORT_ID_PATTERN,
+  EXPORT_INDEX_FILE,
+  type ExportFiles,
+  type ExportIndexChunk,
+} from '../shared/export';
 import { isTemporaryFile, writeAtomically, writeFileAtomically } from './atomic-file';
 
 export interface BatchActivityDeps {
@@ -45,40 +53,8 @@ export interface FinishOrderExportInput {
   expectedRows: number;
 }
 
-export interface FinishOrderExportResult {
-  /** Absolute path of the joined CSV (with its header line). */
-  file: string;
-  /** Absolute path of `index.json`: which chunk holds which orders. */
-  indexFile: string;
-  rows: number;
-  bytes: number;
-  sha256: string;
-}
+export type FinishOrderExportResult = ExportFiles;
 
-/** One entry of `index.json`. */
-export interface ExportIndexChunk {
-  chunk: number;
-  file: string;
-  rows: number;
-  firstOrderId: number | null;
-  lastOrderId: number | null;
-}
-
-export const EXPORT_COLUMNS = [
-  'id',
-  'user_id',
-  'customer_email',
-  'status',
-  'total_amount',
-  'shipment_status',
-  'confirmation_sent_at',
-  'refund_review_requested_at',
-  'created_at',
-  'updated_at',
-] as const;
-
-export const EXPORT_FILE = 'orders.csv';
-export const EXPORT_INDEX_FILE = 'index.json';
 const CHUNK_FILE = /^chunk-(\d+)\.csv$/;
 
 /** File name of chunk `n`: zero-padded, so a directory listing sorts them in order. */
@@ -91,7 +67,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
   const exportPath = (exportId: string, file = '') => {
     if (!EXPORT_ID_PATTERN.test(exportId)) {
       throw ApplicationFailure.create({
-        type: ExportFailureType.InvalidExportRequest,
+        type: FailureType.InvalidExportRequest,
         message: `export ID "${exportId}" must match ${String(EXPORT_ID_PATTERN)}`,
         nonRetryable: true,
       });
@@ -212,7 +188,7 @@ export type BatchActivities = ReturnType<typeof createBatchActivities>;
 
 function incomplete(input: FinishOrderExportInput, what: string): ApplicationFailure {
   return ApplicationFailure.create({
-    type: ExportFailureType.ExportIncomplete,
+    type: FailureType.ExportIncomplete,
     message: `export ${input.exportId} is incomplete: ${what} (every heavy worker must share one EXPORT_DIR)`,
     details: [{ exportId: input.exportId, chunks: input.chunks, expectedRows: input.expectedRows }],
     nonRetryable: true,

@@ -12,11 +12,11 @@ import {
   EXPORT_ID_PATTERN,
   exportProgressQuery,
   exportWorkflowId,
-  type exportOrdersWorkflow,
   type ExportOrdersInput,
   type ExportOrdersResult,
   type ExportProgress,
-} from '../workflows/batch';
+} from '../shared/export';
+import type { exportOrdersWorkflow } from '../workflows/batch';
 
 /**
  * Batch work from the command line: `npm run batch -- <command>`. Starts an order export on

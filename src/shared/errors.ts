@@ -34,6 +34,14 @@ export const FailureType = {
   MailUnavailable: 'MailUnavailable',
   /** The mail server refused the mail for good (5xx reply), or it cannot be sent as built. */
   MailRejected: 'MailRejected',
+  /** The invoice could not be written after its retries; the activity failure is its cause. */
+  InvoiceFailed: 'InvoiceFailed',
+  /** An export request cannot be served as given (bad export ID or range): no retry can fix it. */
+  InvalidExportRequest: 'InvalidExportRequest',
+  /** An export's chunk files do not add up (missing file, other row count): see the message. */
+  ExportIncomplete: 'ExportIncomplete',
+  /** A chunk of an export kept failing after its retries; the chunks before it stay written. */
+  ExportFailed: 'ExportFailed',
 } as const;
 
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];

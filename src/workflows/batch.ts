@@ -2,15 +2,20 @@ import {
   ActivityFailure,
   ApplicationFailure,
   continueAsNew,
-  defineQuery,
   log,
   proxyActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { FinishOrderExportResult } from '../activities/batch-activities';
 import type { HeavyActivities } from '../activities/heavy';
-import { NON_RETRYABLE_FAILURE_TYPES } from '../shared/errors';
+import { FailureType, NON_RETRYABLE_FAILURE_TYPES } from '../shared/errors';
+import {
+  EXPORT_ID_PATTERN,
+  exportProgressQuery,
+  type ExportOrdersInput,
+  type ExportOrdersResult,
+  type ExportPhase,
+} from '../shared/export';
 
 /** Orders per chunk: one activity, one file. */
 export const EXPORT_CHUNK_SIZE = 100;
@@ -19,82 +24,6 @@ export const EXPORT_CHUNK_SIZE = 100;
  * run stays near 300 events however many orders there are (the server's limit is 51,200).
  */
 export const EXPORT_CHUNKS_PER_RUN = 50;
-/** Export IDs name a directory: letters, digits, `_`, `-`, `.`, not starting with a dot. */
-export const EXPORT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
-
-/** Failure types of exports (thrown by the workflow and its activities, matched by type). */
-export const ExportFailureType = {
-  /** The request cannot be served as given (bad export ID or range): no retry can fix it. */
-  InvalidExportRequest: 'InvalidExportRequest',
-  /** The chunk files do not add up (missing file, other row count): see the message. */
-  ExportIncomplete: 'ExportIncomplete',
-  /** A chunk kept failing after its retries; the chunks before it stay written. */
-  ExportFailed: 'ExportFailed',
-} as const;
-
-/** Workflow ID of one export. */
-export function exportWorkflowId(exportId: string): string {
-  return `export-orders-${exportId}`;
-}
-
-export interface ExportOrdersInput {
-  /** Names the export and its directory, `<EXPORT_DIR>/<exportId>/`. */
-  exportId: string;
-  /** First and last order ID to export, both included; open when left out. */
-  fromOrderId?: number;
-  toOrderId?: number;
-  /** Orders per chunk (default 100). */
-  chunkSize?: number;
-  /** Chunks per run before continue-as-new (default 50). */
-  chunksPerRun?: number;
-  /** Carried over by continue-as-new; absent on the first run. */
-  state?: ExportState;
-}
-
-/** Where an export stands between runs. */
-export interface ExportState {
-  /**
-   * Highest order ID the export covers, fixed when it starts, so orders created meanwhile do not
-   * move the end; null when the range held no orders.
-   */
-  lastOrderId: number | null;
-  /** The last order ID already written; the next chunk starts after it. */
-  cursor: number;
-  totalOrders: number;
-  totalChunks: number;
-  doneChunks: number;
-  exportedOrders: number;
-  /** Chunk attempts that failed and were retried, over all runs. */
-  failedAttempts: number;
-  /** 1 for the first run, +1 per continue-as-new. */
-  run: number;
-}
-
-export type ExportPhase = 'planning' | 'exporting' | 'finishing' | 'completed';
-
-/** Answer of the `progress` query. `total` and `done` count chunks. */
-export interface ExportProgress {
-  exportId: string;
-  phase: ExportPhase;
-  total: number;
-  done: number;
-  failedAttempts: number;
-  /** The chunk being written now (1-based), null between chunks. */
-  currentChunk: number | null;
-  totalOrders: number;
-  exportedOrders: number;
-  run: number;
-}
-
-export interface ExportOrdersResult extends FinishOrderExportResult {
-  exportId: string;
-  chunks: number;
-  failedAttempts: number;
-  /** Runs the export took (continue-as-new). */
-  runs: number;
-}
-
-export const exportProgressQuery = defineQuery<ExportProgress>('progress');
 
 // Planning and chunks read the database and write one small file: milliseconds. One minute
 // start-to-close only catches a hung worker (a database statement gives up after 5 s). A failing
@@ -110,8 +39,8 @@ const { planOrderExport, exportOrdersChunk } = proxyActivities<HeavyActivities>(
     maximumAttempts: 10,
     nonRetryableErrorTypes: [
       ...NON_RETRYABLE_FAILURE_TYPES,
-      ExportFailureType.InvalidExportRequest,
-      ExportFailureType.ExportIncomplete,
+      FailureType.InvalidExportRequest,
+      FailureType.ExportIncomplete,
     ],
   },
 });
@@ -127,10 +56,7 @@ const { finishOrderExport } = proxyActivities<HeavyActivities>({
     backoffCoefficient: 2,
     maximumInterval: '1 minute',
     maximumAttempts: 5,
-    nonRetryableErrorTypes: [
-      ExportFailureType.InvalidExportRequest,
-      ExportFailureType.ExportIncomplete,
-    ],
+    nonRetryableErrorTypes: [FailureType.InvalidExportRequest, FailureType.ExportIncomplete],
   },
 });
 
@@ -204,7 +130,7 @@ export async function exportOrdersWorkflow(input: ExportOrdersInput): Promise<Ex
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       throw ApplicationFailure.create({
-        type: ExportFailureType.ExportFailed,
+        type: FailureType.ExportFailed,
         message: `export ${input.exportId} stopped at chunk ${chunk} of ${state.totalChunks}: ${err.cause?.message ?? err.message}`,
         details: [{ exportId: input.exportId, chunk, ...state }],
         nonRetryable: true,
@@ -270,7 +196,7 @@ function checkInput(input: ExportOrdersInput): void {
   }
   if (problems.length > 0) {
     throw ApplicationFailure.create({
-      type: ExportFailureType.InvalidExportRequest,
+      type: FailureType.InvalidExportRequest,
       message: `invalid export request: ${problems.join('; ')}`,
       details: [{ exportId: input.exportId, problems }],
       nonRetryable: true,

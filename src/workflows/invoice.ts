@@ -10,7 +10,8 @@ import {
 import type { GenerateInvoicePdfResult } from '../activities/invoice-activities';
 import type { HeavyActivities } from '../activities/heavy';
 import { HEAVY_TASK_QUEUE } from '../shared/constants';
-import { NON_RETRYABLE_FAILURE_TYPES } from '../shared/errors';
+import { FailureType, NON_RETRYABLE_FAILURE_TYPES } from '../shared/errors';
+import { invoiceWorkflowId } from '../shared/invoice';
 
 // A one-page PDF renders in milliseconds; 5 minutes start-to-close leaves room for a slow disk
 // or a long INVOICE_DELAY_MS demo, while the 10 s heartbeat timeout (the activity heartbeats
@@ -29,19 +30,11 @@ const { generateInvoicePdf } = proxyActivities<HeavyActivities>({
   },
 });
 
-/** The invoice could not be written after its retries; the activity failure is its cause. */
-export const INVOICE_FAILED = 'InvoiceFailed';
-
 export interface InvoiceWorkflowInput {
   orderId: number;
 }
 
 export type InvoiceWorkflowResult = GenerateInvoicePdfResult;
-
-/** Workflow ID of an order's invoice: one invoice workflow per order. */
-export function invoiceWorkflowId(orderId: number): string {
-  return `invoice-order-${orderId}`;
-}
 
 /**
  * Writes the PDF invoice of one order (`<INVOICE_DIR>/order-<id>.pdf`). Runs on task queue
@@ -54,7 +47,7 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<Invo
   } catch (err) {
     if (!(err instanceof ActivityFailure)) throw err;
     throw ApplicationFailure.create({
-      type: INVOICE_FAILED,
+      type: FailureType.InvoiceFailed,
       message: `the invoice of order ${input.orderId} could not be written: ${err.cause?.message ?? err.message}`,
       details: [{ orderId: input.orderId }],
       nonRetryable: true,

@@ -6,7 +6,7 @@ import {
   progressLine,
   type BatchCliIo,
 } from '../../src/cli/batch';
-import type { ExportProgress } from '../../src/workflows/batch';
+import type { ExportProgress } from '../../src/shared/export';
 
 // The batch CLI's command line and its progress bar, without a Temporal server. The environment
 // points at a port where nothing listens: a command that wrongly went on to connect ends with 1.

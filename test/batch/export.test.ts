@@ -7,16 +7,8 @@ import { WorkflowFailedError } from '@temporalio/client';
 import type { History } from '@temporalio/common/lib/proto-utils';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import {
-  bundleWorkflowCode,
-  type Worker,
-  type WorkflowBundleWithSourceMap,
-} from '@temporalio/worker';
-import {
-  EXPORT_COLUMNS,
-  type ExportIndexChunk,
-  type ExportOrdersChunkInput,
-} from '../../src/activities/batch-activities';
+import { type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { ExportOrdersChunkInput } from '../../src/activities/batch-activities';
 import { createHeavyActivities, type HeavyActivityDeps } from '../../src/activities/heavy';
 import { main as batchCli, type BatchCliIo } from '../../src/cli/batch';
 import {
@@ -28,34 +20,29 @@ import {
 } from '../../src/db';
 import { createHeavyWorker } from '../../src/heavy-worker';
 import { HEAVY_TASK_QUEUE } from '../../src/shared/constants';
+import { FailureType } from '../../src/shared/errors';
 import {
-  exportOrdersWorkflow,
+  EXPORT_COLUMNS,
   exportProgressQuery,
   exportWorkflowId,
-  ExportFailureType,
+  type ExportIndexChunk,
   type ExportOrdersResult,
   type ExportProgress,
-} from '../../src/workflows/batch';
+} from '../../src/shared/export';
+import { exportOrdersWorkflow } from '../../src/workflows/batch';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
+import { prebuilt, workflowBundle } from '../support/bundles';
 
 // The order export: a large set in chunks of 100, one activity per chunk, on a real dev server
 // with the real heavy worker. A chunk that fails twice is retried alone, progress is queryable
 // mid-way, and the history stays bounded by continue-as-new.
-const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
 
 beforeAll(async () => {
-  [env, bundle] = await Promise.all([
-    createDevServerEnv(),
-    bundleWorkflowCode({
-      workflowsPath: require.resolve('../../src/workflows'),
-      workflowInterceptorModules: [require.resolve('../../src/workflows/interceptors')],
-      logger: quietLogger,
-    }),
-  ]);
+  [env, bundle] = await Promise.all([createDevServerEnv(), workflowBundle()]);
 }, 120_000);
 afterAll(async () => {
   await env?.teardown();
@@ -109,9 +96,7 @@ describe.each(cases)('exportOrdersWorkflow ($name, $orders orders)', (c) => {
       taskQueue,
       activities: deps,
       overrides: {
-        workflowBundle: bundle,
-        workflowsPath: undefined,
-        interceptors: undefined,
+        ...prebuilt(bundle),
         activities: {
           ...real,
           // The injected fault: one chunk fails on its first two attempts.
@@ -284,7 +269,7 @@ describe.each(cases)('exportOrdersWorkflow ($name, $orders orders)', (c) => {
 
     expect(failure).toBeInstanceOf(WorkflowFailedError);
     expect((failure as WorkflowFailedError).cause).toMatchObject({
-      type: ExportFailureType.InvalidExportRequest,
+      type: FailureType.InvalidExportRequest,
     });
   });
 });

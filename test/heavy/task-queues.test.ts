@@ -3,11 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import {
-  bundleWorkflowCode,
-  type Worker,
-  type WorkflowBundleWithSourceMap,
-} from '@temporalio/worker';
+import { type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import {
   createOrderExportRepository,
   createOrdersRepository,
@@ -15,7 +11,7 @@ import {
   createStockRepository,
 } from '../../src/db';
 import { createHeavyWorker } from '../../src/heavy-worker';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import {
   HEAVY_TASK_QUEUE,
   PAYMENTS_TASK_QUEUE,
@@ -23,18 +19,19 @@ import {
 } from '../../src/shared/constants';
 import { FailureType } from '../../src/shared/errors';
 import { orderWorkflowId } from '../../src/shared/order';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
-import { createPaymentWorker } from '../../src/worker';
 import {
-  INVOICE_FAILED,
-  invoiceWorkflowId,
-  type invoiceWorkflow,
-} from '../../src/workflows/invoice';
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
+import { createPaymentWorker } from '../../src/worker';
+import { invoiceWorkflowId } from '../../src/shared/invoice';
+import type { invoiceWorkflow } from '../../src/workflows/invoice';
 import type { aggregateStockWorkflow } from '../../src/workflows/stock';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
 import { uniqueEventId } from '../support/webhook';
+import { prebuilt, workflowBundle } from '../support/bundles';
 
 // User-facing work and heavy work on separate task queues and worker pools: a heavy queue
 // saturated with slow invoices does not delay an order's confirmation mail on `payments`.
@@ -45,7 +42,6 @@ const INVOICE_MS = 1_000;
 const MAIL_DEADLINE_MS = 3_000;
 
 const sqlite = testDatabases.find((d) => d.name === 'sqlite')!;
-const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 let env: TestWorkflowEnvironment;
 let db: TestDatabaseHandle;
@@ -60,23 +56,17 @@ beforeAll(async () => {
     createDevServerEnv(),
     sqlite.create(),
     // One bundle for both workers, as in production (they load the same workflow code).
-    bundleWorkflowCode({
-      workflowsPath: require.resolve('../../src/workflows'),
-      workflowInterceptorModules: [require.resolve('../../src/workflows/interceptors')],
-      logger: quietLogger,
-    }),
+    workflowBundle(),
   ]);
   warehouse = createWarehouseSimulator();
   const warehouseUrl = await warehouse.listen(0);
   smtp = await startSmtpSink();
   invoiceDir = mkdtempSync(path.join(tmpdir(), 'invoices-'));
-  const prebuilt = { workflowBundle: bundle, workflowsPath: undefined, interceptors: undefined };
-
   const paymentWorker = await createPaymentWorker({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
     activities: testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
-    overrides: prebuilt,
+    overrides: prebuilt(bundle),
   });
   const heavyWorker = await createHeavyWorker({
     connection: env.nativeConnection,
@@ -92,7 +82,7 @@ beforeAll(async () => {
       stock: createStockRepository(db.db),
       alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
     },
-    overrides: prebuilt,
+    overrides: prebuilt(bundle),
   });
   for (const worker of [paymentWorker, heavyWorker]) workers.push({ worker, run: worker.run() });
 }, 120_000);
@@ -140,7 +130,7 @@ it('writes an invoice on the heavy queue, and fails an unknown order at once wit
     .catch((err: unknown) => err);
   expect(failure).toBeInstanceOf(WorkflowFailedError);
   const cause = (failure as WorkflowFailedError).cause as ApplicationFailure;
-  expect(cause.type).toBe(INVOICE_FAILED);
+  expect(cause.type).toBe(FailureType.InvoiceFailed);
   expect((cause.cause?.cause as ApplicationFailure).type).toBe(FailureType.OrderNotFound);
   rmSync(result.file);
 });
