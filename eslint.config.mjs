@@ -7,6 +7,19 @@ import { builtinModules } from 'node:module';
 // process, the clock or randomness outside the SDK, nor modules with side effects (DB, HTTP,
 // config, logger). Only the workflow SDK, src/shared and activity *types* are allowed.
 const nodeBuiltins = builtinModules.flatMap((m) => [m, `node:${m}`]);
+
+// src/ is what ships; dev/ (the dev stack, server provisioning, local partners, chaos and cluster
+// tools) and the dev-only test server package only help develop it, and never ship with it.
+const devMachinery = {
+  group: ['**/dev', '**/dev/**'],
+  message: 'src/ ships without dev/: move what production needs into src/.',
+};
+const devOnlyPackages = [
+  {
+    name: '@temporalio/testing',
+    message: 'A devDependency: production code does not run test or dev servers.',
+  },
+];
 const forbiddenInDeterministicCode = {
   'no-restricted-imports': [
     'error',
@@ -16,6 +29,7 @@ const forbiddenInDeterministicCode = {
         message: 'Workflow code must not import Node built-ins; do I/O in an activity.',
       })),
       patterns: [
+        devMachinery,
         {
           group: ['**/activities', '**/activities/**'],
           allowTypeImports: true,
@@ -107,11 +121,17 @@ export default tseslint.config(
     },
   },
   {
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { paths: devOnlyPackages, patterns: [devMachinery] }],
+    },
+  },
+  {
     files: ['src/workflows/**/*.ts', 'src/shared/**/*.ts'],
     rules: forbiddenInDeterministicCode,
   },
   {
-    files: ['test/**/*.ts', 'scripts/**/*.ts'],
+    files: ['test/**/*.ts', 'dev/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',
       '@typescript-eslint/no-unsafe-member-access': 'off',

@@ -105,7 +105,7 @@ export async function createPaymentWorker(options: PaymentWorkerOptions): Promis
 }
 
 /**
- * A prebuilt bundle already holds the interceptors (scripts/build-workflow-bundle.ts); without
+ * A prebuilt bundle already holds the interceptors (src/workers/workflow-bundle.ts); without
  * one, the worker bundles the workflows from source at start-up, which takes seconds.
  */
 export function workflowCodeOptions(

@@ -4,8 +4,11 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { clientConnectionOptions, loadTemporalConnection } from '../../src/temporal/connection';
 import { createDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
 import type { HttpHostApi } from '../hosts/http-host';
 import type { WorkerHostApi } from '../hosts/worker-host';
 import { BENCH_TASK_QUEUE } from './names';

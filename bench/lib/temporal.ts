@@ -3,12 +3,12 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { startCluster } from '../../scripts/cluster/cluster';
-import { freeClusterPorts, NUM_HISTORY_SHARDS, SERVICES } from '../../scripts/cluster/config';
-import { TEMPORAL_SERVER_VERSION } from '../../scripts/cluster/provision-server';
+import { startCluster } from '../../dev/cluster/cluster';
+import { freeClusterPorts, NUM_HISTORY_SHARDS, SERVICES } from '../../dev/cluster/config';
+import { TEMPORAL_SERVER_VERSION } from '../../dev/cluster/provision-server';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
-import { startDevServer } from '../../src/temporal/dev-server';
-import { devServerExecutable } from '../../src/temporal/provision';
+import { startDevServer } from '../../dev/temporal/dev-server';
+import { devServerExecutable } from '../../dev/temporal/provision';
 import { childrenOf, findProcess, type ProcessGroup } from './procstat';
 
 export interface BenchServer {
@@ -62,7 +62,7 @@ export async function startBenchServer(): Promise<BenchServer> {
 }
 
 /**
- * The multi-service cluster of `npm run cluster` (scripts/cluster), on free ports in a temporary
+ * The multi-service cluster of `npm run cluster` (dev/cluster), on free ports in a temporary
  * directory: frontend, history, matching and worker processes, PostgreSQL 15, 4 history shards,
  * mTLS on the frontend and between the services. The app reaches it through the TEMPORAL_*
  * variables in `env`, as it would reach any secured cluster.

@@ -2,7 +2,10 @@ import { freePort } from '../support/ports';
 import { ApplicationFailure } from '@temporalio/common';
 import { createWarehouseClient } from '../../src/activities/warehouse-client';
 import { FailureType } from '../../src/shared/errors';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
 
 // The warehouse client against the simulator over real HTTP: every answer becomes a receipt or
 // a failure whose type tells the retry budget what to do.

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { runChaos, type ChaosReport } from '../../scripts/chaos/driver';
-import type { Finding } from '../../scripts/chaos/invariants';
-import { chaosOptions } from '../../scripts/chaos/options';
-import { renderReport } from '../../scripts/chaos/table';
+import { runChaos, type ChaosReport } from '../../dev/chaos/driver';
+import type { Finding } from '../../dev/chaos/invariants';
+import { chaosOptions } from '../../dev/chaos/options';
+import { renderReport } from '../../dev/chaos/table';
 
 // The chaos run at CI size (docs/chaos.md): 20 events delivered 2-3 times each over real HTTP,
 // while one worker is SIGKILLed right after a payment row commits, another at a random moment,

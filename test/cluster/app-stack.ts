@@ -7,11 +7,14 @@ import { promisify } from 'node:util';
 import { Client } from '@temporalio/client';
 import pg from 'pg';
 import { createDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
-import { ProcessRegistry, SupervisedProcess } from '../../scripts/chaos/supervisor';
-import { startCluster, startWatchdog, type TemporalCluster } from '../../scripts/cluster/cluster';
-import { freeClusterPorts } from '../../scripts/cluster/config';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
+import { ProcessRegistry, SupervisedProcess } from '../../dev/chaos/supervisor';
+import { startCluster, startWatchdog, type TemporalCluster } from '../../dev/cluster/cluster';
+import { freeClusterPorts } from '../../dev/cluster/config';
 
 /**
  * The system as production runs it, against the multi-service cluster: the worker, the heavy
@@ -80,7 +83,7 @@ export async function startAppStack(root: string, log: (line: string) => void): 
     const bundle = path.join(root, 'workflow-bundle.js');
     await promisify(execFile)(
       process.execPath,
-      ['--import', 'tsx', path.join(ROOT, 'scripts', 'build-workflow-bundle.ts'), bundle],
+      ['--import', 'tsx', path.join(ROOT, 'src', 'workers', 'workflow-bundle.ts'), bundle],
       { cwd: ROOT },
     );
     const [httpPort, adminPort] = await freePorts(2);

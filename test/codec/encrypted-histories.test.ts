@@ -1,12 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { createOrdersRepository, type DatabaseHandle } from '../../src/db';
 import { dataConverterFor } from '../../src/temporal/data-converter';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
 import { orderWorkflowId } from '../../src/shared/order';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
 import { createPaymentWorker } from '../../src/worker';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases } from '../support/databases';

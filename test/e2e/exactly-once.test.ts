@@ -10,7 +10,7 @@ import { Context } from '@temporalio/activity';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { buildApp } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import {
   createLoyaltyRepository,
   createOrdersRepository,
@@ -21,7 +21,10 @@ import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
 import { refundReviewAlertWorkflowId, type Alert } from '../../src/shared/alert';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
 import { createPaymentWorker } from '../../src/worker';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases } from '../support/databases';

@@ -13,8 +13,11 @@ import {
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { createLoyaltyRepository } from '../../src/db';
 import { testActivityDeps } from '../support/activity-deps';
 import { createPaymentWorker } from '../../src/worker';

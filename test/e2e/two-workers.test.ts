@@ -4,7 +4,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import {
   createLoyaltyRepository,
   createOrdersRepository,
@@ -13,7 +13,10 @@ import {
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
 import { deliverWebhook, TEST_WEBHOOK_SECRET, uniqueEventId } from '../support/webhook';

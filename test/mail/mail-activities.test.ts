@@ -8,7 +8,7 @@ import {
   type SendOrderConfirmationResult,
 } from '../../src/activities/mail-activities';
 import { createOrdersRepository, type OrdersRepository } from '../../src/db/repositories/orders';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { FailureType } from '../../src/shared/errors';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 

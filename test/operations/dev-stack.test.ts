@@ -74,7 +74,7 @@ async function startStack(viaNpm: boolean): Promise<Stack> {
   const { env, ports, temporalPort } = await stackEnv();
   const child = viaNpm
     ? spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    : spawn(process.execPath, ['--import', 'tsx', 'dev/stack.ts'], {
         cwd: ROOT,
         env,
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -120,7 +120,7 @@ describe('npm start (the dev stack)', () => {
   it('runs the demo end to end, then stops cleanly on Ctrl-C, freeing every port', async () => {
     const stack = await startStack(false);
 
-    const demo = await run(process.execPath, ['--import', 'tsx', 'scripts/demo.ts'], stack.env);
+    const demo = await run(process.execPath, ['--import', 'tsx', 'dev/demo.ts'], stack.env);
     expect(demo.code).toBe(0);
     expect(demo.output).toMatch(/payment\.succeeded\s+-> 200 \{"status":"accepted"\}/);
     expect(demo.output).toMatch(/forged signature\s+-> 401/);

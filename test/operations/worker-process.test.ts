@@ -2,10 +2,13 @@ import { hostname } from 'node:os';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { createOrdersRepository } from '../../src/db';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
 import { createPaymentWorker } from '../../src/worker';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';

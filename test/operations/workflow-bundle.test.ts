@@ -4,13 +4,16 @@ import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
-import { buildWorkflowBundle } from '../../scripts/build-workflow-bundle';
+import { buildWorkflowBundle } from '../../src/workers/workflow-bundle';
 import { createOrdersRepository } from '../../src/db';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { failureAlertWorkflowId } from '../../src/shared/alert';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
 import {
   createPaymentWorker,
   resolveWorkflowBundlePath,
@@ -22,7 +25,7 @@ import { createDevServerEnv } from '../support/temporal';
 import { uniqueEventId } from '../support/webhook';
 import { eventually } from './helpers';
 
-// The prebuilt workflow bundle of `npm run build` (scripts/build-workflow-bundle.ts): a worker
+// The prebuilt workflow bundle of `npm run build` (src/workers/workflow-bundle.ts): a worker
 // that loads it instead of bundling at start-up runs the payment flow, interceptors included.
 const sqlite = testDatabases.find((d) => d.name === 'sqlite')!;
 let dir: string;

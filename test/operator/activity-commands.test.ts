@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { devServerExecutable } from '../../src/temporal/provision';
+import { devServerExecutable } from '../../dev/temporal/provision';
 import { createDevServerEnv } from '../support/temporal';
 import {
   eventually,

@@ -15,8 +15,11 @@ import {
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
 import { createPaymentStarter, type PaymentStarter } from '../../src/temporal/payment-starter';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
 import { activityDepsFromConfig, createPaymentWorker } from '../../src/worker';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { uniqueEventId } from '../support/webhook';

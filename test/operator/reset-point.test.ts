@@ -1,4 +1,4 @@
-import type { SmtpSink } from '../../src/mail/smtp-sink';
+import type { SmtpSink } from '../../dev/partners/smtp-sink';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { listFailedWorkflows } from '../../src/operator/failed-workflows';

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { NormalModuleReplacementPlugin } from 'webpack';
-import type { ManifestEntry } from '../../scripts/record-histories';
+import type { ManifestEntry } from '../../dev/record-histories';
 import { historyFromJson } from './history-json';
 
 // Safe deploys: every history committed under test/replay/histories/<set>/ (recorded from real

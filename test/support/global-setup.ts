@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { provisionTemporalServers } from '../../src/temporal/provision';
+import { provisionTemporalServers } from '../../dev/temporal/provision';
 import { findChromium } from './chromium';
 import { postgresServerInstalled, startTestPostgres } from './postgres';
 import { ensureSystemPackages, testSystemNeeds } from './system-packages';

@@ -7,7 +7,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startDevServer } from '../../src/temporal/dev-server';
+import { startDevServer } from '../../dev/temporal/dev-server';
 import {
   CLI_PATH_ENV,
   type CommandRunner,
@@ -19,7 +19,7 @@ import {
   devServerExecutable,
   provisionServer,
   testServerExecutable,
-} from '../../src/temporal/provision';
+} from '../../dev/temporal/provision';
 import { createDevServerEnv, createTimeSkippingEnv } from '../support/temporal';
 import { freePort, portIsFree } from '../support/ports';
 import { eventually } from '../operations/helpers';

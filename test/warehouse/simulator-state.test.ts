@@ -1,7 +1,10 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
 
 // The simulator of `npm start` keeps its shipments in a file, like a partner's database: a
 // stack stopped or killed and started again still answers a repeated request as a replay.

@@ -12,14 +12,17 @@ import {
 import { buildApp } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
 import { localHttpUrl } from '../../src/net/addresses';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { orderWorkflowId } from '../../src/shared/order';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
 import { codecEndpointFor, dataConverterFor } from '../../src/temporal/data-converter';
-import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
+import { startDevServer, type DevServer } from '../../dev/temporal/dev-server';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
 import { createPaymentWorker } from '../../src/worker';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases } from '../support/databases';
@@ -30,7 +33,7 @@ import { assertChromium, launchBrowser, requireUi, UI_WAIT_MS, type TestBrowser 
 // With PAYLOAD_ENCRYPTION_KEY set the server holds ciphertext only, yet an operator reads a
 // payment's input in clear in the Temporal Web UI: the UI posts the payloads to our HTTP
 // server's /codec/decode (dev server flag --ui-codec-endpoint), which lets in the UI's origin
-// only. Wired as `npm start` wires it (src/main.ts), on free ports, in a real browser.
+// only. Wired as `npm start` wires it (dev/stack.ts), on free ports, in a real browser.
 
 /** What the codec writes in a payload's `encoding` metadata (src/temporal/codec.ts). */
 const ENCRYPTED_ENCODING = 'binary/encrypted';
@@ -73,7 +76,7 @@ beforeAll(async () => {
     CODEC_CORS_ORIGINS: `http://127.0.0.1:${uiPort}`,
   });
   uiOrigin = config.CODEC_CORS_ORIGINS[0]!;
-  // As src/main.ts: the UI asks our HTTP server to show encrypted payloads in clear.
+  // As dev/stack.ts: the UI asks our HTTP server to show encrypted payloads in clear.
   codecEndpoint = `${localHttpUrl(config.HOST, config.PORT)}/codec`;
   server = await startDevServer({
     port: await freePort(),

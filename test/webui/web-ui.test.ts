@@ -3,12 +3,15 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { Page } from 'playwright-core';
 import type { DatabaseHandle } from '../../src/db';
 import { createOrdersRepository } from '../../src/db';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { orderWorkflowId } from '../../src/shared/order';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
-import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
+import { startDevServer, type DevServer } from '../../dev/temporal/dev-server';
 import { createPaymentStarter, type PaymentStarter } from '../../src/temporal/payment-starter';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
 import { createPaymentWorker } from '../../src/worker';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases } from '../support/databases';

@@ -10,11 +10,14 @@ import {
 } from '../../src/db';
 import { orderWorkflowId, type OrderWorkflowResult } from '../../src/shared/order';
 import { paymentWorkflow } from '../../src/workflows';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
 import { testDatabases } from '../support/databases';
 import { createTimeSkippingEnv } from '../support/temporal';
 import { testActivityDeps } from '../support/activity-deps';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 
 // The seed's idempotency test, end to end through Temporal: the same payment event processed
 // twice gives one payment row AND exactly one warehouse notification. The second assertion is

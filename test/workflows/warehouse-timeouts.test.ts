@@ -8,11 +8,14 @@ import { orderWorkflowId } from '../../src/shared/order';
 import { NON_RETRYABLE_FAILURE_TYPES } from '../../src/shared/errors';
 import { WAREHOUSE_BACKOFF_SECONDS } from '../../src/shared/retry-policies';
 import type { orderWorkflow } from '../../src/workflows/order';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../dev/partners/warehouse-simulator';
 import { testDatabases } from '../support/databases';
 import { createTimeSkippingEnv } from '../support/temporal';
 import { testActivityDeps } from '../support/activity-deps';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 
 // Timeouts with the real activities: a hung warehouse call is abandoned and retried, and the
 // late original, when it finally reaches the warehouse, cannot create a second shipment.

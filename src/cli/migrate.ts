@@ -1,9 +1,9 @@
-import { loadConfig } from '../src/config';
-import { createDatabase, migrateToLatest } from '../src/db';
+import { loadConfig } from '../config';
+import { createDatabase, migrateToLatest } from '../db';
 
 /**
  * Applies pending migrations to the database named by DATABASE_URL (default
- * sqlite:./data/app.db): `npx tsx scripts/migrate.ts`. Safe to run again; prints what it applied
+ * sqlite:./data/app.db): `npx tsx src/cli/migrate.ts`. Safe to run again; prints what it applied
  * and exits with 1, naming the failed migration, when one fails.
  */
 async function main(): Promise<void> {

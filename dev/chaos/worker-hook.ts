@@ -5,7 +5,7 @@ import { Context } from '@temporalio/activity';
 import pg from 'pg';
 
 /**
- * Preloaded into chaos workers (`node --require tsx/cjs --require scripts/chaos/worker-hook.ts
+ * Preloaded into chaos workers (`node --require tsx/cjs --require dev/chaos/worker-hook.ts
  * --import tsx src/worker.ts`); src/ is untouched. It watches three moments that a crash may hit
  * and random kills almost never do, because each lasts a millisecond or so:
  *

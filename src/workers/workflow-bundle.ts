@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
-import { PAYMENT_WORKFLOW_MODULES, WORKFLOW_BUNDLE_FILENAME } from '../src/worker';
+import { PAYMENT_WORKFLOW_MODULES, WORKFLOW_BUNDLE_FILENAME } from '../worker';
 
 /**
  * Writes the workflow bundle that production workers load instead of running webpack at every
@@ -12,7 +12,13 @@ import { PAYMENT_WORKFLOW_MODULES, WORKFLOW_BUNDLE_FILENAME } from '../src/worke
  * The bundle must be built with the same @temporalio/worker version that loads it; the project
  * pins the SDK, so one `npm ci && npm run build` in the image gives a matching pair.
  */
-export const DEFAULT_BUNDLE_PATH = path.resolve(__dirname, '..', 'dist', WORKFLOW_BUNDLE_FILENAME);
+export const DEFAULT_BUNDLE_PATH = path.resolve(
+  __dirname,
+  '..',
+  '..',
+  'dist',
+  WORKFLOW_BUNDLE_FILENAME,
+);
 
 export async function buildWorkflowBundle(
   outFile: string = DEFAULT_BUNDLE_PATH,

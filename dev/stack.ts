@@ -3,45 +3,49 @@ import {
   codecEndpointFor,
   codecEndpointRefusal,
   dataConverterFor,
-} from './temporal/data-converter';
-import { loadConfig } from './config';
-import { localHttpUrl } from './net/addresses';
+} from '../src/temporal/data-converter';
+import { loadConfig } from '../src/config';
+import { localHttpUrl } from '../src/net/addresses';
 import {
   createDatabase,
   createOrdersRepository,
   createPaymentsRepository,
   migrateToLatest,
-} from './db';
-import { buildAdminApp, listenAdmin } from './http/admin';
-import { buildApp } from './http/app';
-import { databaseReadiness, temporalReadiness } from './http/health';
-import { createHttpMetrics } from './http/metrics';
-import { ordersApiAccess } from './http/orders-auth';
-import { PAYMENT_WEBHOOK_PATH } from './http/routes/payment-webhook';
-import { createLogger } from './logger';
-import { startWatchdogFromConfig } from './monitoring';
+} from '../src/db';
+import { buildAdminApp, listenAdmin } from '../src/http/admin';
+import { buildApp } from '../src/http/app';
+import { databaseReadiness, temporalReadiness } from '../src/http/health';
+import { createHttpMetrics } from '../src/http/metrics';
+import { ordersApiAccess } from '../src/http/orders-auth';
+import { PAYMENT_WEBHOOK_PATH } from '../src/http/routes/payment-webhook';
+import { createLogger } from '../src/logger';
+import { startWatchdogFromConfig } from '../src/monitoring';
 import { findNpmLauncher, watchLauncher } from './process/launcher';
-import { onShutdownSignal } from './process/shutdown';
-import { maskEmail } from './shared/pii';
-import { CUSTOM_SEARCH_ATTRIBUTES } from './shared/search-attributes';
-import { createLazyClient } from './temporal/client';
+import { onShutdownSignal } from '../src/process/shutdown';
+import { maskEmail } from '../src/shared/pii';
+import { CUSTOM_SEARCH_ATTRIBUTES } from '../src/shared/search-attributes';
+import { createLazyClient } from '../src/temporal/client';
 import { startDevServer } from './temporal/dev-server';
-import { createPaymentStarter } from './temporal/payment-starter';
+import { createPaymentStarter } from '../src/temporal/payment-starter';
 import {
   DEV_WORKER_METRICS_ADDRESS,
   installTemporalRuntime,
   metricsAddressFrom,
-} from './temporal/runtime';
-import { startSmtpSink } from './mail/smtp-sink';
-import { nativeConnectionOptions } from './temporal/connection';
-import { ensureStockAggregationSchedule } from './temporal/schedules';
-import { createWarehouseSimulator } from './warehouse/simulator';
-import { activityDepsFromConfig, createPaymentWorker, workerSettingsFromConfig } from './worker';
+} from '../src/temporal/runtime';
+import { startSmtpSink } from './partners/smtp-sink';
+import { nativeConnectionOptions } from '../src/temporal/connection';
+import { ensureStockAggregationSchedule } from '../src/temporal/schedules';
+import { createWarehouseSimulator } from './partners/warehouse-simulator';
+import {
+  activityDepsFromConfig,
+  createPaymentWorker,
+  workerSettingsFromConfig,
+} from '../src/worker';
 import {
   createHeavyWorker,
   heavyActivityDepsFromConfig,
   heavyWorkerSettingsFromConfig,
-} from './heavy-worker';
+} from '../src/heavy-worker';
 
 /**
  * `npm start`: the whole system on one machine with embedded defaults. Starts (unless configured

@@ -398,7 +398,7 @@ export interface CachedArtifact {
  * Returns the artifact's cache folder, building it first if needed. A build happens in a private
  * temporary folder renamed into place only once complete, so the folder's existence means it is
  * whole; a lock file keeps a second process from building the same thing at the same time.
- * Exported for the multi-service cluster's own binaries (scripts/cluster), built the same way.
+ * Exported for the multi-service cluster's own binaries (dev/cluster), built the same way.
  */
 export async function ensureCached(
   context: ProvisionContext,

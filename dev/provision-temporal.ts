@@ -3,7 +3,7 @@ import {
   TEST_SERVER_PATH_ENV,
   provisionTemporalServers,
   temporalCacheDir,
-} from '../src/temporal/provision';
+} from './temporal/provision';
 
 /**
  * `npm run provision`: makes sure both Temporal servers are available on this machine (building

@@ -14,9 +14,9 @@ import {
   type DatabaseHandle,
 } from '../../src/db';
 import { confirmationMessageId } from '../../src/mail/order-confirmation';
-import { startSmtpSink, type SmtpSink } from '../../src/mail/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../partners/smtp-sink';
 import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../../src/shared/constants';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../../src/warehouse/simulator';
+import { createWarehouseSimulator, type WarehouseSimulator } from '../partners/warehouse-simulator';
 import { gatherEvidence, type PlannedOrder } from './evidence';
 import { checkInvariants, type Disruption, type Verdict } from './invariants';
 import type { ChaosOptions } from './options';
@@ -420,7 +420,7 @@ async function startStack(ctx: StackContext): Promise<Stack> {
   };
   // Production loads a prebuilt workflow bundle (npm run build); so do the workers here, when the
   // system can build one. Otherwise every restart runs webpack for seconds of CPU.
-  const bundleScript = path.join(ROOT, 'scripts', 'build-workflow-bundle.ts');
+  const bundleScript = path.join(ROOT, 'src', 'workers', 'workflow-bundle.ts');
   if (existsSync(bundleScript)) {
     const bundle = path.join(dirs.run, 'workflow-bundle.js');
     await promisify(execFile)(process.execPath, ['--import', 'tsx', bundleScript, bundle], {

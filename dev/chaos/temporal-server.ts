@@ -4,7 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
-import { devServerExecutable } from '../../src/temporal/provision';
+import { devServerExecutable } from '../temporal/provision';
 
 /**
  * The Temporal CLI dev server, run by the chaos driver itself (not through startDevServer, which

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { writeFileAtomically } from '../activities/atomic-file';
+import { writeFileAtomically } from '../../src/activities/atomic-file';
 
 /**
  * A local stand-in for the warehouse partner API, for development and tests. It behaves like a

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { type DevServerConfig, TestWorkflowEnvironment } from '@temporalio/testing';
-import { dialHost, localHttpUrl } from '../net/addresses';
+import { dialHost, localHttpUrl } from '../../src/net/addresses';
 import { devServerExecutable } from './provision';
 
 export interface DevServerOptions {
