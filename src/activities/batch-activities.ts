@@ -3,6 +3,7 @@ import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { stringify } from 'csv-stringify/sync';
 import type { ExportedOrder, OrderExportRepository, OrderIdRange, OrderRangeSummary } from '../db';
 import { FailureType } from '../shared/errors';
 import {
@@ -142,7 +143,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
           bytes += data.length;
           await handle.write(data);
         };
-        await write(Buffer.from(`${EXPORT_COLUMNS.join(',')}\r\n`));
+        await write(Buffer.from(stringify([EXPORT_COLUMNS], CSV_OPTIONS)));
         for (let chunk = 1; chunk <= input.chunks; chunk++) {
           const name = chunkFileName(chunk);
           const data = await readFile(exportPath(input.exportId, name)).catch(
@@ -195,33 +196,37 @@ function incomplete(input: FinishOrderExportInput, what: string): ApplicationFai
   });
 }
 
-/** One order as a CSV record (RFC 4180: comma-separated, CRLF-terminated). */
+/**
+ * RFC 4180 with CRLF line ends. Text that a spreadsheet would run as a formula (leading `=`,
+ * `+`, `-`, `@`, tab or CR: customer input such as an e-mail address) gets a leading `'`, so
+ * opening the export never executes what a customer typed.
+ */
+const CSV_OPTIONS = { record_delimiter: 'windows', escape_formulas: true } as const;
+
+/** One order as a CSV record, its fields in the order of `EXPORT_COLUMNS`. */
 export function csvRecord(order: ExportedOrder): string {
-  const fields = [
-    order.id,
-    order.userId,
-    order.customerEmail,
-    order.status,
-    order.totalAmount,
-    order.shipmentStatus,
-    order.confirmationSentAt,
-    order.refundReviewRequestedAt,
-    order.createdAt,
-    order.updatedAt,
-  ];
-  return `${fields.map(csvField).join(',')}\r\n`;
+  return stringify(
+    [
+      [
+        order.id,
+        order.userId,
+        order.customerEmail,
+        order.status,
+        order.totalAmount,
+        order.shipmentStatus,
+        order.confirmationSentAt,
+        order.refundReviewRequestedAt,
+        order.createdAt,
+        order.updatedAt,
+      ],
+    ],
+    CSV_OPTIONS,
+  );
 }
 
-/**
- * A field quoted when it needs to be. Text that a spreadsheet would run as a formula (leading
- * `=`, `+`, `-`, `@`, tab or CR: customer input such as an e-mail address) gets a leading `'`,
- * so opening the export never executes what a customer typed.
- */
+/** One field as `csvRecord` writes it: quoted when it needs to be, formulas defused. */
 export function csvField(value: string | number | null): string {
-  if (value === null) return '';
-  if (typeof value === 'number') return String(value);
-  const text = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  return stringify([[value]], CSV_OPTIONS).slice(0, -'\r\n'.length);
 }
 
 /** Counts the records of CSV data (line breaks inside quotes do not end one) and reads the first and last order ID. */
