@@ -4,6 +4,7 @@ import type { Client } from '@temporalio/client';
 import type { OrdersRepository } from '../db';
 import { FailureType } from '../shared/errors';
 import { orderWorkflowId, paymentRecordedSignal, type OrderPaymentEvent } from '../shared/order';
+import { OrderIdSearchAttribute } from '../shared/search-attributes';
 import type { orderWorkflow } from '../workflows/order';
 
 export interface OrderActivityDeps {
@@ -32,6 +33,9 @@ export function createOrderActivities(deps: OrderActivityDeps) {
           signal: paymentRecordedSignal,
           signalArgs: [input.event],
           memo: { orderId: input.orderId },
+          // Set at start, so `OrderId = 12` finds the run from its first event (the order
+          // workflow no longer upserts it, patch 'local-order-steps'; older code still does).
+          typedSearchAttributes: [{ key: OrderIdSearchAttribute, value: input.orderId }],
         },
       );
     },

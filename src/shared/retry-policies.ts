@@ -43,6 +43,19 @@ export function retryDelayAfterAttempt(schedule: readonly number[], attempt: num
   return schedule[Math.min(Math.max(attempt, 1), schedule.length) - 1]!;
 }
 
+/**
+ * The short steps that run as local activities (database steps, the hand-over: see
+ * src/workflows/payment.ts) take the same presets as when they ran as activities; the SDK applies
+ * the policy inside the worker instead of the server. A retry whose wait is at most this long
+ * waits in the worker, within the workflow task (1, 2, 4 and 8 s of `databaseStep`: a blip of
+ * the database or the frontend costs no history); a longer one becomes a durable timer in the
+ * history, so a long outage survives a worker restart, stays visible in the Web UI as the timer
+ * and the next workflow task, and does not keep a workflow task heartbeating for hours. The SDK's
+ * default (1 minute) is `databaseStep`'s maximum interval: its retries would never leave the
+ * worker.
+ */
+export const LOCAL_RETRY_THRESHOLD = '10 seconds';
+
 export const RetryPolicies = {
   /**
    * Short database steps (record the payment, shipment status, refund flag, loyalty points). A

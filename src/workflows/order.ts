@@ -1,7 +1,7 @@
 import {
   ActivityFailure,
   ApplicationFailure,
-  continueAsNew,
+  makeContinueAsNewFunc,
   isCancellation,
   log,
   patched,
@@ -26,23 +26,60 @@ import { RetryPolicies } from '../shared/retry-policies';
 import { OrderIdSearchAttribute } from '../shared/search-attributes';
 import type { alertWorkflow } from './alert';
 import { startInvoiceWorkflow } from './invoice';
+import { localStep } from './local-step';
 import { RetryBudgets } from './legacy/retry-budget';
 import { withRetryBudget, type RetriesExhaustedDetails } from './legacy/retry-budget-loop';
 
 // One proxy per activity, each with its own Web UI summary (metadata, not matched on replay),
 // and the retry preset of its kind of call (src/shared/retry-policies.ts says why each).
-const { setShipmentStatus } = proxyActivities<Activities>({
-  ...RetryPolicies.databaseStep,
-  summary: 'Record the shipment status on the order',
-});
-const { requestRefundReview } = proxyActivities<Activities>({
-  ...RetryPolicies.databaseStep,
-  summary: 'Flag the order for a refund review (double charge or wrong amount)',
-});
-const { awardLoyaltyPoints } = proxyActivities<Activities>({
-  ...RetryPolicies.databaseStep,
-  summary: 'Award the loyalty points for the order',
-});
+//
+// The database steps take milliseconds, so they run as local activities (./local-step.ts): in
+// the worker, inside the workflow task that follows the previous step, each recorded as a marker
+// that names its activity type. Each saves an activity task and a workflow task. Same presets.
+const summaries = {
+  setShipmentStatus: 'Record the shipment status on the order',
+  requestRefundReview: 'Flag the order for a refund review (double charge or wrong amount)',
+  awardLoyaltyPoints: 'Award the loyalty points for the order',
+} as const;
+const localSteps = {
+  setShipmentStatus: localStep('setShipmentStatus', {
+    ...RetryPolicies.databaseStep,
+    summary: summaries.setShipmentStatus,
+  }),
+  requestRefundReview: localStep('requestRefundReview', {
+    ...RetryPolicies.databaseStep,
+    summary: summaries.requestRefundReview,
+  }),
+  awardLoyaltyPoints: localStep('awardLoyaltyPoints', {
+    ...RetryPolicies.databaseStep,
+    summary: summaries.awardLoyaltyPoints,
+  }),
+};
+// LEGACY: the same steps as activities, for runs started before patch 'local-order-steps'.
+const activitySteps: typeof localSteps = {
+  setShipmentStatus: proxyActivities<Activities>({
+    ...RetryPolicies.databaseStep,
+    summary: summaries.setShipmentStatus,
+  }).setShipmentStatus,
+  requestRefundReview: proxyActivities<Activities>({
+    ...RetryPolicies.databaseStep,
+    summary: summaries.requestRefundReview,
+  }).requestRefundReview,
+  awardLoyaltyPoints: proxyActivities<Activities>({
+    ...RetryPolicies.databaseStep,
+    summary: summaries.awardLoyaltyPoints,
+  }).awardLoyaltyPoints,
+};
+
+/**
+ * How this run does its steps, decided once when it starts (patch 'local-order-steps'): local
+ * activities and none of the older patches' markers, or the code of the deploy it started under.
+ */
+interface Plan {
+  steps: typeof localSteps;
+  /** The run started before 'local-order-steps': the older patches still decide. */
+  legacy: boolean;
+}
 const { sendOrderConfirmation } = proxyActivities<Activities>({
   ...RetryPolicies.confirmationMail,
   summary: 'Send the order confirmation mail',
@@ -61,12 +98,29 @@ const { notifyWarehouse } = proxyActivities<Activities>({
  * The first payment fulfils the order; any further one is a double charge, flagged for review.
  */
 export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWorkflowResult> {
+  // Patch 'local-order-steps' (2026-12-01): the database steps as local activities (markers
+  // instead of scheduled activities: new commands), and, for runs that start on this code, none
+  // of the older patches' markers and search-attribute upserts (each patch() records a marker and
+  // upserts TemporalChangeVersion): such a run takes every newer path, and its OrderId is set by
+  // the signal-with-start that starts it. A run started before the deploy replays and finishes
+  // on the code it started with. It can go once no order run from before the deploy is open
+  // (hours at most; check first, see docs/deploys.md), together with the older patches.
+  const plan: Plan = patched('local-order-steps')
+    ? { steps: localSteps, legacy: false }
+    : { steps: activitySteps, legacy: true };
   // Patch 'search-attributes-v1' (2026-11-29): tag the run with its order, so the Web UI and
   // `temporal workflow list --query 'OrderId = 12'` find it. The upsert is a new command: a run
   // started before the deploy must not issue it when a new worker replays it. It can go once no
   // order run started before the deploy is open (runs last hours at most, so from 2026-12-06 if
   // deployed by 2026-11-29; check first, see docs/deploys.md): deprecatePatch, then delete.
-  if (patched('search-attributes-v1')) {
+  if (plan.legacy && patched('search-attributes-v1')) {
+    upsertSearchAttributes([{ key: OrderIdSearchAttribute, value: input.orderId }]);
+  } else if (
+    !plan.legacy &&
+    workflowInfo().typedSearchAttributes.get(OrderIdSearchAttribute) === undefined
+  ) {
+    // Started without it (by a worker of the previous deploy, during a rolling deploy): tag it
+    // here. Decided on what the run was started with, so a replay decides the same.
     upsertSearchAttributes([{ key: OrderIdSearchAttribute, value: input.orderId }]);
   }
   const pending: OrderPaymentEvent[] = [...(input.pending ?? [])];
@@ -97,10 +151,10 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     current = event.eventId;
     try {
       if (event.firstForOrder) {
-        await fulfil(input.orderId, event);
+        await fulfil(plan, input.orderId, event);
         processed.push({ eventId: event.eventId, outcome: 'fulfilled' });
       } else {
-        await flagForRefundReview(input.orderId, event);
+        await flagForRefundReview(plan, input.orderId, event);
         processed.push({ eventId: event.eventId, outcome: 'refund_review' });
       }
     } catch (err) {
@@ -112,11 +166,11 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     // Bounded history for an order that keeps receiving events. Not once an event failed: the
     // failure must stay on this run, where `ops retry` resets to the step that failed.
     if (workflowInfo().continueAsNewSuggested && pending.length > 0 && failures.length === 0) {
-      await continueAsNew<typeof orderWorkflow>({
-        orderId: input.orderId,
-        pending,
-        seenEventIds: [...seen],
-      });
+      // The next run is tagged with its order at start (a 'local-order-steps' run does not upsert
+      // it). Continue-as-new is a run's last command: its options are not matched on replay.
+      await makeContinueAsNewFunc<typeof orderWorkflow>({
+        typedSearchAttributes: [{ key: OrderIdSearchAttribute, value: input.orderId }],
+      })({ orderId: input.orderId, pending, seenEventIds: [...seen] });
     }
   }
   const [firstFailure] = failures;
@@ -147,11 +201,12 @@ function eventFailure(orderId: number, event: OrderPaymentEvent, err: unknown): 
  * Fulfils a paid order: the warehouse notification, retried by the server until its policy
  * gives up (compensating then), then the confirmation mail and the loyalty points.
  */
-async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<void> {
+async function fulfil(plan: Plan, orderId: number, event: OrderPaymentEvent): Promise<void> {
   // Patch 'warehouse-retry-policy' (2026-12-01): one activity whose attempts the server
   // schedules replaces the workflow-side loop of one activity per attempt. A run that started
   // its warehouse step before the deploy replays and finishes on the loop (src/workflows/legacy).
-  if (!patched('warehouse-retry-policy')) return legacyFulfil(orderId, event);
+  // Runs that start on 'local-order-steps' code always take the new path (and record no marker).
+  if (plan.legacy && !patched('warehouse-retry-policy')) return legacyFulfil(plan, orderId, event);
   try {
     await notifyWarehouse({ orderId });
   } catch (err) {
@@ -167,7 +222,7 @@ async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<void> 
         cause instanceof ApplicationFailure ? (cause.type ?? undefined) : cause?.name,
       lastFailureMessage: cause?.message ?? err.message,
     };
-    await compensateFailedFulfilment(orderId, details);
+    await compensateFailedFulfilment(plan, orderId, details);
     throw ApplicationFailure.create({
       type: FailureType.FulfilmentFailed,
       message: `order ${orderId} could not be handed to the warehouse (${details.reason}): ${details.lastFailureMessage}`,
@@ -176,15 +231,16 @@ async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<void> 
       cause: err,
     });
   }
-  await afterWarehouseNotified(orderId);
+  await afterWarehouseNotified(plan, orderId);
 }
 
 /** The seed's failed(): leave the order in a state people can see and act on. */
 async function compensateFailedFulfilment(
+  plan: Plan,
   orderId: number,
   details: FulfilmentFailedDetails,
 ): Promise<void> {
-  await setShipmentStatus({ orderId, status: 'failed' });
+  await plan.steps.setShipmentStatus({ orderId, status: 'failed' });
   log.error('fulfilment failed; order marked shipment_status=failed', { ...details });
 }
 
@@ -210,18 +266,18 @@ function attemptsOf(cause: Error | undefined): number | undefined {
 }
 
 /** The steps after the warehouse took the order. */
-async function afterWarehouseNotified(orderId: number): Promise<void> {
-  await setShipmentStatus({ orderId, status: 'requested' });
+async function afterWarehouseNotified(plan: Plan, orderId: number): Promise<void> {
+  await plan.steps.setShipmentStatus({ orderId, status: 'requested' });
   // Both run only here, one at a time per order: the mail's send-then-stamp guard and the
   // ledger's unique key never race with another run for the same order.
   await sendOrderConfirmation({ orderId });
-  await awardLoyaltyPoints({ orderId });
+  await plan.steps.awardLoyaltyPoints({ orderId });
   // Patch 'invoice-after-fulfilment' (2026-11-29): starting the invoice (an abandoned child on
   // task queue `heavy`) is a new command. An order workflow that ran this step before the deploy
   // must not issue it on replay, or its history no longer matches (non-determinism). Once no
   // order workflow from before the deploy is open and no committed replay history predates it,
   // swap this for deprecatePatch('invoice-after-fulfilment'), and drop that a deploy later.
-  if (patched('invoice-after-fulfilment')) await startInvoiceWorkflow(orderId);
+  if (!plan.legacy || patched('invoice-after-fulfilment')) await startInvoiceWorkflow(orderId);
 }
 
 /**
@@ -229,8 +285,12 @@ async function afterWarehouseNotified(orderId: number): Promise<void> {
  * amount is not the order's total (the order stays pending for the right payment). Keep it, flag
  * the order, tell a person. Both take the same steps, so histories match either way on replay.
  */
-async function flagForRefundReview(orderId: number, event: OrderPaymentEvent): Promise<void> {
-  await requestRefundReview({ orderId, eventId: event.eventId });
+async function flagForRefundReview(
+  plan: Plan,
+  orderId: number,
+  event: OrderPaymentEvent,
+): Promise<void> {
+  await plan.steps.requestRefundReview({ orderId, eventId: event.eventId });
   const info = workflowInfo();
   const alert: Alert = {
     kind: 'refund_review',
@@ -274,7 +334,7 @@ async function flagForRefundReview(orderId: number, event: OrderPaymentEvent): P
 }
 
 /** LEGACY (see ./legacy/retry-budget-loop.ts): the fulfilment of runs started before 2026-12-01. */
-async function legacyFulfil(orderId: number, event: OrderPaymentEvent): Promise<void> {
+async function legacyFulfil(plan: Plan, orderId: number, event: OrderPaymentEvent): Promise<void> {
   try {
     await withRetryBudget(
       'notify-warehouse',
@@ -288,7 +348,7 @@ async function legacyFulfil(orderId: number, event: OrderPaymentEvent): Promise<
       throw err;
     const budget = err.details?.[0] as RetriesExhaustedDetails;
     const details: FulfilmentFailedDetails = { orderId, eventId: event.eventId, ...budget };
-    await compensateFailedFulfilment(orderId, details);
+    await compensateFailedFulfilment(plan, orderId, details);
     throw ApplicationFailure.create({
       type: FailureType.FulfilmentFailed,
       message: `order ${orderId} could not be handed to the warehouse: ${err.message}`,
@@ -297,5 +357,5 @@ async function legacyFulfil(orderId: number, event: OrderPaymentEvent): Promise<
       cause: err,
     });
   }
-  await afterWarehouseNotified(orderId);
+  await afterWarehouseNotified(plan, orderId);
 }

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Context, type Info as ActivityInfo } from '@temporalio/activity';
+import { msToNumber } from '@temporalio/common/lib/time';
+import type { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { durationToMs } from '../support/durations';
 import { createActivities } from '../../src/activities';
@@ -56,6 +59,8 @@ async function payOnce(warehouseTimeoutMs: number) {
     totalAmount: 100,
   });
   const taskQueue = `test-${randomUUID()}`;
+  // What each attempt saw of itself, local activities included (their policy is not in history).
+  const infos: ActivityInfo[] = [];
   const worker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue,
@@ -64,6 +69,18 @@ async function payOnce(warehouseTimeoutMs: number) {
       ...testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url, warehouseTimeoutMs }),
       client: env.client,
     }),
+    interceptors: {
+      activity: [
+        () => ({
+          inbound: {
+            execute: async (input, next) => {
+              infos.push(Context.current().info);
+              return next(input);
+            },
+          },
+        }),
+      ],
+    },
   });
   const workflowId = `payment-${randomUUID()}`;
   const result = await worker.runUntil(async () => {
@@ -80,6 +97,7 @@ async function payOnce(warehouseTimeoutMs: number) {
     result,
     paymentWorkflow: workflowId,
     orderWorkflow: orderWorkflowId(order.id),
+    infos,
   };
 }
 
@@ -101,24 +119,34 @@ describe('warehouse call timeouts', () => {
     );
   });
 
-  it('runs every activity of the flow under a declared retry policy, a deadline and a start-to-close timeout', async () => {
+  it('runs every step of the flow, by name in the history, under a declared retry policy, a deadline and a start-to-close timeout', async () => {
     warehouse.reset();
     const run = await payOnce(1_000);
     const scheduled = [];
+    const steps: string[] = [];
     for (const id of [run.paymentWorkflow, run.orderWorkflow]) {
       const history = await env.client.workflow.getHandle(id).fetchHistory();
       for (const e of history.events ?? []) {
-        if (e.activityTaskScheduledEventAttributes)
+        if (e.activityTaskScheduledEventAttributes) {
           scheduled.push(e.activityTaskScheduledEventAttributes);
+          steps.push(e.activityTaskScheduledEventAttributes.activityType?.name ?? '?');
+        }
+        const marker = e.markerRecordedEventAttributes;
+        if (marker?.markerName === 'core_local_activity') steps.push(localActivityType(marker));
       }
     }
-    expect(scheduled.map((a) => a.activityType?.name)).toEqual([
+    // The short steps are local activities (markers naming their type), the others scheduled.
+    expect(steps).toEqual([
       'recordPayment',
       'handOverToOrder',
       'notifyWarehouse',
       'setShipmentStatus',
       'sendOrderConfirmation',
       'awardLoyaltyPoints',
+    ]);
+    expect(scheduled.map((a) => a.activityType?.name)).toEqual([
+      'notifyWarehouse',
+      'sendOrderConfirmation',
     ]);
     for (const activity of scheduled) {
       const name = activity.activityType?.name;
@@ -132,9 +160,31 @@ describe('warehouse call timeouts', () => {
       expect(durationToMs(activity.startToCloseTimeout)).toBeGreaterThan(0);
       expect(durationToMs(activity.startToCloseTimeout)).toBeLessThanOrEqual(15_000);
     }
+    // A local activity's policy is applied by the SDK, not recorded in history: each attempt
+    // sees it. The same preset as when the step was an activity.
+    const local = run.infos.filter((i) => i.isLocal);
+    expect(local.map((i) => i.activityType)).toEqual([
+      'recordPayment',
+      'handOverToOrder',
+      'setShipmentStatus',
+      'awardLoyaltyPoints',
+    ]);
+    for (const info of local) {
+      const policy = info.retryPolicy;
+      expect({ name: info.activityType, policy: Boolean(policy) }).toEqual({
+        name: info.activityType,
+        policy: true,
+      });
+      expect(policy!.backoffCoefficient).toBeGreaterThan(1);
+      expect(msToNumber(policy!.initialInterval ?? 0)).toBeGreaterThan(0);
+      expect(msToNumber(policy!.maximumInterval ?? 0)).toBeGreaterThan(0);
+      expect(policy!.nonRetryableErrorTypes).toEqual([...NON_RETRYABLE_FAILURE_TYPES]);
+      expect(info.scheduleToCloseTimeoutMs).toBe(24 * 3600_000);
+      expect(info.startToCloseTimeoutMs).toBe(10_000);
+    }
     // The seed's NotifyWarehouse: Tries(5), Backoff from 10 s, retryUntil(+30 minutes), and a
     // start-to-close shorter than the first wait, so attempts never overlap.
-    const notify = scheduled[2]!;
+    const notify = scheduled[0]!;
     expect(notify.retryPolicy?.maximumAttempts).toBe(5);
     expect(durationToMs(notify.retryPolicy?.initialInterval)).toBe(
       WAREHOUSE_BACKOFF_SECONDS[0]! * 1000,
@@ -153,4 +203,14 @@ async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<voi
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** The activity type a local activity's marker records (its `data` detail, JSON). */
+function localActivityType(marker: temporal.api.history.v1.IMarkerRecordedEventAttributes): string {
+  const data = marker.details?.data?.payloads?.[0]?.data;
+  if (!data) return '?';
+  return (
+    (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string }).activity_type ??
+    '?'
+  );
 }

@@ -1,0 +1,66 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  proxyLocalActivities,
+  TimeoutFailure,
+  TemporalFailure,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { NON_RETRYABLE_FAILURE_TYPES } from '../shared/errors';
+import { LOCAL_RETRY_THRESHOLD } from '../shared/retry-policies';
+
+/**
+ * One step of a workflow as a local activity: it runs in the worker, inside the workflow task,
+ * and is recorded as a marker that names its activity type (no activity task, no workflow task of
+ * its own). Its retry preset is the one it had as an activity, applied by the SDK; waits longer
+ * than LOCAL_RETRY_THRESHOLD become durable timers.
+ *
+ * A scheduled activity's failure reaches the workflow wrapped by the server in an ActivityFailure
+ * that names the step; a local activity's arrives bare (SDK 1.24). It is wrapped here the same
+ * way, so compensation, `eventFailure`, the failure alert and `ops failed` see one failure chain
+ * whichever way the step ran.
+ */
+export function localStep<K extends keyof Activities>(
+  activityType: K,
+  options: LocalActivityOptions,
+): Activities[K] {
+  const run = proxyLocalActivities<Activities>({
+    localRetryThreshold: LOCAL_RETRY_THRESHOLD,
+    ...options,
+  })[activityType] as (...args: unknown[]) => Promise<unknown>;
+  const step = async (...args: unknown[]): Promise<unknown> => {
+    try {
+      return await run(...args);
+    } catch (err) {
+      throw asActivityFailure(activityType, err);
+    }
+  };
+  return step as Activities[K];
+}
+
+function asActivityFailure(activityType: string, err: unknown): unknown {
+  // Cancellation and the SDK's own errors pass as they are.
+  if (!(err instanceof TemporalFailure) || err instanceof ActivityFailure) return err;
+  if (err.name === 'CancelledFailure') return err;
+  return new ActivityFailure(
+    'Local activity failed',
+    activityType,
+    undefined,
+    retryState(err),
+    'local activity',
+    err,
+  );
+}
+
+/** Why the SDK stopped retrying, as the server would say it for an activity. */
+function retryState(err: TemporalFailure): ActivityFailure['retryState'] {
+  if (err instanceof TimeoutFailure) return 'TIMEOUT';
+  if (
+    err instanceof ApplicationFailure &&
+    (err.nonRetryable || NON_RETRYABLE_FAILURE_TYPES.some((t) => t === err.type))
+  ) {
+    return 'NON_RETRYABLE_FAILURE';
+  }
+  return 'MAXIMUM_ATTEMPTS_REACHED';
+}
