@@ -2,6 +2,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { builtinModules } from 'node:module';
+import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 
 // Workflow code is replayed and must be deterministic: it may not touch Node built-ins, the
 // process, the clock or randomness outside the SDK, nor modules with side effects (DB, HTTP,
@@ -13,6 +14,16 @@ const nodeBuiltins = builtinModules.flatMap((m) => [m, `node:${m}`]);
 const devMachinery = {
   group: ['**/dev', '**/dev/**'],
   message: 'src/ ships without dev/: move what production needs into src/.',
+};
+
+// What crosses a process boundary (IDs, signals, queries, failure types, export formats) lives in
+// src/shared. Activities, CLIs, HTTP and Temporal set-up may import a workflow's *type* (for a
+// typed start) but no value: a value they need is a definition that belongs in src/shared.
+const workflowValues = {
+  group: ['**/workflows', '**/workflows/**'],
+  allowTypeImports: true,
+  message:
+    'Import only the workflow type (import type); IDs, signals, queries and failure types live in src/shared.',
 };
 const devOnlyPackages = [
   {
@@ -123,8 +134,24 @@ export default tseslint.config(
   {
     files: ['src/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { paths: devOnlyPackages, patterns: [devMachinery] }],
+      'no-restricted-imports': [
+        'error',
+        { paths: devOnlyPackages, patterns: [devMachinery, workflowValues] },
+      ],
     },
+  },
+  {
+    // No import cycles among src/ files: the layers (entries, temporal, workflows over
+    // activities, db and shared) only point down. Type-only imports are erased at build time and
+    // are not counted.
+    files: ['src/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/extensions': ['.ts', '.js'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.json'] })],
+    },
+    rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
   },
   {
     files: ['src/workflows/**/*.ts', 'src/shared/**/*.ts'],
