@@ -16,7 +16,7 @@ import type { PaymentWorkflowInput } from '../src/shared/payment';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../src/shared/search-attributes';
 import { createPaymentStarter, type PaymentStarter } from '../src/temporal/payment-starter';
 import { createWarehouseSimulator, type WarehouseSimulator } from './partners/warehouse-simulator';
-import { createPaymentWorker } from '../src/worker';
+import { createPaymentWorker } from '../src/workers/payments';
 import type { aggregateStockWorkflow } from '../src/workflows';
 import { historyToJson } from '../test/replay/history-json';
 import { testActivityDeps } from '../test/support/activity-deps';

@@ -21,6 +21,7 @@ import { PAYMENT_WEBHOOK_PATH } from '../src/http/routes/payment-webhook';
 import { createLogger } from '../src/logger';
 import { startWatchdogFromConfig } from '../src/monitoring';
 import { findNpmLauncher, watchLauncher } from './process/launcher';
+import { runMain } from '../src/process/run-main';
 import { onShutdownSignal } from '../src/process/shutdown';
 import { maskEmail } from '../src/shared/pii';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../src/shared/search-attributes';
@@ -40,12 +41,12 @@ import {
   activityDepsFromConfig,
   createPaymentWorker,
   workerSettingsFromConfig,
-} from '../src/worker';
+} from '../src/workers/payments';
 import {
   createHeavyWorker,
   heavyActivityDepsFromConfig,
   heavyWorkerSettingsFromConfig,
-} from '../src/heavy-worker';
+} from '../src/workers/heavy';
 
 /**
  * `npm start`: the whole system on one machine with embedded defaults. Starts (unless configured
@@ -282,9 +283,4 @@ async function main(): Promise<void> {
   }
 }
 
-// What fails before the stack is up (invalid configuration, a metrics port in use) is a
-// message for a person, not a stack trace.
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
-});
+runMain(main);

@@ -1,180 +1,26 @@
-import { existsSync } from 'node:fs';
-import { dataConverterFor } from './temporal/data-converter';
-import path from 'node:path';
-import { Client } from '@temporalio/client';
-import type { DataConverter } from '@temporalio/common';
-import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { createActivities, type ActivityDeps } from './activities';
-import { createWarehouseClient } from './activities/warehouse-client';
-import { loadConfig, type Config } from './config';
-import {
-  createDatabase,
-  createLoyaltyRepository,
-  createOrdersRepository,
-  createPaymentsRepository,
-  type DatabaseHandle,
-} from './db';
+import type { Worker } from '@temporalio/worker';
+import { loadConfig } from './config';
+import { createDatabase } from './db';
 import { createLogger } from './logger';
 import { startWorkerHealthServer } from './monitoring/worker-health';
-import { PAYMENTS_TASK_QUEUE } from './shared/constants';
-import { installTemporalRuntime, metricsAddressFrom } from './temporal/runtime';
+import { runMain } from './process/run-main';
 import { abortOnShutdownSignal, whenAborted } from './process/shutdown';
+import { PAYMENTS_TASK_QUEUE } from './shared/constants';
+import { dataConverterFor } from './temporal/data-converter';
+import { installTemporalRuntime, metricsAddressFrom } from './temporal/runtime';
 import { connectWorker } from './temporal/worker-connection';
-
-export type WorkerActivityDeps = Omit<ActivityDeps, 'client'>;
-
-/**
- * The longest start-to-close timeout of any activity the `payments` worker runs: the confirmation
- * mail (RetryPolicies.confirmationMail in src/shared/retry-policies.ts, 15 s). Only one attempt
- * counts: the grace time protects the attempt in flight, and a retry is scheduled by the server,
- * on whichever worker polls, so schedule-to-close deadlines do not matter here. The stock
- * aggregation (10 minutes) runs on `heavy`, not here (src/workflows/stock.ts). Raise this with
- * any longer activity on this queue; test/operations/worker-settings.test.ts compares it with
- * the presets.
- */
-export const LONGEST_PAYMENTS_ACTIVITY_TIMEOUT_MS = 15_000;
+import {
+  activityDepsFromConfig,
+  createPaymentWorker,
+  PAYMENTS_WORKER_SHUTDOWN_GRACE_MS,
+  workerSettingsFromConfig,
+} from './workers/payments';
 
 /**
- * On SIGTERM the worker stops polling and lets in-flight activities finish for this long before
- * it cancels them: the longest activity timeout, plus time to report the result. Within it no
- * attempt is cut short by a deploy, so none is retried beside a half-done original. Process
- * managers must wait longer still (deploy/: TimeoutStopSec, terminationGracePeriodSeconds).
+ * The payment worker (task queue `payments`), production entry: `node dist/worker.js` (or
+ * `npm run worker`). Runs until SIGTERM / SIGINT; the worker itself is built in
+ * src/workers/payments.ts, as the dev stack and the tests build it.
  */
-export const PAYMENTS_WORKER_SHUTDOWN_GRACE_MS = LONGEST_PAYMENTS_ACTIVITY_TIMEOUT_MS + 30_000;
-
-/**
- * Past the grace time, cancelled activities get this long to acknowledge before `run()` gives up
- * (GracefulShutdownPeriodExpiredError, exit 1) rather than hang the process forever. Counted
- * from the shutdown, like the grace time: the worker has drained within a minute of SIGTERM.
- */
-export const PAYMENTS_WORKER_SHUTDOWN_FORCE_MS = PAYMENTS_WORKER_SHUTDOWN_GRACE_MS + 15_000;
-
-/** Where `npm run build` writes the workflow bundle: next to the compiled worker, dist/. */
-export const WORKFLOW_BUNDLE_FILENAME = 'workflow-bundle.js';
-
-/** The workflow code of this worker: what the bundle build packs and what the worker loads. */
-export const PAYMENT_WORKFLOW_MODULES = {
-  workflowsPath: require.resolve('./workflows'),
-  // One alert for every workflow that ends Failed, whatever its type (src/workflows/interceptors.ts).
-  interceptorModules: [require.resolve('./workflows/interceptors')],
-};
-
-export interface PaymentWorkerOptions {
-  connection: NativeConnection;
-  namespace: string;
-  /** Everything but the Temporal client, which is made on the worker's own connection. */
-  activities: WorkerActivityDeps;
-  taskQueue?: string;
-  /** A bundle built by `npm run build` (no webpack at start-up); unset: bundled from source. */
-  workflowBundlePath?: string;
-  /** Activity slots (default: the SDK's, 100). */
-  maxConcurrentActivities?: number;
-  /** Workflow task slots (default: the SDK's, 40). */
-  maxConcurrentWorkflowTasks?: number;
-  /** Payload encryption (src/temporal/data-converter.ts); unset: payloads in clear. */
-  dataConverter?: DataConverter;
-  /** Extra Worker options (tests: a prebuilt bundle, shorter shutdown grace time…). */
-  overrides?: Partial<WorkerOptions>;
-}
-
-/**
- * The worker of task queue `payments`: every payment workflow and its activities. Built from its
- * dependencies so tests and the all-in-one dev stack create it the same way as production.
- */
-export async function createPaymentWorker(options: PaymentWorkerOptions): Promise<Worker> {
-  return Worker.create({
-    connection: options.connection,
-    namespace: options.namespace,
-    taskQueue: options.taskQueue ?? PAYMENTS_TASK_QUEUE,
-    ...workflowCodeOptions(options.workflowBundlePath),
-    dataConverter: options.dataConverter,
-    activities: createActivities({
-      ...options.activities,
-      client: new Client({
-        connection: options.connection,
-        namespace: options.namespace,
-        dataConverter: options.dataConverter,
-      }),
-    }),
-    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities,
-    maxConcurrentWorkflowTaskExecutions: options.maxConcurrentWorkflowTasks,
-    shutdownGraceTime: PAYMENTS_WORKER_SHUTDOWN_GRACE_MS,
-    shutdownForceTime: PAYMENTS_WORKER_SHUTDOWN_FORCE_MS,
-    ...options.overrides,
-  });
-}
-
-/**
- * A prebuilt bundle already holds the interceptors (src/workers/workflow-bundle.ts); without
- * one, the worker bundles the workflows from source at start-up, which takes seconds.
- */
-export function workflowCodeOptions(
-  bundlePath: string | undefined,
-): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'interceptors'> {
-  if (bundlePath) return { workflowBundle: { codePath: bundlePath } };
-  return {
-    workflowsPath: PAYMENT_WORKFLOW_MODULES.workflowsPath,
-    interceptors: { workflowModules: PAYMENT_WORKFLOW_MODULES.interceptorModules },
-  };
-}
-
-/**
- * The bundle to load: WORKFLOW_BUNDLE_PATH when set (it must exist), else `workflow-bundle.js`
- * next to this module when there is one. Compiled, that is dist/workflow-bundle.js from
- * `npm run build`; run from src/ (npm start, tests), there is none, so a stale bundle in dist/
- * never stands in for the source being edited.
- */
-export function resolveWorkflowBundlePath(
-  setting: string | undefined,
-  moduleDir: string = __dirname,
-): string | undefined {
-  if (setting) {
-    const file = path.resolve(setting);
-    if (!existsSync(file)) {
-      throw new Error(
-        `WORKFLOW_BUNDLE_PATH: ${file} does not exist; build it with npm run build, or unset it`,
-      );
-    }
-    return file;
-  }
-  const beside = path.join(moduleDir, WORKFLOW_BUNDLE_FILENAME);
-  return existsSync(beside) ? beside : undefined;
-}
-
-/** The worker settings that come from configuration (slots, workflow bundle). */
-export function workerSettingsFromConfig(
-  config: Config,
-): Pick<
-  PaymentWorkerOptions,
-  'workflowBundlePath' | 'maxConcurrentActivities' | 'maxConcurrentWorkflowTasks'
-> {
-  return {
-    workflowBundlePath: resolveWorkflowBundlePath(config.WORKFLOW_BUNDLE_PATH),
-    maxConcurrentActivities: config.WORKER_MAX_CONCURRENT_ACTIVITIES,
-    maxConcurrentWorkflowTasks: config.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
-  };
-}
-
-/** Wires the activities' dependencies from configuration and the URLs the process resolved. */
-export function activityDepsFromConfig(
-  config: Config,
-  db: DatabaseHandle,
-  urls: { warehouseUrl: string; temporalUiUrl: string | undefined; smtpUrl: string },
-): WorkerActivityDeps {
-  return {
-    payments: createPaymentsRepository(db.db),
-    orders: createOrdersRepository(db.db),
-    loyalty: createLoyaltyRepository(db.db),
-    mail: { smtpUrl: urls.smtpUrl, from: config.MAIL_FROM },
-    warehouse: createWarehouseClient({
-      baseUrl: urls.warehouseUrl,
-      timeoutMs: config.WAREHOUSE_TIMEOUT_MS,
-    }),
-    alerts: { alertWebhookUrl: config.ALERT_WEBHOOK_URL, temporalUiUrl: urls.temporalUiUrl },
-  };
-}
-
-/** Production entry: `node dist/worker.js` (or `npm run worker`). Runs until SIGTERM / SIGINT. */
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config, 'worker');
@@ -247,9 +93,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (require.main === module) {
-  main().catch((err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  });
-}
+runMain(main);

@@ -10,7 +10,7 @@ import { createDatabase, type DatabaseHandle } from '../../src/db';
 import { createLogger } from '../../src/logger';
 import { nativeConnectionOptions } from '../../src/temporal/connection';
 import { installTemporalRuntime } from '../../src/temporal/runtime';
-import { activityDepsFromConfig, createPaymentWorker } from '../../src/worker';
+import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/payments';
 import { createBenchActivities } from '../activities';
 import type { BenchSinks } from '../workflows';
 import { ActivityTimings } from '../lib/activity-timing';

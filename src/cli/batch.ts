@@ -8,6 +8,7 @@ import {
 } from '@temporalio/client';
 import { DEFAULT_TEMPORAL_ADDRESS, errorMessage, withTemporalClient } from './temporal-session';
 import { HEAVY_TASK_QUEUE } from '../shared/constants';
+import { runMain } from '../process/run-main';
 import {
   EXPORT_ID_PATTERN,
   exportProgressQuery,
@@ -354,13 +355,5 @@ function processIo(): BatchCliIo {
 }
 
 if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-      process.exitCode = EXIT_PROBLEM;
-    },
-  );
+  runMain(() => main(process.argv.slice(2)), { failureExitCode: EXIT_PROBLEM, stack: true });
 }

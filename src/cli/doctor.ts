@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_BACKLOG_WARN_AT, formatReport, runDoctor } from '../doctor';
+import { runMain } from '../process/run-main';
 
 /**
  * `npm run doctor`: is this installation able to take payments? Checks the configuration, the
@@ -70,15 +71,5 @@ function processIo(): DoctorIo {
 }
 
 if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (error: unknown) => {
-      process.stderr.write(
-        `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-      );
-      process.exitCode = EXIT_FAIL;
-    },
-  );
+  runMain(() => main(process.argv.slice(2)), { failureExitCode: EXIT_FAIL, stack: true });
 }

@@ -1,5 +1,6 @@
 import { loadConfig } from '../config';
 import { createDatabase, migrateToLatest } from '../db';
+import { runMain } from '../process/run-main';
 
 /**
  * Applies pending migrations to the database named by DATABASE_URL (default
@@ -23,7 +24,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
-});
+runMain(main);

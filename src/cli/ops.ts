@@ -19,6 +19,7 @@ import {
 import { DEFAULT_MIN_ATTEMPTS, inspectRunningWorkflows } from '../operator/stuck';
 import { type Column, formatTable } from '../operator/table';
 import { describeUndecodable, type UndecodablePayloads } from '../operator/visibility';
+import { runMain } from '../process/run-main';
 
 /**
  * The operator inbox: `npm run ops -- <command>`. What the seed did with `queue:failed`,
@@ -528,13 +529,5 @@ function currentUser(): string {
 }
 
 if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-      process.exitCode = EXIT_PROBLEM;
-    },
-  );
+  runMain(() => main(process.argv.slice(2)), { failureExitCode: EXIT_PROBLEM, stack: true });
 }

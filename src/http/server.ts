@@ -8,8 +8,10 @@ import { createDatabase, createOrdersRepository, createPaymentsRepository } from
 import { createLogger } from '../logger';
 import { startWatchdogFromConfig } from '../monitoring';
 import { onShutdownSignal } from '../process/shutdown';
+import { runMain } from '../process/run-main';
 import { createLazyClient } from '../temporal/client';
 import { createPaymentStarter } from '../temporal/payment-starter';
+import { temporalSetupReadiness } from '../temporal/setup';
 import { buildAdminApp, listenAdmin } from './admin';
 import { buildApp } from './app';
 import { databaseReadiness, temporalReadiness } from './health';
@@ -55,7 +57,11 @@ async function main(): Promise<void> {
       ? undefined
       : await buildAdminApp({
           logger,
-          readiness: [databaseReadiness(db.db), temporalReadiness(client.connection)],
+          readiness: [
+            databaseReadiness(db.db),
+            temporalReadiness(client.connection),
+            temporalSetupReadiness(client.connection, config.TEMPORAL_NAMESPACE),
+          ],
           metrics,
         });
   // Here, not in a worker: a dead worker cannot report that it is dead.
@@ -75,9 +81,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (require.main === module) {
-  main().catch((err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  });
-}
+runMain(main);

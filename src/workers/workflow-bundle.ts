@@ -1,12 +1,13 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
-import { PAYMENT_WORKFLOW_MODULES, WORKFLOW_BUNDLE_FILENAME } from '../worker';
+import { PAYMENT_WORKFLOW_MODULES, WORKFLOW_BUNDLE_FILENAME } from './payments';
+import { runMain } from '../process/run-main';
 
 /**
  * Writes the workflow bundle that production workers load instead of running webpack at every
  * start: `npm run build` puts it at dist/workflow-bundle.js, beside the compiled worker, which
- * picks it up by itself (see resolveWorkflowBundlePath in src/worker.ts). The interceptors are
+ * picks it up by itself (see resolveWorkflowBundlePath in src/workers/payments.ts). The interceptors are
  * packed in: a worker ignores its `interceptors.workflowModules` when it loads a bundle.
  *
  * The bundle must be built with the same @temporalio/worker version that loads it; the project
@@ -34,16 +35,13 @@ export async function buildWorkflowBundle(
   return { path: outFile, bytes: Buffer.byteLength(code) };
 }
 
+// `npm run build`, after tsc: node --import tsx src/workers/workflow-bundle.ts [out-file]
 if (require.main === module) {
-  buildWorkflowBundle(process.argv[2] ? path.resolve(process.argv[2]) : undefined).then(
-    ({ path: file, bytes }) => {
-      process.stdout.write(
-        `Workflow bundle: ${path.relative(process.cwd(), file)} (${(bytes / 1024).toFixed(0)} KiB)\n`,
-      );
-    },
-    (error: unknown) => {
-      process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-      process.exitCode = 1;
-    },
-  );
+  runMain(async () => {
+    const outFile = process.argv[2] ? path.resolve(process.argv[2]) : undefined;
+    const { path: file, bytes } = await buildWorkflowBundle(outFile);
+    process.stdout.write(
+      `Workflow bundle: ${path.relative(process.cwd(), file)} (${(bytes / 1024).toFixed(0)} KiB)\n`,
+    );
+  });
 }

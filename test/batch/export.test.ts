@@ -18,7 +18,7 @@ import {
   createStockRepository,
   type DatabaseHandle,
 } from '../../src/db';
-import { createHeavyWorker } from '../../src/heavy-worker';
+import { createHeavyWorker } from '../../src/workers/heavy';
 import { HEAVY_TASK_QUEUE } from '../../src/shared/constants';
 import { FailureType } from '../../src/shared/errors';
 import {

@@ -10,7 +10,7 @@ import {
   createPaymentsRepository,
   createStockRepository,
 } from '../../src/db';
-import { createHeavyWorker } from '../../src/heavy-worker';
+import { createHeavyWorker } from '../../src/workers/heavy';
 import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import {
   HEAVY_TASK_QUEUE,
@@ -23,7 +23,7 @@ import {
   createWarehouseSimulator,
   type WarehouseSimulator,
 } from '../../dev/partners/warehouse-simulator';
-import { createPaymentWorker } from '../../src/worker';
+import { createPaymentWorker } from '../../src/workers/payments';
 import { invoiceWorkflowId } from '../../src/shared/invoice';
 import type { invoiceWorkflow } from '../../src/workflows/invoice';
 import type { aggregateStockWorkflow } from '../../src/workflows/stock';

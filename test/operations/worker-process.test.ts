@@ -9,7 +9,7 @@ import {
   createWarehouseSimulator,
   type WarehouseSimulator,
 } from '../../dev/partners/warehouse-simulator';
-import { createPaymentWorker } from '../../src/worker';
+import { createPaymentWorker } from '../../src/workers/payments';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';

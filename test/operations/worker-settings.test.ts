@@ -11,7 +11,7 @@ import {
   LONGEST_PAYMENTS_ACTIVITY_TIMEOUT_MS,
   PAYMENTS_WORKER_SHUTDOWN_FORCE_MS,
   PAYMENTS_WORKER_SHUTDOWN_GRACE_MS,
-} from '../../src/worker';
+} from '../../src/workers/payments';
 import { AGGREGATE_STOCK_ACTIVITY_OPTIONS } from '../../src/workflows/stock';
 
 // The activity options of the `payments` worker: every preset of the order-payment flow (its

@@ -18,7 +18,7 @@ import {
   createPaymentWorker,
   resolveWorkflowBundlePath,
   WORKFLOW_BUNDLE_FILENAME,
-} from '../../src/worker';
+} from '../../src/workers/payments';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';

@@ -20,7 +20,7 @@ import {
   createWarehouseSimulator,
   type WarehouseSimulator,
 } from '../../dev/partners/warehouse-simulator';
-import { activityDepsFromConfig, createPaymentWorker } from '../../src/worker';
+import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/payments';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { uniqueEventId } from '../support/webhook';
 import { createStepActivities } from './step-activities';

@@ -5,7 +5,7 @@ import {
   createPaymentsRepository,
   type DatabaseHandle,
 } from '../../src/db';
-import type { WorkerActivityDeps } from '../../src/worker';
+import type { WorkerActivityDeps } from '../../src/workers/payments';
 
 /** The production activities' dependencies over a test database and local peers. */
 export function testActivityDeps(
