@@ -67,9 +67,6 @@ export async function checkTemporal(options: TemporalCheckOptions): Promise<Chec
     ]),
   ];
 
-  // How it connects (TLS, certificate, API key, profile), never a secret: a row of its own so
-  // the problem in the next row is not cut short by it.
-  const how = options.settings ? [result('connection', 'OK', options.settings.summary)] : [];
   let connection: Connection;
   let version: string | undefined;
   try {
@@ -79,7 +76,7 @@ export async function checkTemporal(options: TemporalCheckOptions): Promise<Chec
     });
   } catch (error) {
     if (!(error instanceof TemporalConnectionError)) throw error;
-    return [...how, unreachable(options, error.diagnosis), ...rest('Temporal not reachable')];
+    return [unreachable(options, error.diagnosis), ...rest('Temporal not reachable')];
   }
   try {
     try {
@@ -93,11 +90,11 @@ export async function checkTemporal(options: TemporalCheckOptions): Promise<Chec
         settings: options.settings,
         timeoutMs: options.timeoutMs,
       });
-      return [...how, unreachable(options, diagnosis), ...rest('Temporal not reachable')];
+      return [unreachable(options, diagnosis), ...rest('Temporal not reachable')];
     }
+    const how = options.settings ? `; ${options.settings.summary}` : '';
     const results = [
-      ...how,
-      result('temporal', 'OK', `server ${version ?? '(version unknown)'} at ${address}`),
+      result('temporal', 'OK', `server ${version ?? '(version unknown)'} at ${address}${how}`),
     ];
 
     const ns = await checkNamespace(connection, namespace, options.timeoutMs);
@@ -146,11 +143,12 @@ function unreachable(
   options: TemporalCheckOptions,
   diagnosis: { problem: string; hint: string },
 ): CheckResult {
+  const how = options.settings ? ` (${options.settings.summary})` : '';
   const refused = /^unreachable: nothing listens/.test(diagnosis.problem);
   return result(
     'temporal',
     'FAIL',
-    diagnosis.problem,
+    `${options.address}${how}: ${diagnosis.problem}`,
     options.devDefault && refused
       ? 'start the dev stack (npm start), or set TEMPORAL_ADDRESS'
       : diagnosis.hint,

@@ -25,7 +25,7 @@ import {
   createWarehouseSimulator,
   type WarehouseSimulator,
 } from '../../dev/partners/warehouse-simulator';
-import { createPaymentWorker } from '../../src/worker';
+import { createPaymentWorker } from '../../src/workers/payments';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';

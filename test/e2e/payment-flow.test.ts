@@ -20,7 +20,7 @@ import {
 import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { createLoyaltyRepository } from '../../src/db';
 import { testActivityDeps } from '../support/activity-deps';
-import { createPaymentWorker } from '../../src/worker';
+import { createPaymentWorker } from '../../src/workers/payments';
 import { testDatabases } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
 import { TEST_WEBHOOK_SECRET, uniqueEventId } from '../support/webhook';
