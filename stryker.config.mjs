@@ -58,7 +58,7 @@ export default {
   plugins: ['@stryker-mutator/*', './test/support/stryker/ignore-log-text.mjs'],
   ignorers: ['log-text'],
   checkers: ['typescript'],
-  tsconfigFile: 'tsconfig.json',
+  tsconfigFile: 'test/support/stryker/tsconfig.json',
   typescriptChecker: { prioritizePerformanceOverAccuracy: true },
   // Two cores: two Stryker workers (each a jest process that starts Temporal test servers) and
   // the type checker; MUTATE_CONCURRENCY=1 on a machine that others share.

@@ -12,7 +12,14 @@ import { loadAverage } from './lib/report';
  * its results to bench/results/<name>[.quick].md.
  */
 
-const BENCHMARKS = ['intake', 'end-to-end', 'duplicate-storm', 'worker-memory', 'test-suite'];
+const BENCHMARKS = [
+  'intake',
+  'end-to-end',
+  'flow-cost',
+  'duplicate-storm',
+  'worker-memory',
+  'test-suite',
+];
 
 async function main(): Promise<void> {
   const args = parseArgs();

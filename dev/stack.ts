@@ -24,7 +24,6 @@ import { findNpmLauncher, watchLauncher } from './process/launcher';
 import { runMain } from '../src/process/run-main';
 import { onShutdownSignal } from '../src/process/shutdown';
 import { maskEmail } from '../src/shared/pii';
-import { CUSTOM_SEARCH_ATTRIBUTES } from '../src/shared/search-attributes';
 import { createLazyClient } from '../src/temporal/client';
 import { startDevServer } from './temporal/dev-server';
 import { createPaymentStarter } from '../src/temporal/payment-starter';
@@ -35,7 +34,8 @@ import {
 } from '../src/temporal/runtime';
 import { startSmtpSink } from './partners/smtp-sink';
 import { nativeConnectionOptions } from '../src/temporal/connection';
-import { ensureStockAggregationSchedule } from '../src/temporal/schedules';
+import { STOCK_AGGREGATION_SCHEDULE_ID } from '../src/temporal/schedules';
+import { ensureTemporalSetup, temporalSetupReadiness } from '../src/temporal/setup';
 import { createWarehouseSimulator } from './partners/warehouse-simulator';
 import {
   activityDepsFromConfig,
@@ -111,8 +111,6 @@ async function main(): Promise<void> {
         uiPort: config.TEMPORAL_UI_PORT,
         dbFilename: config.TEMPORAL_DEV_DB,
         namespace: config.TEMPORAL_NAMESPACE,
-        // The workflows set them (OrderId, PaymentEventId): the server must know them first.
-        searchAttributes: [...CUSTOM_SEARCH_ATTRIBUTES],
         // With payloads encrypted, the UI asks our HTTP server to show them in clear.
         uiCodecEndpoint: codecEndpoint
           ? `${localHttpUrl(config.HOST, config.PORT)}/codec`
@@ -222,8 +220,24 @@ async function main(): Promise<void> {
       settings: config.temporalConnection,
     });
     cleanups.push({ name: 'client connection', run: () => client.connection.close() });
-    const schedule = await ensureStockAggregationSchedule(client);
-    logger.info(schedule, 'stock aggregation schedule in place');
+    // What `npm run temporal:setup` does, on the embedded dev server and a cluster alike: the
+    // starter and the workflows set OrderId and PaymentEventId, which the server must know.
+    const setup = await ensureTemporalSetup({
+      connection: client.connection,
+      client,
+      namespace: config.TEMPORAL_NAMESPACE,
+      onStep: (step) =>
+        step.outcome === 'failed' || step.outcome === 'not allowed'
+          ? logger.error(
+              { step: step.step, outcome: step.outcome, detail: step.detail, todo: step.todo },
+              'Temporal set-up incomplete: payments may be refused (configuration error; see npm run temporal:setup)',
+            )
+          : logger.info(
+              { step: step.step, outcome: step.outcome, detail: step.detail },
+              'Temporal set-up',
+            ),
+    });
+    const schedule = setup.steps.find((s) => s.step === 'schedule');
     const metrics = createHttpMetrics({ defaultMetrics: true });
     const app = await buildApp({
       config,
@@ -241,7 +255,11 @@ async function main(): Promise<void> {
     if (config.ADMIN_ADDRESS !== 'off') {
       const admin = await buildAdminApp({
         logger,
-        readiness: [databaseReadiness(db.db), temporalReadiness(client.connection)],
+        readiness: [
+          databaseReadiness(db.db),
+          temporalReadiness(client.connection),
+          temporalSetupReadiness(client.connection, config.TEMPORAL_NAMESPACE),
+        ],
         metrics,
       });
       adminUrl = await listenAdmin(admin, config.ADMIN_ADDRESS);
@@ -266,7 +284,7 @@ async function main(): Promise<void> {
         `  Temporal Web UI  ${uiUrl ?? '(not available: see docs/temporal-servers.md)'}`,
         `  Warehouse API    ${warehouseUrl}${config.WAREHOUSE_API_URL ? '' : ' (simulator)'}`,
         `  SMTP             ${config.SMTP_URL ? 'configured' : `${smtpUrl} (local sink: mails are logged)`}`,
-        `  Schedule         ${schedule.scheduleId} (stock aggregation, every 5 minutes)`,
+        `  Schedule         ${schedule?.outcome === 'failed' ? `not in place: ${schedule.detail}` : `${STOCK_AGGREGATION_SCHEDULE_ID} (stock aggregation, every 5 minutes)`}`,
         `  Database         ${config.DATABASE_URL}`,
         `  Metrics          ${adminUrl ? `${adminUrl}/metrics` : '(ADMIN_ADDRESS=off)'}${workerMetricsAddress ? `, worker http://${workerMetricsAddress}/metrics` : ''}`,
         `  Health           ${apiUrl}/healthz${adminUrl ? `, ${adminUrl}/readyz` : ''}   Check it all: npm run doctor`,

@@ -8,6 +8,7 @@ import { abortOnShutdownSignal, whenAborted } from './process/shutdown';
 import { PAYMENTS_TASK_QUEUE } from './shared/constants';
 import { dataConverterFor } from './temporal/data-converter';
 import { installTemporalRuntime, metricsAddressFrom } from './temporal/runtime';
+import { temporalSetupReadiness } from './temporal/setup';
 import { connectWorker } from './temporal/worker-connection';
 import {
   activityDepsFromConfig,
@@ -36,8 +37,9 @@ async function main(): Promise<void> {
   // Up before Temporal is reached: while the worker waits for it, probes see a live process
   // (not ready), and an orchestrator does not restart it in a loop.
   const workers: Worker[] = [];
+  const readiness: Array<ReturnType<typeof temporalSetupReadiness>> = [];
   const health = config.WORKER_HEALTH_ADDRESS
-    ? await startWorkerHealthServer({ address: config.WORKER_HEALTH_ADDRESS, workers })
+    ? await startWorkerHealthServer({ address: config.WORKER_HEALTH_ADDRESS, workers, readiness })
     : undefined;
   const connection = await connectWorker(
     config.TEMPORAL_ADDRESS,
@@ -50,6 +52,8 @@ async function main(): Promise<void> {
     await health?.close();
     return;
   }
+  // Not ready while the search attributes its workflows set are missing (npm run temporal:setup).
+  readiness.push(temporalSetupReadiness(connection, config.TEMPORAL_NAMESPACE));
   const db = createDatabase(config.DATABASE_URL, { poolMax: config.DATABASE_POOL_MAX });
   try {
     const worker = await createPaymentWorker({

@@ -104,6 +104,8 @@ function workerHostApi({ workers, running, timings, arrivals, connection, db }: 
   return {
     /** Activity timings since the last call. */
     timings: async () => timings.take(),
+    /** [order ID, epoch ms] of each shipment marked requested since the last call. */
+    shipments: async () => timings.takeShipments(),
     /** Worker state and this process's memory, after a full GC when --expose-gc is on. */
     status: async (args: { gc?: boolean } | undefined) => {
       if (args?.gc && global.gc) {

@@ -25,6 +25,8 @@ export interface ActivityTimingSummary {
  */
 export class ActivityTimings {
   private samples = new Map<string, { queueMs: number[]; runMs: number[] }>();
+  /** Order ID → when `setShipmentStatus('requested')` returned (epoch ms): "shipment requested". */
+  private shipments = new Map<number, number>();
 
   /** The interceptor factory to add to the worker's `interceptors.activity`. */
   readonly interceptor: ActivityInterceptorsFactory = () => ({ inbound: new Recorder(this) });
@@ -34,6 +36,17 @@ export class ActivityTimings {
     if (!entry) this.samples.set(type, (entry = { queueMs: [], runMs: [] }));
     entry.queueMs.push(queueMs);
     entry.runMs.push(runMs);
+  }
+
+  shipmentRequested(orderId: number, at: number): void {
+    this.shipments.set(orderId, at);
+  }
+
+  /** When each order's shipment was marked requested, since the last call; starts over. */
+  takeShipments(): Array<[number, number]> {
+    const taken = [...this.shipments];
+    this.shipments = new Map();
+    return taken;
   }
 
   /** What was recorded since the last call, summarised; starts over. */
@@ -61,7 +74,12 @@ class Recorder implements ActivityInboundCallsInterceptor {
     const info = Context.current().info;
     const started = Date.now();
     try {
-      return await next(input);
+      const result = await next(input);
+      const [arg] = input.args as Array<{ orderId?: number; status?: string } | undefined>;
+      if (info.activityType === 'setShipmentStatus' && arg?.status === 'requested') {
+        this.timings.shipmentRequested(arg.orderId!, Date.now());
+      }
+      return result;
     } finally {
       this.timings.record(
         info.activityType,

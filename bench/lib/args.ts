@@ -8,6 +8,8 @@ export interface BenchArgs {
   command: string;
   /** The Temporal server: the CLI dev server (default) or the multi-service cluster. */
   server: 'dev' | 'cluster';
+  /** `--rounds N`: measured rounds per variant instead of the benchmark's own number (bench:e2e). */
+  rounds?: number;
 }
 
 export function parseArgs(argv: readonly string[] = process.argv.slice(2)): BenchArgs {
@@ -22,21 +24,36 @@ export function parseArgs(argv: readonly string[] = process.argv.slice(2)): Benc
     server = value;
     rest.splice(at, 2);
   }
+  let rounds: number | undefined;
+  const roundsAt = rest.indexOf('--rounds');
+  if (roundsAt >= 0) {
+    rounds = Number(rest[roundsAt + 1]);
+    if (!Number.isInteger(rounds) || rounds < 1) {
+      throw new Error(`--rounds takes a whole number ≥ 1, not ${rest[roundsAt + 1] ?? 'nothing'}`);
+    }
+    rest.splice(roundsAt, 2);
+  }
   const unknown = rest.filter((a) => a !== '--quick');
   if (unknown.length > 0) {
     throw new Error(
-      `unknown argument(s): ${unknown.join(' ')} (options: --quick, --server dev|cluster)`,
+      `unknown argument(s): ${unknown.join(' ')} (options: --quick, --server dev|cluster, --rounds N)`,
     );
   }
   const quick = rest.includes('--quick');
-  return { quick, server, command: process.env.BENCH_COMMAND ?? ownCommand(quick, server) };
+  return {
+    quick,
+    server,
+    rounds,
+    command: process.env.BENCH_COMMAND ?? ownCommand(quick, server, rounds),
+  };
 }
 
 /** `npm run bench:intake -- --quick` when started through npm, else the node command line. */
-function ownCommand(quick: boolean, server: BenchArgs['server']): string {
+function ownCommand(quick: boolean, server: BenchArgs['server'], rounds?: number): string {
   const flags = [
     ...(quick ? ['--quick'] : []),
     ...(server === 'cluster' ? ['--server', 'cluster'] : []),
+    ...(rounds === undefined ? [] : ['--rounds', String(rounds)]),
   ];
   const script = process.env.npm_lifecycle_event;
   if (script) return `npm run ${script}${flags.length ? ` -- ${flags.join(' ')}` : ''}`;

@@ -2,6 +2,7 @@ import {
   condition,
   defineSignal,
   proxyActivities,
+  proxyLocalActivities,
   proxySinks,
   setHandler,
   type Sinks,
@@ -16,9 +17,17 @@ import type { BenchActivities } from '../activities';
 
 // The profile of the payment flow's database activities (src/workflows/payment.ts), so the
 // baselines pay the same scheduling costs; the bodies do nothing.
-const { noop, handOverMirror } = proxyActivities<BenchActivities>({
+const { noop } = proxyActivities<BenchActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+// The same steps as local activities, as the payment flow runs its short steps
+// (src/workflows/payment.ts, order.ts).
+const local = proxyLocalActivities<BenchActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+  localRetryThreshold: '10 seconds',
 });
 
 /** The baseline of the end-to-end benchmark: one workflow, one no-op activity. */
@@ -35,24 +44,28 @@ export interface MirrorInput {
 export const mirrorPaymentSignal = defineSignal<[string]>('mirrorPaymentRecorded');
 
 /**
- * The payment workflow's shape with no-op bodies: one activity ("record the payment"), then one
- * that signal-with-starts the order-shaped workflow, as handOverToOrder does.
+ * The payment workflow's shape with no-op bodies: one local activity ("record the payment"), then
+ * one that signal-with-starts the order-shaped workflow, as handOverToOrder does.
  */
 export async function benchMirrorPaymentWorkflow(input: MirrorInput): Promise<void> {
-  await noop();
-  await handOverMirror({ orderKey: input.orderKey });
+  await local.noop();
+  await local.handOverMirror({ orderKey: input.orderKey });
 }
 
 /**
- * The order workflow's shape on its happy path: takes the handed-over event, then runs four
- * activities one after another (warehouse, shipment status, mail, loyalty points), no-op here.
+ * The order workflow's shape on its happy path: takes the handed-over event, then runs its four
+ * steps one after another, no-op here: warehouse (activity), shipment status (local), mail
+ * (activity), loyalty points (local).
  */
 export async function benchMirrorOrderWorkflow(): Promise<void> {
   const pending: string[] = [];
   setHandler(mirrorPaymentSignal, (eventId) => void pending.push(eventId));
   await condition(() => pending.length > 0);
   while (pending.shift() !== undefined) {
-    for (let step = 0; step < 4; step++) await noop();
+    await noop();
+    await local.noop();
+    await noop();
+    await local.noop();
   }
 }
 

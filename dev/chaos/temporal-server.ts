@@ -47,6 +47,8 @@ export function devServerArgs(options: {
   args.push('--log-format', 'text', '--log-level', 'warn');
   // Offline machines: no call home on every start.
   args.push('--dynamic-config-value', 'frontend.enableServerVersionCheck=false');
+  // As dev/temporal/dev-server.ts runs it: eager activity dispatch, so crashes hit that path too.
+  args.push('--dynamic-config-value', 'system.enableActivityEagerExecution=true');
   for (const key of CUSTOM_SEARCH_ATTRIBUTES) {
     args.push(
       '--search-attribute',

@@ -109,6 +109,11 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   args.push('--namespace', namespace, '--log-format', 'text', '--log-level', 'warn');
   // No call home to check for newer versions: the machine may be offline, and it only adds noise.
   args.push('--dynamic-config-value', 'frontend.enableServerVersionCheck=false');
+  // Eager activity dispatch: an activity scheduled by a workflow task goes back to the worker in
+  // the answer to that task's completion, instead of through the task queue and a poll (the SDK
+  // asks for it when it has a free slot). Off by default in the server; measured in
+  // docs/benchmarks.md (issue 12). Clusters set the same key in their dynamic config.
+  args.push('--dynamic-config-value', 'system.enableActivityEagerExecution=true');
   if (options.dbFilename) args.push('--db-filename', options.dbFilename);
   args.push(...(hasUi ? ['--ui-port', String(uiPort)] : ['--headless']));
   if (hasUi && options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);

@@ -67,6 +67,9 @@ export async function checkTemporal(options: TemporalCheckOptions): Promise<Chec
     ]),
   ];
 
+  // How it connects (TLS, certificate, API key, profile), never a secret: a row of its own so
+  // the problem in the next row is not cut short by it.
+  const how = options.settings ? [result('connection', 'OK', options.settings.summary)] : [];
   let connection: Connection;
   let version: string | undefined;
   try {
@@ -76,7 +79,7 @@ export async function checkTemporal(options: TemporalCheckOptions): Promise<Chec
     });
   } catch (error) {
     if (!(error instanceof TemporalConnectionError)) throw error;
-    return [unreachable(options, error.diagnosis), ...rest('Temporal not reachable')];
+    return [...how, unreachable(options, error.diagnosis), ...rest('Temporal not reachable')];
   }
   try {
     try {
@@ -90,11 +93,11 @@ export async function checkTemporal(options: TemporalCheckOptions): Promise<Chec
         settings: options.settings,
         timeoutMs: options.timeoutMs,
       });
-      return [unreachable(options, diagnosis), ...rest('Temporal not reachable')];
+      return [...how, unreachable(options, diagnosis), ...rest('Temporal not reachable')];
     }
-    const how = options.settings ? `; ${options.settings.summary}` : '';
     const results = [
-      result('temporal', 'OK', `server ${version ?? '(version unknown)'} at ${address}${how}`),
+      ...how,
+      result('temporal', 'OK', `server ${version ?? '(version unknown)'} at ${address}`),
     ];
 
     const ns = await checkNamespace(connection, namespace, options.timeoutMs);
@@ -143,12 +146,11 @@ function unreachable(
   options: TemporalCheckOptions,
   diagnosis: { problem: string; hint: string },
 ): CheckResult {
-  const how = options.settings ? ` (${options.settings.summary})` : '';
   const refused = /^unreachable: nothing listens/.test(diagnosis.problem);
   return result(
     'temporal',
     'FAIL',
-    `${options.address}${how}: ${diagnosis.problem}`,
+    diagnosis.problem,
     options.devDefault && refused
       ? 'start the dev stack (npm start), or set TEMPORAL_ADDRESS'
       : diagnosis.hint,

@@ -15,6 +15,11 @@ export interface ReadinessCheck {
   name: string;
   /** Settles by `deadline` (epoch ms) if it can; the probe answers by then either way. */
   check: (deadline: number) => Promise<unknown>;
+  /**
+   * Its error message is a configuration problem safe to show in the answer (no addresses, no
+   * secrets), e.g. "search attributes not registered …: run npm run temporal:setup".
+   */
+  explain?: boolean;
 }
 
 export interface HealthRoutesOptions {
@@ -102,9 +107,18 @@ export async function healthRoutes(app: FastifyInstance, options: HealthRoutesOp
       else request.log.warn({ failed }, 'not ready: a dependency does not answer');
       wasReady = ready;
     }
+    const explained = results.filter(
+      (r) =>
+        !r.ok &&
+        r.outcome === 'failed' &&
+        options.readiness.find((c) => c.name === r.name)?.explain,
+    );
     return reply.code(ready ? 200 : 503).send({
       status: ready ? 'ready' : 'unavailable',
       checks: Object.fromEntries(results.map((r) => [r.name, r.outcome])),
+      ...(explained.length > 0
+        ? { reasons: Object.fromEntries(explained.map((r) => [r.name, r.error])) }
+        : {}),
     });
   });
 }

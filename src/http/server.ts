@@ -11,6 +11,7 @@ import { onShutdownSignal } from '../process/shutdown';
 import { runMain } from '../process/run-main';
 import { createLazyClient } from '../temporal/client';
 import { createPaymentStarter } from '../temporal/payment-starter';
+import { temporalSetupReadiness } from '../temporal/setup';
 import { buildAdminApp, listenAdmin } from './admin';
 import { buildApp } from './app';
 import { databaseReadiness, temporalReadiness } from './health';
@@ -56,7 +57,11 @@ async function main(): Promise<void> {
       ? undefined
       : await buildAdminApp({
           logger,
-          readiness: [databaseReadiness(db.db), temporalReadiness(client.connection)],
+          readiness: [
+            databaseReadiness(db.db),
+            temporalReadiness(client.connection),
+            temporalSetupReadiness(client.connection, config.TEMPORAL_NAMESPACE),
+          ],
           metrics,
         });
   // Here, not in a worker: a dead worker cannot report that it is dead.

@@ -1,7 +1,8 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { State, Worker } from '@temporalio/worker';
 import { parseListenAddress } from '../net/addresses';
+import { errorMessage, withDeadline } from './probes';
 
 /**
  * The worker's health endpoints, for Kubernetes probes. The SDK's Prometheus endpoint serves
@@ -12,6 +13,8 @@ import { parseListenAddress } from '../net/addresses';
  *   worker has failed or stopped, so the orchestrator replaces the process.
  * - `/readyz` (readiness): 200 only while every worker polls (RUNNING).
  * - Before any worker exists (the process waits for Temporal), live but not ready.
+ * - `readiness` checks (the Temporal set-up: search attributes registered) must pass too; the
+ *   answer then gives their reasons, which name configuration problems only.
  */
 export interface WorkerHealthServer {
   /** http://host:port of the server. */
@@ -24,6 +27,10 @@ export interface WorkerHealthOptions {
   address: string;
   /** May be empty at first and filled once the workers exist: the server reads it per request. */
   workers: ReadonlyArray<Pick<Worker, 'getState'>>;
+  /** Also read per request, so it may be filled once connected. */
+  readiness?: ReadonlyArray<{ name: string; check: (deadline: number) => Promise<unknown> }>;
+  /** Per readiness check; below the usual 3 s probe timeout. */
+  readinessTimeoutMs?: number;
 }
 
 const DEAD_STATES: ReadonlySet<State> = new Set<State>(['FAILED', 'STOPPED']);
@@ -32,7 +39,7 @@ export async function startWorkerHealthServer(
   options: WorkerHealthOptions,
 ): Promise<WorkerHealthServer> {
   const { host, port } = parseListenAddress(options.address);
-  const server: Server = createServer((request, response) => {
+  const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const states = options.workers.map((w) => w.getState());
     const path = (request.url ?? '/').split('?')[0];
     let healthy: boolean;
@@ -43,15 +50,24 @@ export async function startWorkerHealthServer(
     // No worker yet: the process is still waiting for Temporal. Alive (restarting it would not
     // bring Temporal back), but not ready.
     if (path === '/healthz') healthy = states.every((s) => !DEAD_STATES.has(s));
-    else if (path === '/readyz')
+    else if (path === '/readyz') {
       healthy = states.length > 0 && states.every((s) => s === 'RUNNING');
-    else {
+      const reasons = healthy ? await failedChecks(options) : {};
+      if (Object.keys(reasons).length > 0) {
+        response.writeHead(503, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ status: 'unavailable', workers: states, reasons }));
+        return;
+      }
+    } else {
       response.writeHead(404, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ error: `no route for ${request.method} ${path}` }));
       return;
     }
     response.writeHead(healthy ? 200 : 503, { 'content-type': 'application/json' });
     response.end(JSON.stringify({ status: healthy ? 'ok' : 'unavailable', workers: states }));
+  };
+  const server: Server = createServer((request, response) => {
+    handle(request, response).catch(() => response.destroy());
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -72,4 +88,20 @@ export async function startWorkerHealthServer(
         server.close(() => resolve());
       }),
   };
+}
+
+/** The readiness checks that failed or did not answer in time, each with its reason. */
+async function failedChecks(options: WorkerHealthOptions): Promise<Record<string, string>> {
+  const timeoutMs = options.readinessTimeoutMs ?? 2_000;
+  const failed = await Promise.all(
+    (options.readiness ?? []).map(async ({ name, check }) => {
+      try {
+        await withDeadline(name, timeoutMs, () => check(Date.now() + timeoutMs));
+        return undefined;
+      } catch (error) {
+        return [name, errorMessage(error)] as const;
+      }
+    }),
+  );
+  return Object.fromEntries(failed.filter((f) => f !== undefined));
 }

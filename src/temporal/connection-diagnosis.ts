@@ -12,7 +12,7 @@ import { clientConnectionOptions, type TemporalConnectionSettings } from './conn
  * Messages name files and variables, never a key or an API key.
  */
 export interface ConnectionDiagnosis {
-  /** What is wrong, e.g. "TLS handshake refused: the server's certificate has expired". */
+  /** What is wrong, e.g. "TLS refused: the server certificate has expired". */
   problem: string;
   /** What to change. */
   hint: string;
@@ -289,33 +289,32 @@ function tlsProblem(
   const code = err.code ?? '';
   if (UNTRUSTED.has(code)) {
     return {
-      problem: `TLS handshake refused: the server's certificate is not signed by ${settings.serverCa ? `the CA in ${settings.serverCa.from}` : 'a CA this system trusts'} (${code})`,
-      hint: 'set TEMPORAL_TLS_SERVER_CA_CERT_PATH to the CA that issued the frontend’s certificate',
+      problem: `TLS refused: server certificate not signed by ${settings.serverCa ? `the CA in ${settings.serverCa.name}` : 'a CA this system trusts'}`,
+      hint: `set TEMPORAL_TLS_SERVER_CA_CERT_PATH to the CA that issued the frontend’s certificate (${code})`,
     };
   }
   if (code === 'CERT_HAS_EXPIRED') {
     return {
-      problem: "TLS handshake refused: the server's certificate has expired",
+      problem: 'TLS refused: the server certificate has expired',
       hint: 'renew the Temporal frontend’s certificate',
     };
   }
   if (code === 'CERT_NOT_YET_VALID') {
     return {
-      problem: "TLS handshake refused: the server's certificate is not valid yet",
+      problem: 'TLS refused: the server certificate is not valid yet',
       hint: 'check the clocks here and on the server, or the certificate’s start date',
     };
   }
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
     return {
-      problem: `TLS handshake refused: the server's certificate is not for ${name} (${err.message.replace(/^.*?: /, '')})`,
+      problem: `TLS refused: the server certificate is not for ${name} (${err.message.replace(/^.*?: /, '')})`,
       hint: 'set TEMPORAL_TLS_SERVER_NAME to a name the certificate holds',
     };
   }
   const text = err.message;
   if (/alert certificate required/i.test(text)) {
     return {
-      problem:
-        'TLS handshake refused: the server requires a client certificate (mTLS) and none was sent',
+      problem: 'TLS refused: the server requires a client certificate (mTLS); none was sent',
       hint: 'set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH',
     };
   }
@@ -346,13 +345,13 @@ function clientCertificateRefused(settings: NonNullable<Settings['tls']>): Conne
   if (!settings.clientCert) {
     return {
       problem:
-        'TLS handshake refused: the server closed the connection (it may require a client certificate)',
+        'TLS refused: the server closed the connection (it may require a client certificate)',
       hint: 'set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH if it uses mTLS',
     };
   }
   return {
-    problem: `TLS handshake refused: the server rejected the client certificate ${settings.clientCert.subject} (${settings.clientCert.from}): not signed by a CA it trusts, expired or revoked`,
-    hint: 'use a client certificate issued by the CA the Temporal frontend trusts for clients',
+    problem: `TLS refused: the server rejected the client certificate ${settings.clientCert.subject}`,
+    hint: `it is not signed by a CA the frontend trusts, or expired or revoked: replace ${settings.clientCert.name}`,
   };
 }
 

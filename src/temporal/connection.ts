@@ -52,7 +52,9 @@ export class Secret<T> {
 /** A PEM read from a variable or a profile key, with where it came from (for messages). */
 export interface PemSource {
   pem: Uint8Array;
-  /** The variable or profile key that gave it, e.g. `TEMPORAL_TLS_SERVER_CA_CERT_PATH=/etc/ca.pem`. */
+  /** The variable or profile key that gave it, e.g. `TEMPORAL_TLS_SERVER_CA_CERT_PATH`. */
+  name: string;
+  /** The same with its file, e.g. `TEMPORAL_TLS_SERVER_CA_CERT_PATH=/etc/ca.pem`. */
   from: string;
 }
 
@@ -203,6 +205,18 @@ function sdkSecurity(settings: Settings | undefined) {
   };
 }
 
+/** Where a PEM came from: the variable or key, and its file (named at the end of messages). */
+interface Label {
+  name: string;
+  path?: string;
+  from: string;
+}
+
+/** A problem with a PEM: the setting first (it is what to fix), its file last. */
+function problemWith(label: Label, text: string): string {
+  return `${label.name}: ${text}${label.path ? ` (${label.path})` : ''}`;
+}
+
 /**
  * Which variable or profile key gave a value: an environment variable wins over the profile, as
  * in envconfig, so a message names the one that is in force.
@@ -220,11 +234,13 @@ class Origin {
     if (!this.fromFile(variable)) return variable;
     return `${tomlKey} of profile '${this.profile}' in ${this.file}`;
   }
-  /** For a path/data pair: the one that is set, with the path when it is one. */
-  source(variable: string, tomlKey: string, source: ConfigDataSource): string {
+  /** For a path/data pair: the one that is set, and its file when it is a path. */
+  source(variable: string, tomlKey: string, source: ConfigDataSource): Label {
     const kind = 'path' in source ? 'PATH' : 'DATA';
     const name = this.key(`${variable}_${kind}`, `${tomlKey}_${kind.toLowerCase()}`);
-    return 'path' in source ? `${name}=${source.path}` : name;
+    return 'path' in source
+      ? { name, path: source.path, from: `${name}=${source.path}` }
+      : { name, from: name };
   }
 }
 
@@ -247,7 +263,9 @@ function tlsSettings(
       tls.serverCACert,
     );
     const pem = readSource(tls.serverCACert, from, problems);
-    if (pem && certificates(pem, from, problems)) result.serverCa = { pem, from };
+    if (pem && certificates(pem, from, problems)) {
+      result.serverCa = { pem, name: from.name, from: from.from };
+    }
   }
   let certificate: X509Certificate | undefined;
   if (tls.clientCert) {
@@ -259,15 +277,21 @@ function tlsSettings(
       const notAfter = new Date(certificate.validTo);
       const now = Date.now();
       if (notAfter.getTime() < now) {
-        problems.push(`${from}: the client certificate expired on ${notAfter.toISOString()}`);
+        problems.push(
+          problemWith(from, `the client certificate expired on ${notAfter.toISOString()}`),
+        );
       } else if (notBefore.getTime() > now) {
         problems.push(
-          `${from}: the client certificate is not valid before ${notBefore.toISOString()}`,
+          problemWith(
+            from,
+            `the client certificate is not valid before ${notBefore.toISOString()}`,
+          ),
         );
       }
       result.clientCert = {
         pem,
-        from,
+        name: from.name,
+        from: from.from,
         subject: certificate.subject.replace(/\n/g, ', '),
         notAfter,
       };
@@ -282,12 +306,17 @@ function tlsSettings(
         key = createPrivateKey({ key: Buffer.from(pem), format: 'pem' });
       } catch {
         // Not the crypto error's text: it is harmless today, but this message must stay key-free.
-        problems.push(`${from}: not a PEM private key (unencrypted PKCS#8, PKCS#1 or SEC1)`);
+        problems.push(
+          problemWith(from, 'not a PEM private key (unencrypted PKCS#8, PKCS#1 or SEC1)'),
+        );
       }
     }
     if (key && certificate && !certificate.checkPrivateKey(key)) {
       problems.push(
-        `${from}: this key does not belong to the client certificate (${result.clientCert?.from})`,
+        problemWith(
+          from,
+          `this key does not belong to the client certificate ${result.clientCert?.from}`,
+        ),
       );
     }
     if (pem && key) result.clientKey = new Secret(pem);
@@ -306,7 +335,7 @@ function tlsSettings(
 
 function readSource(
   source: ConfigDataSource,
-  from: string,
+  from: Label,
   problems: string[],
 ): Uint8Array | undefined {
   if (!('path' in source)) {
@@ -316,7 +345,7 @@ function readSource(
     return readFileSync(source.path);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
-    problems.push(`${from}: cannot read the file (${code})`);
+    problems.push(problemWith(from, `cannot read the file: ${code}`));
     return undefined;
   }
 }
@@ -324,20 +353,20 @@ function readSource(
 /** Every certificate of a PEM bundle, parsed; undefined (and a problem) when there is none or one is broken. */
 function certificates(
   pem: Uint8Array,
-  from: string,
+  from: Label,
   problems: string[],
 ): X509Certificate[] | undefined {
   const blocks = Buffer.from(pem)
     .toString('utf8')
     .match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g);
   if (!blocks) {
-    problems.push(`${from}: no PEM certificate in it (-----BEGIN CERTIFICATE-----)`);
+    problems.push(problemWith(from, 'no PEM certificate in it (-----BEGIN CERTIFICATE-----)'));
     return undefined;
   }
   try {
     return blocks.map((block) => new X509Certificate(block));
   } catch {
-    problems.push(`${from}: a certificate in it is malformed`);
+    problems.push(problemWith(from, 'a certificate in it is malformed'));
     return undefined;
   }
 }
@@ -444,25 +473,27 @@ function profileProblem(
 }
 
 function summarise(settings: Omit<TemporalConnectionSettings, 'summary'>): string {
+  // Most telling first: a report may cut a long line short.
   const parts: string[] = [];
-  if (settings.profile)
-    parts.push(`profile '${settings.profile.name}' of ${settings.profile.file}`);
+  if (settings.apiKey) parts.push('API key');
   const tls = settings.tls;
   if (!tls) parts.push('plain text');
   else {
     const details = [
-      tls.serverCa ? `server CA from ${tls.serverCa.from}` : 'system CAs',
-      ...(tls.serverName ? [`server name ${tls.serverName}`] : []),
       ...(tls.clientCert
         ? [
             `client certificate ${tls.clientCert.subject} (expires ${tls.clientCert.notAfter.toISOString().slice(0, 10)})`,
           ]
         : []),
+      tls.serverCa ? `server CA from ${tls.serverCa.name}` : 'system CAs',
+      ...(tls.serverName ? [`server name ${tls.serverName}`] : []),
     ];
-    parts.push(`TLS (${details.join(', ')})`);
+    parts.push(`${tls.clientCert ? 'mTLS' : 'TLS'} (${details.join(', ')})`);
   }
-  if (settings.apiKey) parts.push('API key set');
-  if (settings.metadata)
+  if (settings.metadata) {
     parts.push(`gRPC headers ${Object.keys(settings.metadata.reveal()).join(', ')}`);
+  }
+  if (settings.profile)
+    parts.push(`profile '${settings.profile.name}' of ${settings.profile.file}`);
   return parts.join('; ');
 }

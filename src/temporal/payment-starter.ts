@@ -7,6 +7,7 @@ import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../shared/constants';
 import type { PaymentWorkflowInput } from '../shared/payment';
 import { OrderIdSearchAttribute, PaymentEventIdSearchAttribute } from '../shared/search-attributes';
 import type { paymentWorkflow } from '../workflows';
+import { grpcCode } from './connection-diagnosis';
 
 export type StartedPayment =
   | { workflowId: string; duplicate: false }
@@ -28,11 +29,43 @@ export interface PaymentStarter {
   start(input: PaymentWorkflowInput): Promise<StartedPayment>;
 }
 
-/** Temporal could not be reached in time: the caller should answer 503 so the provider retries. */
+/**
+ * Temporal could not be reached in time, or refused the start: the caller should answer 503 so
+ * the provider retries. `configurationProblem` is set when the refusal is not an outage but a
+ * set-up or configuration error that retrying will not cure (an unregistered search attribute,
+ * an unknown namespace, rejected credentials): it names the fix, for an error-level log line.
+ */
 export class TemporalUnavailableError extends Error {
+  readonly configurationProblem: string | undefined;
   constructor(cause: unknown) {
     super('Temporal is unavailable', { cause });
     this.name = 'TemporalUnavailableError';
+    this.configurationProblem = configurationProblem(cause);
+  }
+}
+
+const INVALID_ARGUMENT = 3;
+const NOT_FOUND = 5;
+const PERMISSION_DENIED = 7;
+const UNAUTHENTICATED = 16;
+
+/** What a refused start says about the set-up, when it is not a transient failure. */
+function configurationProblem(error: unknown): string | undefined {
+  const code = grpcCode(error);
+  // The server's words are on the gRPC error the client wraps ("Failed to start Workflow").
+  const text = grpcDetails(error);
+  switch (code) {
+    case INVALID_ARGUMENT:
+      return /search attribute/i.test(text)
+        ? `the Temporal namespace lacks a search attribute the start sets (${text}): run npm run temporal:setup`
+        : `Temporal refused the start as invalid (${text})`;
+    case NOT_FOUND:
+      return `the Temporal namespace does not exist (${text}): run npm run temporal:setup or set TEMPORAL_NAMESPACE`;
+    case PERMISSION_DENIED:
+    case UNAUTHENTICATED:
+      return `Temporal refused the credentials (${text}): check TEMPORAL_API_KEY or the client certificate (npm run doctor)`;
+    default:
+      return undefined;
   }
 }
 
@@ -134,4 +167,21 @@ async function readExistingPayment(
 
 function safeInteger(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isSafeInteger(value) ? value : undefined;
+}
+
+/** The message of the innermost error that carries a gRPC status: what the server said. */
+function grpcDetails(error: unknown): string {
+  let text = '';
+  for (let e = error, depth = 0; e && depth < 5; depth += 1) {
+    const { message, details, code } = e as {
+      message?: unknown;
+      details?: unknown;
+      code?: unknown;
+    };
+    if (typeof details === 'string' && details) text = details;
+    else if (typeof message === 'string') text = message;
+    if (typeof code === 'number') break;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return text;
 }

@@ -168,7 +168,7 @@ describe('npm run doctor', () => {
       TEMPORAL_ADDRESS: '127.0.0.1:1',
     });
     expect(report.status('temporal')).toBe('FAIL');
-    expect(report.line('temporal')).toContain('cannot reach 127.0.0.1:1');
+    expect(report.line('temporal')).toContain('unreachable: nothing listens on 127.0.0.1:1');
     expect(report.status('search attributes')).toBe('SKIP');
     expect(report.code).toBe(1);
   });

@@ -110,11 +110,19 @@ export async function paymentWebhookRoutes(app: FastifyInstance, options: Paymen
       try {
         started = await options.payments.start({ eventId, orderId, amount });
       } catch (err) {
-        if (err instanceof TemporalUnavailableError) {
+        if (err instanceof TemporalUnavailableError && err.configurationProblem) {
+          // Still 503 (nothing accepted is lost), but no outage will end by itself: say so loudly.
+          request.log.error(
+            { eventId, orderId, reason: err.configurationProblem, err: err.cause },
+            'webhook deferred: Temporal refused the start: configuration error, not an outage',
+          );
+        } else if (err instanceof TemporalUnavailableError) {
           request.log.warn(
             { eventId, orderId, err: err.cause },
             'webhook deferred: Temporal unavailable',
           );
+        }
+        if (err instanceof TemporalUnavailableError) {
           throw new HttpError(503, 'temporarily unavailable, please retry', { 'retry-after': '5' });
         }
         throw err;

@@ -1,0 +1,99 @@
+import { parseArgs } from 'node:util';
+import type { Connection } from '@temporalio/client';
+import { DEFAULT_RETENTION_DAYS, ensureTemporalSetup, type SetupStep } from '../temporal/setup';
+import { withTemporalClient } from './temporal-session';
+
+/**
+ * `npm run temporal:setup`: registers on the configured Temporal (TEMPORAL_ADDRESS or the
+ * temporal.toml profile, as every process connects) what the app needs: the namespace where the
+ * cluster allows creating it, the custom search attributes, the stock aggregation schedule.
+ * Idempotent: run it on every deploy. Exit 0 when the app can run there, 1 when not, 2 for a
+ * wrong command line.
+ */
+
+const USAGE = `Usage: npm run temporal:setup [-- --retention-days <N>]
+
+Registers on the configured Temporal cluster what the app needs, leaving what exists alone:
+  namespace          TEMPORAL_NAMESPACE, created with --retention-days (default ${DEFAULT_RETENTION_DAYS}) if missing
+                     and the cluster allows it (Temporal Cloud does not: create it there)
+  search attributes  OrderId (Int), PaymentEventId (Keyword): payments cannot start without them
+  schedule           aggregate-stock (every 5 minutes, overlap SKIP)
+
+Connects as every process does: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS_*, TEMPORAL_API_KEY,
+or a temporal.toml profile (TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE).`;
+
+export interface SetupIo {
+  out(text: string): void;
+  err(text: string): void;
+  env?: NodeJS.ProcessEnv;
+}
+
+export async function main(argv: readonly string[], io: SetupIo = processIo()): Promise<number> {
+  let retentionDays = DEFAULT_RETENTION_DAYS;
+  try {
+    const { values } = parseArgs({
+      args: [...argv],
+      options: { 'retention-days': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    });
+    if (values.help) {
+      io.out(USAGE);
+      return 0;
+    }
+    const days = values['retention-days'];
+    if (days !== undefined) {
+      // The server's bounds: at least a day; Cloud allows up to 90.
+      if (!/^\d+$/.test(days) || Number(days) < 1 || Number(days) > 3650) {
+        throw new Error('--retention-days takes a whole number of days, 1 to 3650');
+      }
+      retentionDays = Number(days);
+    }
+  } catch (error) {
+    io.err(`${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+
+  return withTemporalClient(io, 'temporal:setup', async (client) => {
+    // withTemporalClient connects with a full Connection: the operator service is on it.
+    const connection = client.connection as Connection;
+    io.out(`Setting up namespace ${client.options.namespace} at ${connection.options.address}:`);
+    const result = await ensureTemporalSetup({
+      connection,
+      client,
+      namespace: client.options.namespace,
+      retentionDays,
+      onStep: (step) => io.out(formatStep(step)),
+    });
+    io.out(
+      result.ok
+        ? 'Done: the app can run on this namespace.'
+        : 'Not done: the app cannot take payments here until the steps above are fixed.',
+    );
+    return result.ok ? 0 : 1;
+  });
+}
+
+function formatStep(step: SetupStep): string {
+  const lines = [`  ${step.step.padEnd(18)} ${step.outcome.padEnd(12)} ${step.detail}`];
+  for (const todo of step.todo ?? []) lines.push(`      ${todo}`);
+  return lines.join('\n');
+}
+
+function processIo(): SetupIo {
+  return {
+    out: (text) => process.stdout.write(`${text}\n`),
+    err: (text) => process.stderr.write(`${text}\n`),
+  };
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
