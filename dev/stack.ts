@@ -23,7 +23,6 @@ import { startWatchdogFromConfig } from '../src/monitoring';
 import { findNpmLauncher, watchLauncher } from './process/launcher';
 import { runMain } from '../src/process/run-main';
 import { onShutdownSignal } from '../src/process/shutdown';
-import { maskEmail } from '../src/shared/pii';
 import { createLazyClient } from '../src/temporal/client';
 import { startDevServer } from './temporal/dev-server';
 import { createPaymentStarter } from '../src/temporal/payment-starter';
@@ -32,11 +31,10 @@ import {
   installTemporalRuntime,
   metricsAddressFrom,
 } from '../src/temporal/runtime';
-import { startSmtpSink } from './partners/smtp-sink';
 import { nativeConnectionOptions } from '../src/temporal/connection';
 import { STOCK_AGGREGATION_SCHEDULE_ID } from '../src/temporal/schedules';
 import { ensureTemporalSetup, temporalSetupReadiness } from '../src/temporal/setup';
-import { createWarehouseSimulator } from './partners/warehouse-simulator';
+import { type Cleanup, startLocalPartners } from './partners';
 import {
   activityDepsFromConfig,
   createPaymentWorker,
@@ -64,7 +62,7 @@ async function main(): Promise<void> {
     DEV_WORKER_METRICS_ADDRESS,
   );
   installTemporalRuntime(logger, { metricsAddress: workerMetricsAddress });
-  const cleanups: Array<{ name: string; run: () => Promise<void> }> = [];
+  const cleanups: Cleanup[] = [];
   const stopAll = async () => {
     for (const { name, run } of cleanups.reverse()) {
       try {
@@ -136,34 +134,8 @@ async function main(): Promise<void> {
     const applied = await migrateToLatest(db.db);
     logger.info({ applied }, 'database migrated');
 
-    const warehouseUrl =
-      config.WAREHOUSE_API_URL ??
-      (await (async () => {
-        const simulator = createWarehouseSimulator({
-          stateFile: config.WAREHOUSE_SIMULATOR_STATE,
-        });
-        cleanups.push({ name: 'warehouse simulator', run: () => simulator.close() });
-        return simulator.listen(config.WAREHOUSE_SIMULATOR_PORT);
-      })());
-
-    const smtpUrl =
-      config.SMTP_URL ??
-      (await (async () => {
-        const sink = await startSmtpSink({ port: config.SMTP_SINK_PORT });
-        cleanups.push({ name: 'smtp sink', run: () => sink.close() });
-        sink.onMessage = (mail) =>
-          logger.info(
-            {
-              component: 'smtp-sink',
-              // A hint to find the mail by, not the address: logs outlive the order.
-              to: mail.envelopeTo.map(maskEmail),
-              subject: mail.subject,
-              messageId: mail.messageId,
-            },
-            'mail received',
-          );
-        return sink.url;
-      })());
+    // The warehouse API and SMTP server, unless configured: local stand-ins (dev/partners).
+    const { warehouseUrl, smtpUrl } = await startLocalPartners(config, logger, cleanups);
 
     // One data converter for every worker and client here: they must all read each other's payloads.
     const dataConverter = dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY);
