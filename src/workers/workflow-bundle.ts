@@ -7,7 +7,7 @@ import { runMain } from '../process/run-main';
 /**
  * Writes the workflow bundle that production workers load instead of running webpack at every
  * start: `npm run build` puts it at dist/workflow-bundle.js, beside the compiled worker, which
- * picks it up by itself (see resolveWorkflowBundlePath in src/workers/payments.ts). The interceptors are
+ * picks it up by itself (see resolveWorkflowBundlePath in ./payments.ts). The interceptors are
  * packed in: a worker ignores its `interceptors.workflowModules` when it loads a bundle.
  *
  * The bundle must be built with the same @temporalio/worker version that loads it; the project
