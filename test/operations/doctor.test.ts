@@ -1,9 +1,10 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { main } from '../../src/cli/doctor';
 import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../../src/shared/constants';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { workflowBundle } from '../support/bundles';
 import { createDevServerEnv } from '../support/temporal';
 import { eventually } from './helpers';
 
@@ -24,7 +25,7 @@ beforeAll(async () => {
       createDevServerEnv({ searchAttributes: [] }),
       sqlite.create(),
       sqlite.create({ migrate: false }),
-      bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows') }),
+      workflowBundle({ interceptorModules: [] }),
     ]);
 });
 afterAll(async () => {

@@ -4,11 +4,12 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Activities } from '../../src/activities';
 import { FailureType } from '../../src/shared/errors';
 import { paymentRecordedSignal, type OrderWorkflowResult } from '../../src/shared/order';
 import { createTimeSkippingEnv } from '../support/temporal';
+import { workflowBundle } from '../support/bundles';
 
 // A deploy while order runs are in flight: a run started by the code before the retry-policy
 // change (commit ae6fb00, which retried the warehouse in a workflow loop with durable timers)
@@ -18,18 +19,13 @@ import { createTimeSkippingEnv } from '../support/temporal';
 // (`bundleWorkflowCode` of ae6fb00's src/workflows with its interceptors), kept gzipped: like
 // the recorded histories, it is a snapshot of what ran, not code to maintain.
 const OLD_BUNDLE = path.join(__dirname, 'fixtures', 'workflow-bundle-ae6fb00.js.gz');
-const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 let env: TestWorkflowEnvironment;
 let currentBundle: WorkflowBundleWithSourceMap;
 
 beforeAll(async () => {
   env = await createTimeSkippingEnv();
-  currentBundle = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
-    workflowInterceptorModules: [require.resolve('../../src/workflows/interceptors')],
-    logger: quietLogger,
-  });
+  currentBundle = await workflowBundle();
 });
 
 afterAll(async () => {

@@ -1,9 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { NormalModuleReplacementPlugin } from 'webpack';
 import type { ManifestEntry } from '../../dev/record-histories';
 import { historyFromJson } from './history-json';
+import { workflowBundle } from '../support/bundles';
 
 // Safe deploys: every history committed under test/replay/histories/<set>/ (recorded from real
 // runs by `npm run record-histories -- <set>`) must replay against the workflow code as it is
@@ -12,7 +13,6 @@ import { historyFromJson } from './history-json';
 // where it would leave the in-flight runs stuck on a non-determinism error.
 
 const HISTORIES_DIR = path.join(__dirname, 'histories');
-const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 interface HistoryCase extends ManifestEntry {
   set: string;
@@ -36,16 +36,6 @@ const histories = committedHistories();
 const errors = new Map<HistoryCase, Error | undefined>();
 const retunedErrors = new Map<HistoryCase, Error | undefined>();
 let retunedBundle: WorkflowBundleWithSourceMap;
-
-/** The bundle the payment worker runs: the workflows plus the failure-alert interceptor. */
-function bundle(webpackConfigHook?: Parameters<typeof bundleWorkflowCode>[0]['webpackConfigHook']) {
-  return bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
-    workflowInterceptorModules: [require.resolve('../../src/workflows/interceptors')],
-    logger: quietLogger,
-    webpackConfigHook,
-  });
-}
 
 /** Replays every committed history against `workflowBundle`, recording each one's error. */
 async function replayAll(
@@ -75,22 +65,25 @@ async function replayAll(
 }
 
 beforeAll(async () => {
-  await replayAll(await bundle(), errors);
+  // The bundle the payment worker runs: the workflows plus the failure-alert interceptor.
+  await replayAll(await workflowBundle(), errors);
   // The same workflows with every retry number changed (test/replay/fixtures): the module the
   // workflows import as ../shared/retry-policies is swapped for the retuned one.
   const retuned = require.resolve('./fixtures/retuned-retry-policies');
-  retunedBundle = await bundle((config) => {
-    config.plugins = [
-      ...(config.plugins ?? []),
-      new NormalModuleReplacementPlugin(
-        /retry-policies$/,
-        (resource: { context: string; request: string }) => {
-          if (!resource.context.includes(`${path.sep}test${path.sep}replay`))
-            resource.request = retuned;
-        },
-      ),
-    ];
-    return config;
+  retunedBundle = await workflowBundle({
+    webpackConfigHook: (config) => {
+      config.plugins = [
+        ...(config.plugins ?? []),
+        new NormalModuleReplacementPlugin(
+          /retry-policies$/,
+          (resource: { context: string; request: string }) => {
+            if (!resource.context.includes(`${path.sep}test${path.sep}replay`))
+              resource.request = retuned;
+          },
+        ),
+      ];
+      return config;
+    },
   });
   await replayAll(retunedBundle, retunedErrors);
 }, 180_000);

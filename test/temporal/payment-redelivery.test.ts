@@ -1,6 +1,6 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ApplicationFailure } from '@temporalio/common';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import type { Activities } from '../../src/activities';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
@@ -8,6 +8,7 @@ import { FailureType } from '../../src/shared/errors';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
 import { createTimeSkippingEnv } from '../support/temporal';
+import { workflowBundle } from '../support/bundles';
 
 // A provider's redelivery after the event's run has closed, through the real starter against a
 // real server: the reuse policy (REJECT_DUPLICATE) must start nothing new, whether the run
@@ -16,14 +17,9 @@ import { createTimeSkippingEnv } from '../support/temporal';
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
 
-const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
-
 beforeAll(async () => {
   env = await createTimeSkippingEnv();
-  bundle = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
-    logger: quietLogger,
-  });
+  bundle = await workflowBundle({ interceptorModules: [] });
 });
 
 afterAll(async () => {

@@ -3,11 +3,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Context } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createAlertActivities } from '../../src/activities/alert-activities';
 import { failureAlertWorkflowId, type Alert } from '../../src/shared/alert';
 import { sdkLogEntries } from '../support/sdk-logs';
 import { createTimeSkippingEnv } from '../support/temporal';
+import { workflowBundle } from '../support/bundles';
 
 // Alerts (the seed's Queue::failing) in the time-skipping server: one per failed workflow of
 // any type, delivered by the real activity to a local sink under the Tries(25) +
@@ -20,7 +21,6 @@ let sinkUrl: string;
 /** How the sink answers its n-th request (1-based): a status and headers. */
 let answer: (n: number) => { status: number; headers?: Record<string, string> };
 let sinkRequests = 0;
-const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 beforeAll(async () => {
   sink = createServer((req, res) => {
@@ -33,11 +33,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
   sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}/hook`;
 
-  bundle = await bundleWorkflowCode({
-    workflowsPath: require.resolve('./fixtures/workflows'),
-    workflowInterceptorModules: [require.resolve('../../src/workflows/interceptors')],
-    logger: quietLogger,
-  });
+  bundle = await workflowBundle({ workflowsPath: require.resolve('./fixtures/workflows') });
 });
 afterAll(async () => {
   await new Promise((resolve) => sink?.close(resolve));

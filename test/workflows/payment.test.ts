@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { ActivityFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Activities } from '../../src/activities';
 import { createPaymentActivities } from '../../src/activities/payment-activities';
 import type { WarehouseClient } from '../../src/activities/warehouse-client';
@@ -12,13 +12,12 @@ import { FailureType } from '../../src/shared/errors';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { paymentRecordedSignal, type OrderPaymentEvent } from '../../src/shared/order';
 import { createTimeSkippingEnv } from '../support/temporal';
+import { workflowBundle } from '../support/bundles';
 
 // The payment workflow's decisions in the time-skipping test server, with mocked activities
 // typed against the real ones. Retry waits of minutes pass in milliseconds.
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
-
-const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 // A fresh test server per test (under a second each): after a workflow that fails and starts
 // its alert as an abandoned child, the Java test server keeps time skipping locked for the
@@ -32,11 +31,7 @@ afterEach(async () => {
 });
 
 beforeAll(async () => {
-  bundle = await bundleWorkflowCode({
-    workflowsPath: require.resolve('./fixtures/workflows'),
-    workflowInterceptorModules: [require.resolve('../../src/workflows/interceptors')],
-    logger: quietLogger,
-  });
+  bundle = await workflowBundle({ workflowsPath: require.resolve('./fixtures/workflows') });
 });
 
 interface Call {

@@ -1,0 +1,76 @@
+import type { Logger } from '@temporalio/common';
+import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { PAYMENT_WORKFLOW_MODULES } from '../../src/workers/payments';
+
+/**
+ * Workflow bundles for tests: webpack takes seconds, so each test file builds a bundle once and
+ * every worker, replayer and environment in it shares that bundle. Called through
+ * `@temporalio/worker`'s export, so npm run mutate's cache (stryker/workflow-sandbox.ts) applies.
+ */
+export interface BundleOptions {
+  /** Default: the production workflows, src/workflows. */
+  workflowsPath?: string;
+  /** Default: the payment worker's (the failure-alert interceptor); `[]` bundles none. */
+  interceptorModules?: string[];
+  /** Changes webpack's configuration; such a bundle is built afresh, never cached. */
+  webpackConfigHook?: Parameters<typeof bundleWorkflowCode>[0]['webpackConfigHook'];
+}
+
+const cache = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
+
+/** The bundle of these workflows and interceptors: built on first use, then shared. */
+export function workflowBundle(options: BundleOptions = {}): Promise<WorkflowBundleWithSourceMap> {
+  const workflowsPath = options.workflowsPath ?? PAYMENT_WORKFLOW_MODULES.workflowsPath;
+  const interceptorModules =
+    options.interceptorModules ?? PAYMENT_WORKFLOW_MODULES.interceptorModules;
+  if (options.webpackConfigHook) {
+    return build(workflowsPath, interceptorModules, options.webpackConfigHook);
+  }
+  const key = JSON.stringify([workflowsPath, interceptorModules]);
+  let bundle = cache.get(key);
+  if (!bundle) {
+    bundle = build(workflowsPath, interceptorModules);
+    bundle.catch(() => cache.delete(key));
+    cache.set(key, bundle);
+  }
+  return bundle;
+}
+
+/** The options of a Worker (or replayer) that runs `bundle`, which holds its interceptors. */
+export function prebuilt(bundle: WorkflowBundleWithSourceMap) {
+  return { workflowBundle: bundle, workflowsPath: undefined, interceptors: undefined };
+}
+
+async function build(
+  workflowsPath: string,
+  workflowInterceptorModules: string[],
+  webpackConfigHook?: BundleOptions['webpackConfigHook'],
+): Promise<WorkflowBundleWithSourceMap> {
+  const problems: string[] = [];
+  try {
+    return await bundleWorkflowCode({
+      workflowsPath,
+      workflowInterceptorModules,
+      webpackConfigHook,
+      logger: problemsOnly(problems),
+    });
+  } catch (error) {
+    // The SDK's error says only "Webpack finished with errors"; webpack's own output says which.
+    if (problems.length === 0) throw error;
+    throw new Error(`${(error as Error).message}\n${problems.join('\n')}`, { cause: error });
+  }
+}
+
+/** The bundler's stats and progress are noise in a test; its warnings and errors are kept. */
+function problemsOnly(problems: string[]): Logger {
+  const keep = (message: string) => void problems.push(message);
+  const drop = () => {};
+  return {
+    log: (level, message) => (level === 'WARN' || level === 'ERROR' ? keep(message) : drop()),
+    trace: drop,
+    debug: drop,
+    info: drop,
+    warn: keep,
+    error: keep,
+  };
+}
