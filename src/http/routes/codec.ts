@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { z } from 'zod';
 import { HttpError } from '../errors';
-import { formatIssues } from '../validation';
+import { withZodSchemas } from '../validation';
 
 export interface CodecRouteOptions {
   codec: PayloadCodec;
@@ -26,7 +26,8 @@ const bodySchema = z.object({
  * the Web UI's origin, and behind a bearer token when one is configured: anyone who can call
  * it can read the data.
  */
-export async function codecRoutes(app: FastifyInstance, options: CodecRouteOptions) {
+export async function codecRoutes(fastify: FastifyInstance, options: CodecRouteOptions) {
+  const app = withZodSchemas(fastify);
   const cors = (request: FastifyRequest, reply: FastifyReply) => {
     const origin = request.headers.origin;
     if (origin && options.allowedOrigins.includes(origin)) {
@@ -46,13 +47,18 @@ export async function codecRoutes(app: FastifyInstance, options: CodecRouteOptio
 
   for (const action of ['encode', 'decode'] as const) {
     app.options(`/codec/${action}`, async (_request, reply) => reply.code(204).send());
-    app.post(`/codec/${action}`, { bodyLimit: 4 * 1024 * 1024 }, async (request) => {
-      if (options.authToken && !hasToken(request, options.authToken)) {
-        throw new HttpError(401, 'a valid bearer token is required');
-      }
-      const body = bodySchema.safeParse(request.body);
-      if (!body.success) throw new HttpError(400, formatIssues(body.error));
-      const payloads: Payload[] = body.data.payloads.map((p) => ({
+    const route = {
+      bodyLimit: 4 * 1024 * 1024,
+      schema: { body: bodySchema },
+      // The token before the body is read, let alone validated: no 400 tells a stranger anything.
+      onRequest: async (request: FastifyRequest) => {
+        if (options.authToken && !hasToken(request, options.authToken)) {
+          throw new HttpError(401, 'a valid bearer token is required');
+        }
+      },
+    };
+    app.post(`/codec/${action}`, route, async (request) => {
+      const payloads: Payload[] = request.body.payloads.map((p) => ({
         metadata: Object.fromEntries(
           Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')]),
         ),

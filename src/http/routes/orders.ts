@@ -10,7 +10,7 @@ import {
 import { HttpError } from '../errors';
 import { headerLines } from '../header-lines';
 import type { OrdersAuth, OrdersCaller } from '../orders-auth';
-import { formatIssues } from '../validation';
+import { withZodSchemas } from '../validation';
 
 export interface OrdersRouteOptions {
   orders: ReturnType<typeof createOrdersRepository>;
@@ -33,11 +33,23 @@ const idempotencyKeySchema = z
 // An ID is written the one way the database issues it, as plain decimal digits: a coercing
 // parse would read 1e3 as order 1000 and 0x10 as order 16, and answer about another order.
 // Beyond the database's range it names no order (and PostgreSQL would fail the query).
+const INVALID_ORDER_ID = 'order id must be a positive integer';
 const orderIdSchema = z
   .string()
-  .regex(/^[1-9][0-9]*$/)
+  .regex(/^[1-9][0-9]*$/, INVALID_ORDER_ID)
   .transform(Number)
-  .pipe(z.number().max(MAX_ROW_ID));
+  .pipe(z.number().max(MAX_ROW_ID, INVALID_ORDER_ID));
+
+/** What POST /api/v1/orders takes, checked by Fastify before the handler runs. */
+const createOrderRoute = {
+  body: createOrderSchema,
+  // The other headers stay as they came; only the key is checked (its line count is not for a
+  // schema to see: a preValidation hook counts the raw header lines).
+  headers: z.looseObject({ 'idempotency-key': idempotencyKeySchema.optional() }),
+};
+
+/** What GET /api/v1/orders/:id takes. */
+const getOrderRoute = { params: z.object({ id: orderIdSchema }) };
 
 /**
  * Orders, so a user can run the whole flow. Creating needs a key with `orders:write`, reading
@@ -46,35 +58,33 @@ const orderIdSchema = z
  * key with the same request returns the first order (no second row), the same key with a
  * different request is refused with 422 rather than silently returning someone else's order.
  */
-export async function ordersRoutes(app: FastifyInstance, options: OrdersRouteOptions) {
+export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRouteOptions) {
+  const app = withZodSchemas(fastify);
   const { auth } = options;
   app.post(
     '/api/v1/orders',
-    { bodyLimit: 16 * 1024, onRequest: auth.require('orders:write') },
+    {
+      bodyLimit: 16 * 1024,
+      schema: createOrderRoute,
+      onRequest: auth.require('orders:write'),
+      // Two keys are ambiguous (which one names the request?): refused with that reason, before
+      // the schema would report a format error about the ", " Node joins them with. Header lines
+      // are counted, so one key that contains a comma is still one key.
+      preValidation: async (request) => {
+        if (headerLines(request.raw.rawHeaders, 'idempotency-key').length > 1) {
+          throw new HttpError(400, 'exactly one Idempotency-Key header is allowed');
+        }
+      },
+    },
     async (request, reply) => {
-      const body = createOrderSchema.safeParse(request.body);
-      if (!body.success) throw new HttpError(400, formatIssues(body.error));
-
-      // Two keys are ambiguous (which one names the request?): refused with that reason, not with
-      // a format error about the ", " Node joins them with. Header lines are counted, so one key
-      // that contains a comma is still one key.
-      const keyLines = headerLines(request.raw.rawHeaders, 'idempotency-key');
-      if (keyLines.length > 1) {
-        throw new HttpError(400, 'exactly one Idempotency-Key header is allowed');
-      }
-      let idempotencyKey: string | undefined;
-      if (keyLines.length === 1) {
-        const key = idempotencyKeySchema.safeParse(request.headers['idempotency-key']);
-        if (!key.success) throw new HttpError(400, formatIssues(key.error));
-        idempotencyKey = key.data;
-      }
-
+      const body = request.body;
+      const idempotencyKey = request.headers['idempotency-key'];
       const result = await options.orders.createWithIdempotencyKey({
-        userId: body.data.user_id,
-        customerEmail: body.data.customer_email,
-        totalAmount: body.data.total_amount,
+        userId: body.user_id,
+        customerEmail: body.customer_email,
+        totalAmount: body.total_amount,
         idempotencyKey,
-        fingerprint: idempotencyKey === undefined ? undefined : fingerprintOf(body.data),
+        fingerprint: idempotencyKey === undefined ? undefined : fingerprintOf(body),
       });
       switch (result.kind) {
         case 'created':
@@ -96,22 +106,25 @@ export async function ordersRoutes(app: FastifyInstance, options: OrdersRouteOpt
     },
   );
 
-  app.get('/api/v1/orders/:id', { onRequest: auth.require('orders:read') }, async (request) => {
-    const id = orderIdSchema.safeParse((request.params as { id: string }).id);
-    if (!id.success) throw new HttpError(400, 'order id must be a positive integer');
-    const order = await options.orders.findById(id.data);
-    if (!order) throw new HttpError(404, `order ${id.data} not found`);
-    const payments = await options.payments.listByOrder(order.id);
-    return {
-      ...orderToWire(order, auth.callerOf(request)),
-      payments: payments.map((p) => ({
-        id: p.id,
-        provider_event_id: p.providerEventId,
-        amount: p.amount,
-        created_at: p.createdAt,
-      })),
-    };
-  });
+  app.get(
+    '/api/v1/orders/:id',
+    { schema: getOrderRoute, onRequest: auth.require('orders:read') },
+    async (request) => {
+      const { id } = request.params;
+      const order = await options.orders.findById(id);
+      if (!order) throw new HttpError(404, `order ${id} not found`);
+      const payments = await options.payments.listByOrder(order.id);
+      return {
+        ...orderToWire(order, auth.callerOf(request)),
+        payments: payments.map((p) => ({
+          id: p.id,
+          provider_event_id: p.providerEventId,
+          amount: p.amount,
+          created_at: p.createdAt,
+        })),
+      };
+    },
+  );
 }
 
 type Order = NonNullable<Awaited<ReturnType<OrdersRouteOptions['orders']['findById']>>>;

@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { MAX_INTEGER_COLUMN, MAX_ROW_ID } from '../../db/schema';
 import { EVENT_ID_PATTERN, PAYMENT_SUCCEEDED_EVENT } from '../../shared/constants';
@@ -9,7 +9,7 @@ import {
 } from '../../temporal/payment-starter';
 import { HttpError } from '../errors';
 import type { FailureLimiter } from '../rate-limit';
-import { formatIssues } from '../validation';
+import { withZodSchemas } from '../validation';
 import type { MatchedSecret, WebhookVerifier } from '../webhook-auth';
 
 export { SIGNATURE_HEADER, TIMESTAMP_HEADER } from '../webhook-auth';
@@ -31,6 +31,21 @@ const paymentSucceededSchema = z.object({
   amount: z.number().positive().max(MAX_INTEGER_COLUMN).int(),
 });
 
+/**
+ * The notification as this route takes it, checked by Fastify once the signature holds and the
+ * bytes are parsed: any event type is acknowledged, and only payment.succeeded must be a whole
+ * payment (its problems are reported as the fields that failed).
+ */
+const notificationSchema = envelopeSchema.loose().transform((body, ctx) => {
+  if (body.event !== PAYMENT_SUCCEEDED_EVENT) return { handled: false as const, event: body.event };
+  const payment = paymentSucceededSchema.safeParse(body);
+  if (!payment.success) {
+    for (const issue of payment.error.issues) ctx.addIssue({ ...issue });
+    return z.NEVER;
+  }
+  return { handled: true as const, ...payment.data };
+});
+
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 export interface PaymentWebhookOptions {
@@ -48,16 +63,23 @@ export interface PaymentWebhookOptions {
  * already received with another order or amount; 503 when Temporal can't be reached, so the
  * provider delivers again and nothing accepted is ever lost.
  */
-export async function paymentWebhookRoutes(app: FastifyInstance, options: PaymentWebhookOptions) {
+export async function paymentWebhookRoutes(
+  fastify: FastifyInstance,
+  options: PaymentWebhookOptions,
+) {
+  const app = withZodSchemas(fastify);
   // The signature covers the raw bytes, so this route takes the body unparsed, whatever its
   // content type claims, and parses it only after the signature holds.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  // Which secret verified a request, for the log lines of its handler.
+  const matchedSecrets = new WeakMap<FastifyRequest, MatchedSecret>();
 
   app.post(
     PAYMENT_WEBHOOK_PATH,
     {
       bodyLimit: options.bodyLimitBytes,
+      schema: { body: notificationSchema },
       // A client that keeps failing the signature check is refused before its body is buffered
       // or any HMAC computed. Only failures count, so the provider's bursts are never refused.
       onRequest: async (request) => {
@@ -74,37 +96,36 @@ export async function paymentWebhookRoutes(app: FastifyInstance, options: Paymen
         request.headers['content-type'] = 'application/octet-stream';
         return payload;
       },
+      // The signature is checked on the raw bytes, before anything reads them; only then are
+      // they decoded and parsed, and the schema checks what they say.
+      preValidation: async (request) => {
+        const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const auth = options.verify(rawBody, request.raw.rawHeaders);
+        if (!auth.ok) {
+          if (options.failures.recordFailure(request.ip)) {
+            request.log.warn(
+              { clientIp: request.ip },
+              'webhook: client used up its budget of failed signature checks; refusing it for now',
+            );
+          }
+          throw new HttpError(401, auth.reason);
+        }
+        matchedSecrets.set(request, auth.matchedSecret);
+        // Unchecked here: the route's schema checks it next, before the handler sees it.
+        request.body = parseJson(rawBody) as typeof request.body;
+      },
     },
     async (request, reply) => {
-      const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-
-      const auth = options.verify(rawBody, request.raw.rawHeaders);
-      if (!auth.ok) {
-        if (options.failures.recordFailure(request.ip)) {
-          request.log.warn(
-            { clientIp: request.ip },
-            'webhook: client used up its budget of failed signature checks; refusing it for now',
-          );
-        }
-        throw new HttpError(401, auth.reason);
-      }
-      const { matchedSecret } = auth;
-
-      const payload = parseJson(rawBody);
-      const envelope = envelopeSchema.safeParse(payload);
-      if (!envelope.success) throw new HttpError(400, formatIssues(envelope.error));
-
-      if (envelope.data.event !== PAYMENT_SUCCEEDED_EVENT) {
+      const matchedSecret = matchedSecrets.get(request);
+      const notification = request.body;
+      if (!notification.handled) {
         request.log.info(
-          { event: envelope.data.event, matchedSecret },
+          { event: notification.event, matchedSecret },
           'webhook ignored: event type not handled',
         );
         return reply.code(200).send({ status: 'ignored' });
       }
-
-      const parsed = paymentSucceededSchema.safeParse(payload);
-      if (!parsed.success) throw new HttpError(400, formatIssues(parsed.error));
-      const { id: eventId, order_id: orderId, amount } = parsed.data;
+      const { id: eventId, order_id: orderId, amount } = notification;
 
       let started: StartedPayment;
       try {
@@ -152,7 +173,12 @@ export async function paymentWebhookRoutes(app: FastifyInstance, options: Paymen
 function checkDuplicate(
   log: FastifyBaseLogger,
   started: Extract<StartedPayment, { duplicate: true }>,
-  delivery: { eventId: string; orderId: number; amount: number; matchedSecret: MatchedSecret },
+  delivery: {
+    eventId: string;
+    orderId: number;
+    amount: number;
+    matchedSecret: MatchedSecret | undefined;
+  },
 ): void {
   const { workflowId, existing } = started;
   const { eventId, orderId, amount, matchedSecret } = delivery;
