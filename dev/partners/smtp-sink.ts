@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { simpleParser } from 'mailparser';
 import { SMTPServer, type SMTPServerDataStream } from 'smtp-server';
 
 /**
@@ -8,7 +9,7 @@ import { SMTPServer, type SMTPServerDataStream } from 'smtp-server';
  * relayed, nothing is written to disk.
  */
 
-/** One message the sink accepted. Headers are read minimally: single-part text bodies only. */
+/** One message the sink accepted. */
 export interface ReceivedMail {
   /** MAIL FROM of the SMTP envelope (empty string for the null sender). */
   envelopeFrom: string;
@@ -20,8 +21,8 @@ export interface ReceivedMail {
   /** Header values by lower-case name; a repeated header keeps its first value. */
   headers: Record<string, string>;
   /**
-   * The body, transfer encoding undone, line ends as `\n`, without the final line break SMTP
-   * adds (multipart bodies stay raw).
+   * The text body (of a multipart message, its text/plain part), transfer encoding undone, line
+   * ends as `\n`, without the final line break SMTP adds.
    */
   text: string;
   /** The message exactly as received (dot-stuffing undone by the server). */
@@ -83,13 +84,13 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
   let mode: SmtpSinkMode = { kind: 'accept' };
   let rejectedCount = 0;
 
-  const answer = (raw: Buffer, envelopeFrom: string, envelopeTo: string[]) => {
+  const answer = async (raw: Buffer, envelopeFrom: string, envelopeTo: string[]) => {
     const failure = failures.shift() ?? (mode.kind === 'reject' ? mode : undefined);
     if (failure) {
       rejectedCount += 1;
       return { error: smtpError(failure), delayMs: 0 };
     }
-    const mail = parseMail(raw, envelopeFrom, envelopeTo);
+    const mail = await parseMail(raw, envelopeFrom, envelopeTo);
     messages.push(mail);
     sink.onMessage?.(mail);
     return { error: null, delayMs: mode.kind === 'accept' ? (mode.delayMs ?? 0) : 0 };
@@ -119,23 +120,24 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
           return;
         }
         const { mailFrom, rcptTo } = session.envelope;
-        const { error, delayMs } = answer(
+        answer(
           Buffer.concat(chunks),
           mailFrom ? mailFrom.address : '',
           rcptTo.map((r) => r.address),
-        );
-        if (delayMs <= 0) {
-          callback(error);
-          return;
-        }
-        const pending = {
-          reply: () => {
-            pendingReplies.delete(pending);
+        ).then(({ error, delayMs }) => {
+          if (delayMs <= 0) {
             callback(error);
-          },
-          timer: setTimeout(() => pending.reply(), delayMs),
-        };
-        pendingReplies.add(pending);
+            return;
+          }
+          const pending = {
+            reply: () => {
+              pendingReplies.delete(pending);
+              callback(error);
+            },
+            timer: setTimeout(() => pending.reply(), delayMs),
+          };
+          pendingReplies.add(pending);
+        }, callback);
       });
     },
   });
@@ -201,77 +203,35 @@ function smtpError(reply: SmtpReply): Error {
   return Object.assign(new Error(reply.message ?? fallback), { responseCode: reply.code });
 }
 
-function parseMail(raw: Buffer, envelopeFrom: string, envelopeTo: string[]): ReceivedMail {
-  const source = raw.toString('utf8');
-  const split = /\r?\n\r?\n/.exec(source);
-  const head = split ? source.slice(0, split.index) : source;
-  const body = split ? source.slice(split.index + split[0].length) : '';
-
+/** Reads a message with mailparser: headers, encoded words, transfer encodings, MIME parts. */
+async function parseMail(
+  raw: Buffer,
+  envelopeFrom: string,
+  envelopeTo: string[],
+): Promise<ReceivedMail> {
+  const parsed = await simpleParser(raw, {
+    skipHtmlToText: true,
+    skipTextToHtml: true,
+    skipTextLinks: true,
+    skipImageLinks: true,
+  });
   const headers: Record<string, string> = {};
-  // Folded header lines continue with whitespace (RFC 5322 2.2.3).
-  for (const line of head.replace(/\r?\n(?=[ \t])/g, '').split(/\r?\n/)) {
-    const colon = line.indexOf(':');
-    if (colon <= 0) continue;
-    const name = line.slice(0, colon).trim().toLowerCase();
-    headers[name] ??= line.slice(colon + 1).trim();
+  for (const { key, line } of parsed.headerLines) {
+    // The value as sent, unfolded (RFC 5322 2.2.3), rather than mailparser's structured form.
+    headers[key] ??= line
+      .slice(line.indexOf(':') + 1)
+      .replace(/\r?\n(?=[ \t])/g, '')
+      .trim();
   }
-
-  const subject = headers['subject'];
   return {
     envelopeFrom,
     envelopeTo,
-    subject: subject === undefined ? undefined : decodeEncodedWords(subject),
-    messageId: headers['message-id'],
+    subject: parsed.subject,
+    messageId: parsed.messageId,
     headers,
     // SMTP ends the data with a line break whether or not the text had one; drop it.
-    text: decodeBody(body, headers).replace(/\r\n/g, '\n').replace(/\n$/, ''),
-    raw: source,
+    text: (parsed.text ?? '').replace(/\r\n/g, '\n').replace(/\n$/, ''),
+    raw: raw.toString('utf8'),
     receivedAt: new Date().toISOString(),
   };
-}
-
-function decodeBody(body: string, headers: Record<string, string>): string {
-  const contentType = headers['content-type'] ?? 'text/plain';
-  if (/^multipart\//i.test(contentType)) return body;
-  const charset = /charset="?([^";\s]+)"?/i.exec(contentType)?.[1];
-  const encoding = (headers['content-transfer-encoding'] ?? '7bit').toLowerCase();
-  if (encoding === 'base64')
-    return toText(Buffer.from(body.replace(/\s+/g, ''), 'base64'), charset);
-  if (encoding === 'quoted-printable') return toText(decodeQuotedPrintable(body), charset);
-  return body;
-}
-
-/** RFC 2045 6.7: `=XX` is a byte, `=` at a line end is a soft line break. */
-function decodeQuotedPrintable(text: string): Buffer {
-  const unwrapped = text.replace(/[ \t]+(?=\r?\n)/g, '').replace(/=\r?\n/g, '');
-  const bytes: number[] = [];
-  for (let i = 0; i < unwrapped.length; i += 1) {
-    const hex = unwrapped.slice(i + 1, i + 3);
-    if (unwrapped[i] === '=' && /^[0-9A-Fa-f]{2}$/.test(hex)) {
-      bytes.push(parseInt(hex, 16));
-      i += 2;
-    } else {
-      bytes.push(...Buffer.from(unwrapped[i]!, 'utf8'));
-    }
-  }
-  return Buffer.from(bytes);
-}
-
-/** RFC 2047 encoded words (`=?UTF-8?Q?...?=`, `=?UTF-8?B?...?=`) in a header value. */
-function decodeEncodedWords(value: string): string {
-  return value
-    .replace(/(\?=)\s+(?==\?)/g, '$1')
-    .replace(
-      /=\?([^?]+)\?([BbQq])\?([^?]*)\?=/g,
-      (_match, charset: string, kind: string, text: string) =>
-        kind.toUpperCase() === 'B'
-          ? toText(Buffer.from(text, 'base64'), charset)
-          : toText(decodeQuotedPrintable(text.replace(/_/g, ' ')), charset),
-    );
-}
-
-function toText(bytes: Buffer, charset: string | undefined): string {
-  return /^(iso-8859-1|latin1|us-ascii)$/i.test(charset ?? '')
-    ? bytes.toString('latin1')
-    : bytes.toString('utf8');
 }
