@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import {
   type Client,
   WorkflowExecutionAlreadyStartedError,
   WorkflowIdReusePolicy,
   WorkflowNotFoundError,
 } from '@temporalio/client';
+import { addCommand, atMost, createProgram, parseCommandLine, UsageError } from './command-line';
 import { DEFAULT_TEMPORAL_ADDRESS, errorMessage, withTemporalClient } from './temporal-session';
 import { HEAVY_TASK_QUEUE } from '../shared/constants';
 import { runMain } from '../process/run-main';
@@ -45,97 +45,66 @@ const DEFAULT_WATCH_INTERVAL_MS = 1_000;
 const MAX_POLL_ERRORS = 10;
 const BAR_WIDTH = 30;
 
-const USAGE = `Usage: npm run batch -- <command> [options]
+type Work = (client: Client) => Promise<number>;
 
-Batch work on task queue "${HEAVY_TASK_QUEUE}": export orders to CSV, in chunks of 100.
-
-Commands:
-  start [--from ID] [--to ID] [--id EXPORT_ID] [--watch]
-      start an export of the orders with IDs from..to (both included; default: all).
-      Files: <EXPORT_DIR>/<EXPORT_ID>/orders.csv and index.json on the heavy workers.
-  progress <workflowId | EXPORT_ID> [--watch] [--interval MS]
-      show an export's progress bar; --watch follows it until it ends.
-
+/** The command line: its commands, options and help. */
+function commandLine(io: BatchCliIo) {
+  const program = createProgram(
+    'npm run batch --',
+    `Batch work on task queue "${HEAVY_TASK_QUEUE}": export orders to CSV, in chunks of 100.`,
+  ).addHelpText(
+    'after',
+    `
 Connects to TEMPORAL_ADDRESS (unset: ${DEFAULT_TEMPORAL_ADDRESS}, the dev server of npm start)
 in TEMPORAL_NAMESPACE (default: default).
 
-Exit codes: 0 done, 1 failed export or Temporal unreachable, 2 wrong command line.`;
+Exit codes: 0 done, 1 failed export or Temporal unreachable, 2 wrong command line.`,
+  );
 
-class UsageError extends Error {}
-
-/** Runs one command and resolves to the process exit code; errors are reported on `io.err`. */
-export async function main(argv: readonly string[], io: BatchCliIo = processIo()): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === undefined) {
-    io.err(USAGE);
-    return EXIT_USAGE;
-  }
-  if (command === '--help' || command === '-h' || command === 'help') {
-    io.out(USAGE);
-    return EXIT_OK;
-  }
-  let run: (client: Client) => Promise<number>;
-  try {
-    const parsed = parseCommand(command, rest, io);
-    if (parsed === 'help') {
-      io.out(USAGE);
-      return EXIT_OK;
-    }
-    run = parsed;
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    io.err(`${err.message}\n\n${USAGE}`);
-    return EXIT_USAGE;
-  }
-
-  return withTemporalClient(io, command, run);
-}
-
-function parseCommand(
-  command: string,
-  args: string[],
-  io: BatchCliIo,
-): 'help' | ((client: Client) => Promise<number>) {
-  switch (command) {
-    case 'start': {
-      const { values } = parse(args, {
-        from: { type: 'string' },
-        to: { type: 'string' },
-        id: { type: 'string' },
-        watch: { type: 'boolean', short: 'w' },
-        help: { type: 'boolean', short: 'h' },
-      });
-      if (values.help) return 'help';
-      const fromOrderId = orderId('--from', values.from);
-      const toOrderId = orderId('--to', values.to);
+  addCommand<Work>(
+    program,
+    'start',
+    '[--from ID] [--to ID] [--id EXPORT_ID] [--watch]',
+    (args, options) => {
+      atMost(args, 0);
+      const fromOrderId = orderId('--from', options.from as string | undefined);
+      const toOrderId = orderId('--to', options.to as string | undefined);
       if (fromOrderId !== undefined && toOrderId !== undefined && fromOrderId > toOrderId) {
         throw new UsageError('--from must not be above --to.');
       }
-      const exportId = values.id ?? newExportId();
+      const exportId = (options.id as string | undefined) ?? newExportId();
       if (!EXPORT_ID_PATTERN.test(exportId)) {
         throw new UsageError(
           '--id may hold letters, digits, "_", "-" and "." (at most 100, not starting with ".").',
         );
       }
       const input: ExportOrdersInput = { exportId, fromOrderId, toOrderId };
-      return (client) => startCommand(client, io, input, values.watch === true);
-    }
-    case 'progress': {
-      const { values, positionals } = parse(
-        args,
-        {
-          watch: { type: 'boolean', short: 'w' },
-          interval: { type: 'string' },
-          help: { type: 'boolean', short: 'h' },
-        },
-        1,
-      );
-      if (values.help) return 'help';
-      const [target] = positionals;
+      return (client) => startCommand(client, io, input, options.watch === true);
+    },
+  )
+    .summary('start an export of orders to CSV')
+    .description(
+      'Starts an export of the orders with IDs from..to (both included; default: all).\n' +
+        'Files: <EXPORT_DIR>/<EXPORT_ID>/orders.csv and index.json on the heavy workers.',
+    )
+    .option('--from <ID>', 'first order ID')
+    .option('--to <ID>', 'last order ID')
+    .option(
+      '--id <EXPORT_ID>',
+      'names the export and its directory (default: the time and a random suffix)',
+    )
+    .option('-w, --watch', 'follow its progress until it ends');
+
+  addCommand<Work>(
+    program,
+    'progress',
+    '<workflowId | EXPORT_ID> [--watch] [--interval MS]',
+    (args, options) => {
+      const [target] = atMost(args, 1);
       if (target === undefined)
         throw new UsageError('Name the export: its workflow ID or export ID.');
-      const intervalMs =
-        values.interval === undefined ? DEFAULT_WATCH_INTERVAL_MS : Number(values.interval);
+      const interval = options.interval as string | undefined;
+      const intervalMs = interval === undefined ? DEFAULT_WATCH_INTERVAL_MS : Number(interval);
       if (!Number.isInteger(intervalMs) || intervalMs < 100) {
         throw new UsageError('--interval is in milliseconds, 100 or more.');
       }
@@ -143,30 +112,28 @@ function parseCommand(
         ? target
         : exportWorkflowId(target);
       return (client) =>
-        values.watch === true
+        options.watch === true
           ? watchCommand(client, io, workflowId, intervalMs)
           : progressCommand(client, io, workflowId);
-    }
-    default:
-      throw new UsageError(`Unknown command "${command}".`);
-  }
+    },
+  )
+    .summary("show an export's progress bar")
+    .description("Shows an export's progress bar; --watch follows it until it ends.")
+    .option('-w, --watch', 'follow it until it ends')
+    .option(
+      '--interval <MS>',
+      `milliseconds between polls of --watch (default: ${DEFAULT_WATCH_INTERVAL_MS})`,
+    );
+
+  return program;
 }
 
-function parse<O extends NonNullable<ParseArgsConfig['options']>>(
-  args: string[],
-  options: O,
-  maxPositionals = 0,
-) {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
-  } catch (err) {
-    throw new UsageError(errorMessage(err));
-  }
-  if (parsed.positionals.length > maxPositionals) {
-    throw new UsageError(`Unexpected argument "${parsed.positionals[maxPositionals]}".`);
-  }
-  return parsed;
+/** Runs one command and resolves to the process exit code; errors are reported on `io.err`. */
+export async function main(argv: readonly string[], io: BatchCliIo = processIo()): Promise<number> {
+  const parsed = await parseCommandLine<Work>(commandLine(io), argv, io);
+  if (parsed.kind === 'help') return EXIT_OK;
+  if (parsed.kind === 'usage-error') return EXIT_USAGE;
+  return withTemporalClient(io, argv[0]!, parsed.work);
 }
 
 function orderId(name: string, value: string | undefined): number | undefined {
