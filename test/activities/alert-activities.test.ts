@@ -1,12 +1,14 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
+import { msToNumber } from '@temporalio/common/lib/time';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createAlertActivities } from '../../src/activities/alert-activities';
 import type { Alert } from '../../src/shared/alert';
 import { FailureType } from '../../src/shared/errors';
+import { rejectionOf } from '../support/failures';
 
 // deliverAlert against a local HTTP sink: what a Slack-compatible receiver gets, and how each
-// answer is classified for the retry budget.
+// answer is classified for the retry policy.
 interface Received {
   headers: IncomingMessage['headers'];
   body: { text: string; alert: Record<string, unknown> };
@@ -60,14 +62,7 @@ const deliver = (alertWebhookUrl: string | undefined) => {
   return new MockActivityEnvironment().run((a: Alert) => activities.deliverAlert(a), alert);
 };
 
-async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ApplicationFailure);
-  return err as ApplicationFailure;
-}
+const failureOf = (promise: Promise<unknown>) => rejectionOf(promise, ApplicationFailure);
 
 describe('deliverAlert', () => {
   it('POSTs Slack-compatible JSON with every field and a Web UI link', async () => {
@@ -110,11 +105,13 @@ describe('deliverAlert', () => {
     expect(received).toHaveLength(0);
   });
 
-  it('reports a 429 as rate-limited with the Retry-After wait', async () => {
+  it('reports a 429 as rate-limited, waiting its Retry-After as a benign failure', async () => {
     answer = { status: 429, headers: { 'retry-after': '30' } };
     const failure = await failureOf(deliver(sinkUrl));
     expect(failure.type).toBe(FailureType.AlertSinkRateLimited);
-    expect(failure.details?.[0]).toEqual({ retryAfterMs: 30_000 });
+    expect(failure.details?.[0]).toEqual({ retryAfterMs: 30_000, attempts: 1 });
+    expect(msToNumber(failure.nextRetryDelay ?? 0)).toBe(30_000);
+    expect(failure.category).toBe(ApplicationFailureCategory.BENIGN);
   });
 
   it('reports a 5xx as unavailable and a 4xx as rejected for good', async () => {
