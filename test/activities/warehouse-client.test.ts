@@ -6,6 +6,7 @@ import {
   createWarehouseSimulator,
   type WarehouseSimulator,
 } from '../../dev/partners/warehouse-simulator';
+import { rejectionOf } from '../support/failures';
 
 // The warehouse client against the simulator over real HTTP: every answer becomes a receipt or
 // a failure whose type tells the retry budget what to do.
@@ -27,14 +28,7 @@ const request = (timeoutMs = 2_000) =>
     idempotencyKey: 'order-12-shipment',
   });
 
-async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ApplicationFailure);
-  return err as ApplicationFailure;
-}
+const failureOf = (promise: Promise<unknown>) => rejectionOf(promise, ApplicationFailure);
 
 describe('warehouse client', () => {
   it('creates the shipment once per idempotency key and reports a replay as such', async () => {

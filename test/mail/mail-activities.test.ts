@@ -11,6 +11,7 @@ import { createOrdersRepository, type OrdersRepository } from '../../src/db/repo
 import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { FailureType } from '../../src/shared/errors';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { rejectionOf } from '../support/failures';
 
 // sendOrderConfirmation against a real database and a real SMTP session with the local sink:
 // the confirmation_sent_at guard, the deterministic Message-ID, and how SMTP failures are
@@ -21,14 +22,7 @@ const FROM = 'Shop <shop@example.com>';
 let warnings: LogEntry[] = [];
 const logger = new DefaultLogger('WARN', (entry) => warnings.push(entry));
 
-async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ApplicationFailure);
-  return error as ApplicationFailure;
-}
+const failureOf = (promise: Promise<unknown>) => rejectionOf(promise, ApplicationFailure);
 
 describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
   let handle: TestDatabaseHandle;

@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { createTransport, type NodemailerError } from 'nodemailer';
 import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
+import { rejectionOf as rejectionAs } from '../support/failures';
 
 // The sink against nodemailer over a real SMTP session on loopback: what it records, and the
 // replies its failure modes produce on the client's side.
@@ -20,14 +21,8 @@ const send = (subject = 'Hello', text = 'Plain body') =>
     messageId: '<test-1@example.com>',
   });
 
-async function rejectionOf(promise: Promise<unknown>): Promise<NodemailerError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(Error);
-  return error as NodemailerError;
-}
+const rejectionOf = (promise: Promise<unknown>) =>
+  rejectionAs(promise, Error) as Promise<NodemailerError>;
 
 describe('SMTP sink', () => {
   it('listens on a loopback smtp:// URL with a port of its own', () => {
