@@ -24,7 +24,10 @@ export function createProgram(name: string, description: string): Command {
   return configure(new Command(name))
     .description(description)
     .usage('<command> [options]')
-    .configureHelp({ subcommandTerm: (cmd) => `${cmd.name()} ${cmd.usage()}` });
+    .configureHelp({
+      helpWidth: HELP_WIDTH,
+      subcommandTerm: (cmd) => `${cmd.name()} ${cmd.usage()}`,
+    });
 }
 
 /**
@@ -43,6 +46,16 @@ export function addCommand<Work>(
   });
 }
 
+/** The action of a program without commands (`npm run doctor [-- options]`). */
+export function onProgram<Work>(
+  program: Command,
+  parse: (args: string[], options: Record<string, unknown>) => Work,
+): Command {
+  return program.action(() => {
+    works.set(program, parse(program.args, program.opts()));
+  });
+}
+
 const works = new WeakMap<Command, unknown>();
 
 function configure(command: Command): Command {
@@ -51,8 +64,12 @@ function configure(command: Command): Command {
     .helpOption('-h, --help', 'this help')
     .helpCommand(false)
     .showSuggestionAfterError(false)
-    .allowExcessArguments(true);
+    .allowExcessArguments(true)
+    .configureHelp({ helpWidth: HELP_WIDTH });
 }
+
+// The same help on a terminal of any width and in a log.
+const HELP_WIDTH = 100;
 
 /**
  * Parses `argv` with `program`. Help goes to `io.out`. A usage error goes to `io.err`, followed
@@ -66,20 +83,23 @@ export async function parseCommandLine<Work>(
   const commandNamed = (name: string | undefined) =>
     program.commands.find((c) => c.name() === name);
   const [first, ...rest] = argv;
-  if (first === undefined) {
+  const hasCommands = program.commands.length > 0;
+  if (hasCommands && first === undefined) {
     io.err(help(program));
     return { kind: 'usage-error' };
   }
-  if (first === 'help') {
+  if (hasCommands && first === 'help') {
     io.out(help(commandNamed(rest[0]) ?? program));
     return { kind: 'help' };
   }
-  const command = commandNamed(first);
+  const command = hasCommands ? commandNamed(first) : program;
   const output = { writeOut: (text: string) => io.out(text.trimEnd()), outputError: () => {} };
   program.configureOutput(output);
   for (const c of program.commands) c.configureOutput(output);
   try {
-    if (!command && !first.startsWith('-')) throw new UsageError(`Unknown command "${first}".`);
+    if (!command && first !== undefined && !first.startsWith('-')) {
+      throw new UsageError(`Unknown command "${first}".`);
+    }
     await program.parseAsync([...argv], { from: 'user' });
   } catch (err) {
     if (err instanceof CommanderError && err.code === 'commander.helpDisplayed') {

@@ -1,8 +1,8 @@
 import { hostname, userInfo } from 'node:os';
 import { createInterface } from 'node:readline/promises';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Client } from '@temporalio/client';
-import { DEFAULT_TEMPORAL_ADDRESS, errorMessage, withTemporalClient } from './temporal-session';
+import { addCommand, atMost, createProgram, parseCommandLine, UsageError } from './command-line';
+import { DEFAULT_TEMPORAL_ADDRESS, withTemporalClient } from './temporal-session';
 import {
   awaitDeletion,
   type FailedWorkflow,
@@ -53,17 +53,16 @@ export interface CliIo {
 // default server does every 30 s: a minute covers that and the retries of the deletion.
 const DELETION_WAIT_MS = 60_000;
 
-const USAGE = `Usage: npm run ops -- <command> [options]
+type Work = (client: Client) => Promise<number>;
 
-The operator inbox: failed and stuck workflows on Temporal.
-
-Commands:
-  failed [--type T] [--limit N]      list workflows whose latest run failed
-  retry <workflowId>                  re-run one failed workflow from the step that failed
-  retry all [--type T]                re-run every failed workflow
-  flush [--type T] [--yes]            delete failed workflows
-  stuck [--min-attempts N] [--type T] list running workflows whose work keeps failing
-
+/** The command line: its commands, options and help. */
+function commandLine(io: CliIo) {
+  const program = createProgram(
+    'npm run ops --',
+    'The operator inbox: failed and stuck workflows on Temporal.',
+  ).addHelpText(
+    'after',
+    `
 Run "npm run ops -- <command> --help" for the details of one command.
 
 Connects to TEMPORAL_ADDRESS (unset: ${DEFAULT_TEMPORAL_ADDRESS}, the dev server of npm start)
@@ -71,45 +70,75 @@ in TEMPORAL_NAMESPACE (default: default).
 
 Exit codes: 0 done, 1 refused or failed (see the message), 2 wrong command line.
 A workflow whose payloads cannot be decoded with PAYLOAD_ENCRYPTION_KEY is listed with a line
-saying so, and does not change the exit code.`;
+saying so, and does not change the exit code.`,
+  );
+  // "<value>": the placeholder a missing value is reported with ("Option '-t, --type <value>'
+  // argument missing"), the same for every command.
+  const typeOption = [
+    '-t, --type <value>',
+    'only workflows of this type, e.g. paymentWorkflow',
+  ] as const;
 
-const HELP = {
-  failed: `Usage: npm run ops -- failed [--type <WorkflowType>] [--limit <N>]
-
-Lists every workflow whose latest run is Failed, most recent failure first: workflow ID, type,
+  addCommand<Work>(program, 'failed', '[--type T] [--limit N]', (args, options) => {
+    atMost(args, 0);
+    const limit = positiveInteger('--limit', options.limit as string | undefined);
+    const workflowType = options.type as string | undefined;
+    return (client) => failedCommand(client, io, { workflowType, limit });
+  })
+    .summary('list workflows whose latest run failed')
+    .description(
+      `Lists every workflow whose latest run is Failed, most recent failure first: workflow ID, type,
 order ID (from the workflow's memo, "-" when it has none), the failure (type and message) and its
 root cause, and when it failed. A workflow that failed and was then retried successfully is not
-listed, although visibility still shows its old Failed run.
+listed, although visibility still shows its old Failed run.`,
+    )
+    .option(...typeOption)
+    .option('-n, --limit <N>', 'show at most N (default: all)');
 
-Options:
-  -t, --type <WorkflowType>   only workflows of this type, e.g. paymentWorkflow
-  -n, --limit <N>             show at most N (default: all)
-  -h, --help                  this help`,
-
-  retry: `Usage: npm run ops -- retry <workflowId>
-       npm run ops -- retry all [--type <WorkflowType>]
+  addCommand<Work>(program, 'retry', '<workflowId> | all [--type T]', (args, options) => {
+    const [target] = atMost(args, 1);
+    const workflowType = options.type as string | undefined;
+    if (target === undefined) throw new UsageError('Name the workflow to retry, or "all".');
+    if (target === 'all') return (client) => retryAllCommand(client, io, workflowType);
+    if (workflowType !== undefined) {
+      throw new UsageError('--type filters "retry all"; "retry <workflowId>" names one workflow.');
+    }
+    return (client) => retryOneCommand(client, io, target);
+  })
+    .summary('re-run failed workflows from the step that failed')
+    .description(
+      `npm run ops -- retry <workflowId>
+npm run ops -- retry all [--type <WorkflowType>]
 
 Re-runs a failed workflow with the same input, from the step that failed. It resets the failed
 run to the workflow task that scheduled the activity whose failure failed the workflow (found by
 following the failure's cause chain); when no activity failed (the workflow code itself did), to
 the first workflow task. The activity runs again with a fresh retry policy: all its attempts and
-its whole deadline. The new run keeps the workflow
-ID, the input, the signals received and every result recorded before that point: an order's
-workflow keeps the payment it was handed and asks the warehouse again. A fresh start would have
-none of that (and a payment workflow started anew finds its payment recorded and stops).
+its whole deadline. The new run keeps the workflow ID, the input, the signals received and every
+result recorded before that point: an order's workflow keeps the payment it was handed and asks
+the warehouse again. A fresh start would have none of that (and a payment workflow started anew
+finds its payment recorded and stops).
 
 Only a workflow whose latest run is Failed is retried. "retry <workflowId>" refuses any other
 (Completed, Running, Terminated…) and exits 1, so a completed payment is never run twice.
 "retry all" skips and reports those, and exits 1 if a retry failed. Each retry prints the ID of
-the new run.
+the new run.`,
+    )
+    .option(typeOption[0], 'with "all": only workflows of this type');
 
-Options:
-  -t, --type <WorkflowType>   with "all": only workflows of this type
-  -h, --help                  this help`,
-
-  flush: `Usage: npm run ops -- flush [--type <WorkflowType>] [--yes]
-
-Deletes the workflows that "failed" lists (each Failed run of them), after listing them and
+  addCommand<Work>(program, 'flush', '[--type T] [--yes]', (args, options) => {
+    atMost(args, 0);
+    const confirmed = options.yes === true;
+    if (!confirmed && !io.interactive) {
+      throw new UsageError(
+        'flush deletes workflows; without a terminal to confirm on, pass --yes.',
+      );
+    }
+    return (client) => flushCommand(client, io, options.type as string | undefined, confirmed);
+  })
+    .summary('delete failed workflows')
+    .description(
+      `Deletes the workflows that "failed" lists (each Failed run of them), after listing them and
 asking for confirmation, and waits (up to a minute) until the server has removed them.
 
 Deleting is final: the history is gone and the server forgets the workflow ID, so a later start
@@ -119,16 +148,23 @@ workflow, its payment workflow has completed, so a redelivery is still a duplica
 nothing. Either way the flushed work is not done by anyone: retry what should still happen,
 flush only what nobody will retry.
 
-A workflow that changed after it was listed (retried by someone else, say) is left alone.
+A workflow that changed after it was listed (retried by someone else, say) is left alone.`,
+    )
+    .option(...typeOption)
+    .option('-y, --yes', 'do not ask (required when standard input is not a terminal)');
 
-Options:
-  -t, --type <WorkflowType>   only workflows of this type
-  -y, --yes                   do not ask (required when standard input is not a terminal)
-  -h, --help                  this help`,
-
-  stuck: `Usage: npm run ops -- stuck [--min-attempts <N>] [--type <WorkflowType>]
-
-Lists running workflows that are not getting anywhere:
+  addCommand<Work>(program, 'stuck', '[--min-attempts N] [--type T]', (args, options) => {
+    atMost(args, 0);
+    const minAttempts = positiveInteger(
+      '--min-attempts',
+      options.minAttempts as string | undefined,
+    );
+    const workflowType = options.type as string | undefined;
+    return (client) => stuckCommand(client, io, { minAttempts, workflowType });
+  })
+    .summary('list running workflows whose work keeps failing')
+    .description(
+      `Lists running workflows that are not getting anywhere:
   - an activity on attempt N or later, with its last failure and when the server runs it next
     (e.g. notifyWarehouse while the warehouse is down, recordPayment while the database is);
   - a workflow task past its first attempt: the workflow code itself throws, for example
@@ -137,135 +173,23 @@ Reads the description (pending activities and workflow task) of every running wo
 recent history of one whose workflow task fails. To act on a retrying activity (pause it, retry
 it now, change its retry options) use the Temporal CLI: see docs/operator.md.
 
-ATTEMPTS is the attempt the work is on, or will make next.
+ATTEMPTS is the attempt the work is on, or will make next.`,
+    )
+    .option(
+      '-m, --min-attempts <N>',
+      `activity attempts that count as stuck (default: ${DEFAULT_MIN_ATTEMPTS})`,
+    )
+    .option(...typeOption);
 
-Options:
-  -m, --min-attempts <N>      activity attempts that count as stuck (default: ${DEFAULT_MIN_ATTEMPTS})
-  -t, --type <WorkflowType>   only workflows of this type
-  -h, --help                  this help`,
-} as const;
-
-type Command = keyof typeof HELP;
-
-class UsageError extends Error {}
-
-const typeOption = { type: 'string', short: 't' } as const;
-const helpOption = { type: 'boolean', short: 'h' } as const;
+  return program;
+}
 
 /** Runs one command and resolves to the process exit code; errors are reported on `io.err`. */
 export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === undefined) {
-    io.err(USAGE);
-    return EXIT_USAGE;
-  }
-  if (command === '--help' || command === '-h' || command === 'help') {
-    const topic = rest[0];
-    io.out(topic !== undefined && isCommand(topic) ? HELP[topic] : USAGE);
-    return EXIT_OK;
-  }
-  if (!isCommand(command)) {
-    io.err(`Unknown command "${command}".\n\n${USAGE}`);
-    return EXIT_USAGE;
-  }
-
-  let run: (client: Client) => Promise<number>;
-  try {
-    const parsed = parseCommand(command, rest, io);
-    if (parsed === 'help') {
-      io.out(HELP[command]);
-      return EXIT_OK;
-    }
-    run = parsed;
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    io.err(`${err.message}\n\n${HELP[command]}`);
-    return EXIT_USAGE;
-  }
-
-  return withTemporalClient(io, command, run, `ops:${io.user}@${hostname()}`);
-}
-
-function isCommand(name: string): name is Command {
-  return Object.hasOwn(HELP, name);
-}
-
-/** Parses a command's arguments into the work to do; throws UsageError for a wrong command line. */
-function parseCommand(
-  command: Command,
-  args: string[],
-  io: CliIo,
-): 'help' | ((client: Client) => Promise<number>) {
-  switch (command) {
-    case 'failed': {
-      const { values } = parse(args, {
-        type: typeOption,
-        limit: { type: 'string', short: 'n' },
-        help: helpOption,
-      });
-      if (values.help) return 'help';
-      const limit = positiveInteger('--limit', values.limit);
-      return (client) => failedCommand(client, io, { workflowType: values.type, limit });
-    }
-    case 'retry': {
-      const { values, positionals } = parse(args, { type: typeOption, help: helpOption }, 1);
-      if (values.help) return 'help';
-      const [target] = positionals;
-      if (target === undefined) throw new UsageError('Name the workflow to retry, or "all".');
-      if (target === 'all') {
-        return (client) => retryAllCommand(client, io, values.type);
-      }
-      if (values.type !== undefined) {
-        throw new UsageError(
-          '--type filters "retry all"; "retry <workflowId>" names one workflow.',
-        );
-      }
-      return (client) => retryOneCommand(client, io, target);
-    }
-    case 'flush': {
-      const { values } = parse(args, {
-        type: typeOption,
-        yes: { type: 'boolean', short: 'y' },
-        help: helpOption,
-      });
-      if (values.help) return 'help';
-      const confirmed = values.yes === true;
-      if (!confirmed && !io.interactive) {
-        throw new UsageError(
-          'flush deletes workflows; without a terminal to confirm on, pass --yes.',
-        );
-      }
-      return (client) => flushCommand(client, io, values.type, confirmed);
-    }
-    case 'stuck': {
-      const { values } = parse(args, {
-        'min-attempts': { type: 'string', short: 'm' },
-        type: typeOption,
-        help: helpOption,
-      });
-      if (values.help) return 'help';
-      const minAttempts = positiveInteger('--min-attempts', values['min-attempts']);
-      return (client) => stuckCommand(client, io, { minAttempts, workflowType: values.type });
-    }
-  }
-}
-
-function parse<O extends NonNullable<ParseArgsConfig['options']>>(
-  args: string[],
-  options: O,
-  maxPositionals = 0,
-) {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
-  } catch (err) {
-    // parseArgs explains unknown options and missing values well; keep its words.
-    throw new UsageError(errorMessage(err));
-  }
-  if (parsed.positionals.length > maxPositionals) {
-    throw new UsageError(`Unexpected argument "${parsed.positionals[maxPositionals]}".`);
-  }
-  return parsed;
+  const parsed = await parseCommandLine<Work>(commandLine(io), argv, io);
+  if (parsed.kind === 'help') return EXIT_OK;
+  if (parsed.kind === 'usage-error') return EXIT_USAGE;
+  return withTemporalClient(io, argv[0]!, parsed.work, `ops:${io.user}@${hostname()}`);
 }
 
 function positiveInteger(name: string, value: string | undefined): number | undefined {

@@ -48,7 +48,7 @@ describe('ops usage errors (exit 2, nothing sent)', () => {
     [['retry'], 'Name the workflow to retry, or "all"'],
     [['retry', 'payment-a', 'payment-b'], 'Unexpected argument "payment-b"'],
     [['retry', 'payment-a', '--type', 'paymentWorkflow'], '--type filters "retry all"'],
-    [['stuck', '--min-attempts', '-1'], "Option '--min-attempts' argument is ambiguous"],
+    [['stuck', '--min-attempts', '-1'], '--min-attempts must be a whole number of 1 or more'],
     [['stuck', '--min-attempts=-1'], '--min-attempts must be a whole number'],
     [['stuck', '--min-attempts', '2.5'], '--min-attempts must be a whole number'],
     [['flush'], 'without a terminal to confirm on, pass --yes'],
