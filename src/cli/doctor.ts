@@ -1,6 +1,6 @@
-import { parseArgs } from 'node:util';
 import { DEFAULT_BACKLOG_WARN_AT, formatReport, runDoctor } from '../doctor';
 import { runMain } from '../process/run-main';
+import { atMost, createProgram, onProgram, parseCommandLine, UsageError } from './command-line';
 
 /**
  * `npm run doctor`: is this installation able to take payments? Checks the configuration, the
@@ -23,8 +23,20 @@ export interface DoctorIo {
   env?: NodeJS.ProcessEnv;
 }
 
-const USAGE = `Usage: npm run doctor [-- --backlog-warn <N>]
-
+/** The command line: one command, its option and its help. */
+function commandLine() {
+  const program = createProgram(
+    'npm run doctor',
+    'Is this installation able to take payments? Exit code 1 on any FAIL: usable as a deploy gate.',
+  )
+    .usage('[-- --backlog-warn <N>]')
+    .option(
+      '--backlog-warn <N>',
+      `WARN when more tasks than this wait for a worker (default ${DEFAULT_BACKLOG_WARN_AT})`,
+    )
+    .addHelpText(
+      'after',
+      `
 Checks, with the configuration of this environment (the same variables the processes read):
   configuration      as every process validates it at start-up, plus production advice
   database           reachable; every migration of this build applied
@@ -32,33 +44,24 @@ Checks, with the configuration of this environment (the same variables the proce
   namespace          exists
   search attributes  the custom ones the workflows set are registered
   workers: <queue>   a worker polled each task queue (payments, heavy) in the last 2 minutes
-  backlog: <queue>   tasks waiting for a worker; WARN above --backlog-warn (default ${DEFAULT_BACKLOG_WARN_AT})
+  backlog: <queue>   tasks waiting for a worker; WARN above --backlog-warn
 
-Exit codes: 0 no FAIL (warnings allowed), 1 at least one FAIL, 2 wrong command line.`;
+Exit codes: 0 no FAIL (warnings allowed), 1 at least one FAIL, 2 wrong command line.`,
+    );
+  return onProgram(program, (args, options) => {
+    atMost(args, 0);
+    const backlogWarn = options.backlogWarn as string | undefined;
+    if (backlogWarn === undefined) return DEFAULT_BACKLOG_WARN_AT;
+    if (!/^\d+$/.test(backlogWarn)) throw new UsageError('--backlog-warn takes a whole number.');
+    return Number(backlogWarn);
+  });
+}
 
 export async function main(argv: readonly string[], io: DoctorIo = processIo()): Promise<number> {
-  let backlogWarnAt = DEFAULT_BACKLOG_WARN_AT;
-  try {
-    const { values } = parseArgs({
-      args: [...argv],
-      options: { 'backlog-warn': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-      strict: true,
-    });
-    if (values.help) {
-      io.out(USAGE);
-      return EXIT_OK;
-    }
-    if (values['backlog-warn'] !== undefined) {
-      if (!/^\d+$/.test(values['backlog-warn']))
-        throw new Error('--backlog-warn takes a whole number');
-      backlogWarnAt = Number(values['backlog-warn']);
-    }
-  } catch (error) {
-    io.err(`${(error as Error).message}\n\n${USAGE}`);
-    return EXIT_USAGE;
-  }
-
-  const results = await runDoctor({ env: io.env ?? process.env, backlogWarnAt });
+  const parsed = await parseCommandLine<number>(commandLine(), argv, io);
+  if (parsed.kind === 'help') return EXIT_OK;
+  if (parsed.kind === 'usage-error') return EXIT_USAGE;
+  const results = await runDoctor({ env: io.env ?? process.env, backlogWarnAt: parsed.work });
   io.out(formatReport(results));
   return results.some((r) => r.status === 'FAIL') ? EXIT_FAIL : EXIT_OK;
 }
