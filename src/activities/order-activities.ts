@@ -3,9 +3,13 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import type { OrdersRepository } from '../db';
 import { FailureType } from '../shared/errors';
-import { orderWorkflowId, paymentRecordedSignal, type OrderPaymentEvent } from '../shared/order';
+import {
+  type OrderPaymentEvent,
+  type OrderWorkflow,
+  orderWorkflowId,
+  paymentRecordedSignal,
+} from '../shared/order';
 import { OrderIdSearchAttribute } from '../shared/search-attributes';
-import type { orderWorkflow } from '../workflows/order';
 
 export interface OrderActivityDeps {
   /** Temporal client on the worker's own connection, for signal-with-start. */
@@ -22,7 +26,7 @@ export function createOrderActivities(deps: OrderActivityDeps) {
      * event twice; the order workflow ignores event IDs it has seen.
      */
     async handOverToOrder(input: { orderId: number; event: OrderPaymentEvent }): Promise<void> {
-      await deps.client.workflow.signalWithStart<typeof orderWorkflow, [OrderPaymentEvent]>(
+      await deps.client.workflow.signalWithStart<OrderWorkflow, [OrderPaymentEvent]>(
         'orderWorkflow',
         {
           workflowId: orderWorkflowId(input.orderId),

@@ -43,6 +43,12 @@ export interface OrderWorkflowResult {
 }
 
 /**
+ * The signature of `orderWorkflow`, for typed starts from activities: they import this rather
+ * than the workflow module, which imports their types (src/workflows/index.ts checks it fits).
+ */
+export type OrderWorkflow = (input: OrderWorkflowInput) => Promise<OrderWorkflowResult>;
+
+/**
  * What a FulfilmentFailed failure carries in its details: enough to read the cause without the
  * history. `reason` is why retrying stopped: the seed's Tries (`max_attempts`), retryUntil
  * (`deadline`), a 4xx (`non_retryable`), or a legacy budget's `max_exceptions`.
