@@ -1,36 +1,30 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { createOrdersRepository, type DatabaseHandle } from '../../src/db';
 import { dataConverterFor } from '../../src/temporal/data-converter';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
 import { orderWorkflowId } from '../../src/shared/order';
-import {
-  createWarehouseSimulator,
-  type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
 import { createPaymentWorker } from '../../src/workers/payments';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
+import { startPartners, type Partners } from '../support/stack';
+import { createTestOrder } from '../support/orders';
 
 // With PAYLOAD_ENCRYPTION_KEY set, what reaches the Temporal server is ciphertext: the
 // histories of a real payment hold no input, result or signal in clear.
 let env: TestWorkflowEnvironment;
 let db: DatabaseHandle;
-let warehouse: WarehouseSimulator;
-let smtp: SmtpSink;
+let partners: Partners;
 
 beforeAll(async () => {
   env = await createDevServerEnv();
   db = await testDatabases[0]!.create();
-  warehouse = createWarehouseSimulator();
-  smtp = await startSmtpSink();
+  partners = await startPartners();
 });
 afterAll(async () => {
-  await smtp?.close();
-  await warehouse?.close();
+  await partners?.close();
   await db?.close();
   await env?.teardown();
 });
@@ -45,16 +39,11 @@ it('keeps every payload of a payment and its order encrypted in the server, and 
   const worker = await createPaymentWorker({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
-    activities: testActivityDeps(db, {
-      warehouseUrl: await warehouse.listen(0),
-      smtpUrl: smtp.url,
-    }),
+    activities: testActivityDeps(db, partners),
     dataConverter,
   });
-  const { order } = await createOrdersRepository(db.db).createWithIdempotencyKey({
-    userId: 1,
+  const order = await createTestOrder(createOrdersRepository(db.db), {
     customerEmail: 'secret.buyer@example.com',
-    totalAmount: 5400,
   });
   const eventId = `evt_secret_${randomBytes(4).toString('hex')}`;
 
@@ -79,7 +68,7 @@ it('keeps every payload of a payment and its order encrypted in the server, and 
     existing: { known: true, orderId: order.id, amount: 5400 },
   });
 
-  expect(warehouse.shipments.size).toBe(1);
+  expect(partners.warehouse.shipments.size).toBe(1);
   for (const workflowId of [`payment-${eventId}`, orderWorkflowId(order.id)]) {
     // Read with a client that has no key: exactly what the server (and anyone reading it) sees.
     const history = await env.client.workflow.getHandle(workflowId).fetchHistory();

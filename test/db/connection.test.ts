@@ -4,6 +4,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { createDatabase, parseDatabaseUrl } from '../../src/db/connection';
 import { testDatabases } from '../support/databases';
+import { until } from '../support/eventually';
 
 describe('parseDatabaseUrl', () => {
   it('resolves a relative SQLite path against the working directory', () => {
@@ -107,7 +108,7 @@ describe('PostgreSQL connection', () => {
       const killer = createDatabase(handle.url);
       await sql`select pg_terminate_backend(${rows[0]!.pid})`.execute(killer.db);
       await killer.close();
-      await waitFor(() => errors.length > 0);
+      await until(() => errors.length > 0, 'an error event', { intervalMs: 20 });
 
       const again = await sql<{ one: number }>`select 1 as one`.execute(handle.db);
       expect(again.rows).toEqual([{ one: 1 }]);
@@ -116,11 +117,3 @@ describe('PostgreSQL connection', () => {
     }
   });
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

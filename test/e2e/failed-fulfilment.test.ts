@@ -1,18 +1,14 @@
-import type { FastifyInstance } from 'fastify';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { buildApp } from '../../src/http/app';
-import { signBody } from '../../src/http/signature';
-import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
-import { createLogger } from '../../src/logger';
 import { retryFailedWorkflow } from '../../src/operator/retry';
 import { failureAlertWorkflowId, refundReviewAlertWorkflowId } from '../../src/shared/alert';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderStateQuery, orderWorkflowId } from '../../src/shared/order';
 import { startAlertSink, type AlertSink } from '../operations/helpers';
-import { eventually, startPaymentStack, type PaymentStack } from '../operator/helpers';
+import { eventually } from '../support/eventually';
+import { startPaymentStack, type PaymentStack } from '../support/stack';
 import { createDevServerEnv } from '../support/temporal';
-import { TEST_WEBHOOK_SECRET, uniqueEventId } from '../support/webhook';
+import { uniqueEventId } from '../support/webhook';
 
 // Issue 9, point 4, over real sockets: a fulfilment gives up (the warehouse answers 503, then
 // 400) while a second payment for the same order waits in the order's workflow. The second
@@ -22,50 +18,31 @@ import { TEST_WEBHOOK_SECRET, uniqueEventId } from '../support/webhook';
 let env: TestWorkflowEnvironment;
 let sink: AlertSink;
 let stack: PaymentStack;
-let app: FastifyInstance;
-let baseUrl: string;
 
 beforeAll(async () => {
   env = await createDevServerEnv();
   sink = await startAlertSink();
-  stack = await startPaymentStack(env, { ALERT_WEBHOOK_URL: sink.url });
-  app = await buildApp({
-    config: { PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, WEBHOOK_BODY_LIMIT_BYTES: 65536 },
-    logger: createLogger({ LOG_LEVEL: 'silent' }),
-    payments: stack.starter,
-    ordersRepository: stack.orders,
-    paymentsRepository: stack.payments,
+  stack = await startPaymentStack(env, {
+    settings: { ALERT_WEBHOOK_URL: sink.url },
+    listen: true,
   });
-  baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
 }, 120_000);
 
 afterAll(async () => {
-  await app?.close();
   await stack?.close();
   await sink?.close();
   await env?.teardown();
 });
 
-async function http(path: string, init: RequestInit = {}) {
-  const response = await fetch(new URL(path, baseUrl), init);
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
+const http = (path: string, init?: RequestInit) => stack.http(path, init);
 
 /** The provider's delivery: the raw JSON, signed with the shared secret. */
 function deliverPayment(orderId: number, eventId: string) {
-  const raw = JSON.stringify({
+  return stack.deliver({
     id: eventId,
     event: 'payment.succeeded',
     order_id: orderId,
     amount: 5400,
-  });
-  return http(PAYMENT_WEBHOOK_PATH, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'x-payment-signature': signBody(raw, TEST_WEBHOOK_SECRET),
-    },
-    body: raw,
   });
 }
 

@@ -32,6 +32,7 @@ import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
 import { uniqueEventId } from '../support/webhook';
 import { prebuilt, workflowBundle } from '../support/bundles';
+import { createTestOrder } from '../support/orders';
 
 // User-facing work and heavy work on separate task queues and worker pools: a heavy queue
 // saturated with slow invoices does not delay an order's confirmation mail on `payments`.
@@ -100,11 +101,7 @@ afterAll(async () => {
 });
 
 async function newOrder(): Promise<number> {
-  const { order } = await createOrdersRepository(db.db).createWithIdempotencyKey({
-    userId: 1,
-    customerEmail: 'buyer@example.com',
-    totalAmount: 5_400,
-  });
+  const order = await createTestOrder(createOrdersRepository(db.db));
   return order.id;
 }
 

@@ -3,12 +3,10 @@ import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { buildApp } from '../../src/http/app';
 import { parseApiKeys } from '../../src/http/api-keys';
 import { ordersApiAccess } from '../../src/http/orders-auth';
 import { ConfigError, loadConfig } from '../../src/config';
-import { createLogger } from '../../src/logger';
-import { createOrdersRepository, createPaymentsRepository } from '../../src/db';
+import { buildTestApp, silentLogger } from '../support/app';
 import { capturingLogger } from '../support/capturing-logger';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import {
@@ -47,16 +45,10 @@ afterAll(async () => {
 
 async function appWith(
   env: Record<string, string>,
-  logger = createLogger({ LOG_LEVEL: 'silent' }),
+  logger = silentLogger(),
 ): Promise<FastifyInstance> {
   const config = loadConfig({ PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, ...env });
-  const app = await buildApp({
-    config,
-    logger,
-    payments: recordingPaymentStarter(),
-    ordersRepository: createOrdersRepository(db.db),
-    paymentsRepository: createPaymentsRepository(db.db),
-  });
+  const app = await buildTestApp({ db, config, logger, payments: recordingPaymentStarter() });
   apps.push(app);
   return app;
 }

@@ -2,18 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { buildApp } from '../../src/http/app';
 import { signBody } from '../../src/http/signature';
-import { createLogger } from '../../src/logger';
-import {
-  createDatabase,
-  createOrdersRepository,
-  createPaymentsRepository,
-  migrateToLatest,
-} from '../../src/db';
+import { createDatabase, migrateToLatest } from '../../src/db';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
 import { createLazyClient } from '../../src/temporal/client';
-import { createPaymentStarter } from '../../src/temporal/payment-starter';
+import { buildTestApp } from '../support/app';
 import { capturingLogger } from '../support/capturing-logger';
 import { createDevServerEnv } from '../support/temporal';
 import { deliverWebhook, paymentEvent, TEST_WEBHOOK_SECRET } from '../support/webhook';
@@ -27,12 +20,11 @@ let app: FastifyInstance;
 const BODY_LIMIT = 4096;
 
 async function appWith(client: Client, startTimeoutMs = 5000): Promise<FastifyInstance> {
-  return buildApp({
-    config: { PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, WEBHOOK_BODY_LIMIT_BYTES: BODY_LIMIT },
-    logger: createLogger({ LOG_LEVEL: 'silent' }),
-    payments: createPaymentStarter(client, { startTimeoutMs }),
-    ordersRepository: createOrdersRepository(db.db),
-    paymentsRepository: createPaymentsRepository(db.db),
+  return buildTestApp({
+    db,
+    client,
+    startTimeoutMs,
+    config: { WEBHOOK_BODY_LIMIT_BYTES: BODY_LIMIT },
   });
 }
 
@@ -114,12 +106,11 @@ describe('POST /api/v1/webhooks/payment', () => {
 
   it('answers a redelivery with another order_id or amount with 409, warns with both, and keeps the first', async () => {
     const captured = capturingLogger();
-    const watched = await buildApp({
-      config: { PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, WEBHOOK_BODY_LIMIT_BYTES: BODY_LIMIT },
+    const watched = await buildTestApp({
+      db,
+      client: env.client,
+      config: { WEBHOOK_BODY_LIMIT_BYTES: BODY_LIMIT },
       logger: captured.logger,
-      payments: createPaymentStarter(env.client, { startTimeoutMs: 5000 }),
-      ordersRepository: createOrdersRepository(db.db),
-      paymentsRepository: createPaymentsRepository(db.db),
     });
     try {
       const first = paymentEvent({ order_id: 42, amount: 5400 });

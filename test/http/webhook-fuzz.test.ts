@@ -1,8 +1,9 @@
-import { request as httpRequest, Agent } from 'node:http';
+import { Agent } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import fc from 'fast-check';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
+import { postWithHeaderLines } from '../support/app';
 import { buildWebhookApp, recordingPaymentStarter } from '../support/webhook';
 import {
   againstFirst,
@@ -450,33 +451,7 @@ describe('webhook fuzzing over real HTTP (raw header lines)', () => {
 
   /** POSTs with exactly these header lines (names spelt as given, repeats kept). */
   function post(raw: Buffer, lines: [string, string][]) {
-    return new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = httpRequest(
-        {
-          host: '127.0.0.1',
-          port,
-          method: 'POST',
-          path: PAYMENT_WEBHOOK_PATH,
-          agent,
-          headers: [
-            'Host',
-            `127.0.0.1:${port}`,
-            'Content-Length',
-            String(raw.length),
-            ...lines.flat(),
-          ],
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
-          );
-        },
-      );
-      req.on('error', reject);
-      req.end(raw);
-    });
+    return postWithHeaderLines(port, PAYMENT_WEBHOOK_PATH, raw, lines.flat(), agent);
   }
 
   it(

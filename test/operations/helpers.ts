@@ -2,23 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 
-/** Retries an assertion until it passes or the time is up; fails with its last error. */
-export async function eventually<T>(
-  check: () => Promise<T> | T,
-  { timeoutMs = 30_000, intervalMs = 200 } = {},
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await delay(intervalMs);
-    }
-  }
-}
+export { eventually } from '../support/eventually';
 
 /** A local HTTP endpoint standing in for the Slack-compatible alert sink. */
 export interface AlertSink {

@@ -2,19 +2,16 @@ import { hostname } from 'node:os';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { createOrdersRepository } from '../../src/db';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
-import {
-  createWarehouseSimulator,
-  type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
 import { createPaymentWorker } from '../../src/workers/payments';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
 import { uniqueEventId } from '../support/webhook';
 import { eventually, freePort, spawnWorker, stopWorker, type WorkerProcess } from './helpers';
+import { startPartners, type Partners } from '../support/stack';
+import { createTestOrder } from '../support/orders';
 
 // The production worker entry (src/worker.ts) as a process of its own, the way systemd or
 // Kubernetes run it: its Prometheus and health endpoints, and its shutdown on SIGTERM. A child
@@ -22,23 +19,19 @@ import { eventually, freePort, spawnWorker, stopWorker, type WorkerProcess } fro
 const sqlite = testDatabases.find((d) => d.name === 'sqlite')!;
 let env: TestWorkflowEnvironment;
 let db: TestDatabaseHandle;
-let warehouse: WarehouseSimulator;
-let warehouseUrl: string;
-let smtp: SmtpSink;
+let partners: Partners;
 /** Resolves the next time the warehouse starts answering a request. */
 let onWarehouseRequest: (() => void) | undefined;
 
 beforeAll(async () => {
   env = await createDevServerEnv();
   db = await sqlite.create();
-  warehouse = createWarehouseSimulator();
-  warehouse.app.addHook('onRequest', async () => onWarehouseRequest?.());
-  warehouseUrl = await warehouse.listen(0);
-  smtp = await startSmtpSink();
+  partners = await startPartners((warehouse) =>
+    warehouse.app.addHook('onRequest', async () => onWarehouseRequest?.()),
+  );
 });
 afterAll(async () => {
-  await smtp?.close();
-  await warehouse?.close();
+  await partners?.close();
   await db?.close();
   await env?.teardown();
 });
@@ -51,18 +44,14 @@ function workerEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
     TEMPORAL_ADDRESS: env.address,
     TEMPORAL_NAMESPACE: env.namespace ?? 'default',
     DATABASE_URL: db.url,
-    WAREHOUSE_API_URL: warehouseUrl,
-    SMTP_URL: smtp.url,
+    WAREHOUSE_API_URL: partners.warehouseUrl,
+    SMTP_URL: partners.smtp.url,
     ...extra,
   };
 }
 
 async function createOrder(): Promise<number> {
-  const { order } = await createOrdersRepository(db.db).createWithIdempotencyKey({
-    userId: 1,
-    customerEmail: 'buyer@example.com',
-    totalAmount: 5400,
-  });
+  const order = await createTestOrder(createOrdersRepository(db.db));
   return order.id;
 }
 
@@ -140,7 +129,7 @@ describe('worker process', () => {
     );
 
     // The warehouse takes 3 s to answer (the HTTP client waits up to 5 s, the activity 8 s).
-    warehouse.setMode({ kind: 'slow', delayMs: 3_000 }, 1);
+    partners.warehouse.setMode({ kind: 'slow', delayMs: 3_000 }, 1);
     const reached = new Promise<void>((resolve) => (onWarehouseRequest = resolve));
     const orderId = await createOrder();
     const payment = await startPayment(orderId);
@@ -153,7 +142,7 @@ describe('worker process', () => {
     expect(await stopWorker(worker)).toBe(0);
     expect(Date.now() - signalledAt).toBeGreaterThan(2_000);
     expect(worker.output()).toContain('shutting down worker: finishing in-flight activities');
-    expect(warehouse.requests.filter((r) => r.orderId === orderId)).toEqual([
+    expect(partners.warehouse.requests.filter((r) => r.orderId === orderId)).toEqual([
       expect.objectContaining({ status: 201 }),
     ]);
     const order = env.client.workflow.getHandle(orderWorkflowId(orderId));
@@ -169,13 +158,13 @@ describe('worker process', () => {
     const successor: Worker = await createPaymentWorker({
       connection: env.nativeConnection,
       namespace: env.namespace ?? 'default',
-      activities: testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
+      activities: testActivityDeps(db, partners),
     });
     await successor.runUntil(async () => {
       await payment.result();
       await order.result();
     });
-    expect(warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
+    expect(partners.warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
   });
 
   it('waits for a Temporal that is not up yet (live, not ready), then polls as soon as it answers', async () => {
@@ -207,7 +196,7 @@ describe('worker process', () => {
       });
       await expect(payment.result()).resolves.toMatchObject({ created: true });
       await late.client.workflow.getHandle(orderWorkflowId(orderId)).result();
-      expect(warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
+      expect(partners.warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
       expect((await fetch(`${health}/readyz`)).status).toBe(200);
       expect(await stopWorker(worker)).toBe(0);
     } finally {

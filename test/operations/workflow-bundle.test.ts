@@ -24,6 +24,7 @@ import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
 import { uniqueEventId } from '../support/webhook';
 import { eventually } from './helpers';
+import { createTestOrder } from '../support/orders';
 
 // The prebuilt workflow bundle of `npm run build` (src/workers/workflow-bundle.ts): a worker
 // that loads it instead of bundling at start-up runs the payment flow, interceptors included.
@@ -74,11 +75,7 @@ function startPayment(orderId: number) {
 }
 
 it('completes a payment workflow on the prebuilt bundle', async () => {
-  const { order } = await createOrdersRepository(db.db).createWithIdempotencyKey({
-    userId: 1,
-    customerEmail: 'buyer@example.com',
-    totalAmount: 5400,
-  });
+  const order = await createTestOrder(createOrdersRepository(db.db));
   const payment = await startPayment(order.id);
   expect(await payment.result()).toMatchObject({
     created: true,

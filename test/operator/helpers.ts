@@ -1,48 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import type { CliIo } from '../../src/cli/ops';
 import { loadConfig } from '../../src/config';
-import {
-  createOrdersRepository,
-  createPaymentsRepository,
-  type OrdersRepository,
-  type PaymentsRepository,
-} from '../../src/db';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
-import { createPaymentStarter, type PaymentStarter } from '../../src/temporal/payment-starter';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
-import {
-  createWarehouseSimulator,
-  type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
-import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/payments';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { activityDepsFromConfig } from '../../src/workers/payments';
+import type { PaymentStack } from '../support/stack';
 import { uniqueEventId } from '../support/webhook';
 import { createStepActivities } from './step-activities';
+import { createTestOrder } from '../support/orders';
 
-/**
- * Retries `check` (an assertion) every `intervalMs` until it passes, for what the dev server
- * makes visible eventually (visibility, deletions). Fails with the last assertion error.
- */
-export async function eventually<T>(
-  check: () => Promise<T>,
-  { timeoutMs = 20_000, intervalMs = 100 } = {},
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await delay(intervalMs);
-    }
-  }
-}
+export { eventually } from '../support/eventually';
 
 export interface CapturedIo extends CliIo {
   stdout(): string;
@@ -70,69 +41,7 @@ export function cliEnv(env: TestWorkflowEnvironment): NodeJS.ProcessEnv {
   return { TEMPORAL_ADDRESS: env.address, TEMPORAL_NAMESPACE: env.namespace ?? 'default' };
 }
 
-/**
- * The real payment stack on a dev server: the payment worker on task queue `payments` with the
- * production workflows and activities over a fresh SQLite database, the warehouse simulator, and
- * the webhook's starter.
- */
-export interface PaymentStack {
-  db: TestDatabaseHandle;
-  orders: OrdersRepository;
-  payments: PaymentsRepository;
-  warehouse: WarehouseSimulator;
-  warehouseUrl: string;
-  smtp: SmtpSink;
-  starter: PaymentStarter;
-  close(): Promise<void>;
-}
-
-export async function startPaymentStack(
-  env: TestWorkflowEnvironment,
-  /** Settings of the worker beyond the defaults, e.g. `ALERT_WEBHOOK_URL` of a local sink. */
-  settings: NodeJS.ProcessEnv = {},
-): Promise<PaymentStack> {
-  const sqlite = testDatabases.find((d) => d.name === 'sqlite');
-  if (!sqlite) throw new Error('no sqlite test database');
-  const db = await sqlite.create();
-  const warehouse = createWarehouseSimulator();
-  const warehouseUrl = await warehouse.listen(0);
-  const smtp = await startSmtpSink();
-  let worker: Worker | undefined;
-  let running: Promise<void> | undefined;
-  try {
-    worker = await createPaymentWorker({
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
-      activities: activityDepsFromConfig(loadConfig({ NODE_ENV: 'test', ...settings }), db, {
-        warehouseUrl,
-        temporalUiUrl: undefined,
-        smtpUrl: smtp.url,
-      }),
-    });
-    running = worker.run();
-  } catch (err) {
-    await smtp.close();
-    await warehouse.close();
-    await db.close();
-    throw err;
-  }
-  return {
-    db,
-    orders: createOrdersRepository(db.db),
-    payments: createPaymentsRepository(db.db),
-    warehouse,
-    warehouseUrl,
-    smtp,
-    starter: createPaymentStarter(env.client, { startTimeoutMs: 5000 }),
-    async close() {
-      worker?.shutdown();
-      await running;
-      await smtp.close();
-      await warehouse.close();
-      await db.close();
-    },
-  };
-}
+export { startPaymentStack, type PaymentStack } from '../support/stack';
 
 /**
  * A worker for the test-only workflows in ./workflows.ts on a task queue of its own, with the
@@ -191,12 +100,8 @@ export async function startPayment(
   env: TestWorkflowEnvironment,
   stack: PaymentStack,
 ): Promise<StartedPayment> {
-  const created = await stack.orders.createWithIdempotencyKey({
-    userId: 1,
-    customerEmail: 'buyer@example.com',
-    totalAmount: 5400,
-  });
-  const orderId = created.order.id;
+  const created = await createTestOrder(stack.orders);
+  const orderId = created.id;
   const eventId = uniqueEventId('ops');
   const started = await stack.starter.start({ eventId, orderId, amount: 5400 });
   expect(started).toEqual({ workflowId: paymentWorkflowId(eventId), duplicate: false });

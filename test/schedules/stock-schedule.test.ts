@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ScheduleOverlapPolicy, type Client, type ScheduleSummary } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import {
   createStockActivities,
   type AggregateStockInput,
@@ -16,10 +16,11 @@ import {
 import type { aggregateStockWorkflow } from '../../src/workflows/stock';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
+import { workflowBundle } from '../support/bundles';
+import { eventually } from '../support/eventually';
 
 // The stock aggregation schedule (the seed's AggregateStock with withoutOverlapping) on a real
 // dev server: schedules are run by the server itself, which the time-skipping server does not do.
-const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 const SLOW_RUN_MS = 3_000;
 
 let env: TestWorkflowEnvironment;
@@ -39,11 +40,7 @@ let workerRuns: Array<Promise<void>> = [];
 beforeAll(async () => {
   const [started, bundle, database] = await Promise.all([
     createDevServerEnv(),
-    bundleWorkflowCode({
-      workflowsPath: require.resolve('./workflows'),
-      workflowInterceptorModules: [require.resolve('../../src/workflows/interceptors')],
-      logger: quietLogger,
-    }),
+    workflowBundle({ workflowsPath: require.resolve('./workflows') }),
     testDatabases[0]!.create(),
   ]);
   env = started;
@@ -86,16 +83,6 @@ async function listSchedules(idPrefix: string): Promise<ScheduleSummary[]> {
   return found;
 }
 
-/** Schedule listing goes through visibility, which trails writes: wait until `ok` holds. */
-async function eventually<T>(read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const value = await read();
-    if (ok(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
 describe('ensureStockAggregationSchedule', () => {
   it('creates one schedule however often and however concurrently it is called', async () => {
     const scheduleId = `${STOCK_AGGREGATION_SCHEDULE_ID}-${randomUUID()}`;
@@ -108,10 +95,12 @@ describe('ensureStockAggregationSchedule', () => {
 
       expect(concurrent.map((r) => r.created).sort()).toEqual([false, true]);
       expect(later).toEqual({ scheduleId, created: false });
-      const listed = await eventually(
-        () => listSchedules(scheduleId),
-        (found) => found.length > 0,
-      );
+      // Schedule listing goes through visibility, which trails writes.
+      const listed = await eventually(async () => {
+        const found = await listSchedules(scheduleId);
+        expect(found).not.toHaveLength(0);
+        return found;
+      });
       expect(listed.map((s) => s.scheduleId)).toEqual([scheduleId]);
       expect(listed[0]!.action?.workflowType).toBe('aggregateStockWorkflow');
 

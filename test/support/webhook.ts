@@ -1,11 +1,11 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { type AppDeps, buildApp } from '../../src/http/app';
+import type { AppDeps } from '../../src/http/app';
 import { signBody, signTimestamped } from '../../src/http/signature';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
-import { createLogger } from '../../src/logger';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import type { PaymentStarter, StartedPayment } from '../../src/temporal/payment-starter';
+import { buildTestApp } from './app';
 
 export const TEST_WEBHOOK_SECRET = 'test-webhook-secret';
 
@@ -102,32 +102,12 @@ export function recordingPaymentStarter(): RecordingPaymentStarter {
 }
 
 /**
- * The app for webhook-only tests: orders routes get repositories that fail if ever called,
- * so these tests need no database.
+ * The app for webhook-only tests: `buildTestApp` without a database, so the orders routes get
+ * repositories that fail if ever called.
  */
 export function buildWebhookApp(
   deps: Pick<AppDeps, 'payments' | 'now'> &
     Partial<Pick<AppDeps, 'logger' | 'metrics'>> & { config?: Partial<AppDeps['config']> },
 ): Promise<FastifyInstance> {
-  const unused = new Proxy(
-    {},
-    {
-      get() {
-        throw new Error('webhook tests use no orders or payments repository');
-      },
-    },
-  );
-  return buildApp({
-    config: {
-      PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET,
-      WEBHOOK_BODY_LIMIT_BYTES: 65536,
-      ...deps.config,
-    },
-    logger: deps.logger ?? createLogger({ LOG_LEVEL: 'silent' }),
-    payments: deps.payments,
-    now: deps.now,
-    metrics: deps.metrics,
-    ordersRepository: unused as AppDeps['ordersRepository'],
-    paymentsRepository: unused as AppDeps['paymentsRepository'],
-  });
+  return buildTestApp(deps);
 }

@@ -29,6 +29,7 @@ import { testDatabases } from '../support/databases';
 import { uniqueEventId } from '../support/webhook';
 import { freePort } from '../operations/helpers';
 import { assertChromium, launchBrowser, requireUi, UI_WAIT_MS, type TestBrowser } from './browser';
+import { createTestOrder } from '../support/orders';
 
 // With PAYLOAD_ENCRYPTION_KEY set the server holds ciphertext only, yet an operator reads a
 // payment's input in clear in the Temporal Web UI: the UI posts the payloads to our HTTP
@@ -125,10 +126,8 @@ beforeAll(async () => {
   await app.listen({ port: config.PORT, host: config.HOST });
 
   // One payment, run to completion with the encrypting data converter.
-  const { order } = await createOrdersRepository(db.db).createWithIdempotencyKey({
-    userId: 1,
+  const order = await createTestOrder(createOrdersRepository(db.db), {
     customerEmail: 'secret.buyer@example.com',
-    totalAmount: 5400,
   });
   const input = { eventId: uniqueEventId('evt_codec'), orderId: order.id, amount: 5400 };
   const { workflowId } = await createPaymentStarter(client, { startTimeoutMs: 10_000 }).start(

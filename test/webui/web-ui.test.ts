@@ -18,6 +18,7 @@ import { testDatabases } from '../support/databases';
 import { uniqueEventId } from '../support/webhook';
 import { eventually, freePort } from '../operations/helpers';
 import { assertChromium, launchBrowser, requireUi, UI_WAIT_MS, type TestBrowser } from './browser';
+import { createTestOrder } from '../support/orders';
 
 // What an operator does in the Temporal Web UI, in a real browser: filter the workflow list by
 // the custom search attribute `OrderId = <id>` and find the order's payment, Completed; read a
@@ -79,11 +80,7 @@ afterAll(async () => {
 });
 
 async function newOrder(): Promise<number> {
-  const { order } = await createOrdersRepository(db.db).createWithIdempotencyKey({
-    userId: 1,
-    customerEmail: 'buyer@example.com',
-    totalAmount: 5400,
-  });
+  const order = await createTestOrder(createOrdersRepository(db.db));
   return order.id;
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import {
   createLoyaltyRepository,
@@ -10,14 +10,12 @@ import {
 } from '../../src/db';
 import { orderWorkflowId, type OrderWorkflowResult } from '../../src/shared/order';
 import { paymentWorkflow } from '../../src/workflows';
-import {
-  createWarehouseSimulator,
-  type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
 import { testDatabases } from '../support/databases';
 import { createTimeSkippingEnv } from '../support/temporal';
 import { testActivityDeps } from '../support/activity-deps';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
+import { workflowBundle } from '../support/bundles';
+import { startPartners, type Partners } from '../support/stack';
+import { createTestOrder } from '../support/orders';
 
 // The seed's idempotency test, end to end through Temporal: the same payment event processed
 // twice gives one payment row AND exactly one warehouse notification. The second assertion is
@@ -25,35 +23,25 @@ import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 // stops the second run from notifying the warehouse again.
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
-let warehouse: WarehouseSimulator;
-let warehouseUrl: string;
-let smtp: SmtpSink;
+let partners: Partners;
 
 beforeAll(async () => {
   env = await createTimeSkippingEnv();
-  bundle = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
-    logger: quietLogger,
-  });
-  warehouse = createWarehouseSimulator();
-  warehouseUrl = await warehouse.listen(0);
-  smtp = await startSmtpSink();
+  bundle = await workflowBundle({ interceptorModules: [] });
+  partners = await startPartners();
 });
 
 afterAll(async () => {
-  await smtp?.close();
-  await warehouse?.close();
+  await partners?.close();
   await env?.teardown();
 });
-
-const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 describe.each(testDatabases)('processing the same payment event twice ($name)', ({ create }) => {
   let db: DatabaseHandle;
   beforeEach(async () => {
     db = await create();
-    warehouse.reset();
-    smtp.reset();
+    partners.warehouse.reset();
+    partners.smtp.reset();
   });
   afterEach(async () => {
     await db.close();
@@ -62,15 +50,11 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
   it('records one payment and notifies the warehouse exactly once', async () => {
     const orders = createOrdersRepository(db.db);
     const payments = createPaymentsRepository(db.db);
-    const created = await orders.createWithIdempotencyKey({
-      userId: 1,
-      customerEmail: 'a@example.com',
-      totalAmount: 5400,
-    });
-    const orderId = created.order.id;
+    const created = await createTestOrder(orders, { customerEmail: 'a@example.com' });
+    const orderId = created.id;
     const taskQueue = `test-${randomUUID()}`;
     const activities = createActivities({
-      ...testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
+      ...testActivityDeps(db, partners),
       client: env.client,
     });
     // The hand-overs themselves: the order workflow's de-duplication would hide a second one
@@ -115,7 +99,7 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
     // The unique constraint keeps one row whatever the workflow does...
     expect(await payments.listByOrder(orderId)).toHaveLength(1);
     // ...and only the "created" gate keeps the warehouse from being told twice.
-    expect(warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
+    expect(partners.warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
     expect(first).toMatchObject({ created: true, orderWorkflowId: orderWorkflowId(orderId) });
     expect(second).toMatchObject({
       created: false,
@@ -133,18 +117,14 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
       },
     ]);
     expect(orderRun.processed).toEqual([{ eventId: input.eventId, outcome: 'fulfilled' }]);
-    expect(smtp.messages).toHaveLength(1);
+    expect(partners.smtp.messages).toHaveLength(1);
     expect(await createLoyaltyRepository(db.db).ledgerFor(1)).toHaveLength(1);
   });
   it('still fulfils the order when the attempt that committed the payment died before reporting', async () => {
     const orders = createOrdersRepository(db.db);
-    const { order } = await orders.createWithIdempotencyKey({
-      userId: 1,
-      customerEmail: 'a@example.com',
-      totalAmount: 5400,
-    });
+    const order = await createTestOrder(orders, { customerEmail: 'a@example.com' });
     const activities = createActivities({
-      ...testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
+      ...testActivityDeps(db, partners),
       client: env.client,
     });
     let attempts = 0;
@@ -178,7 +158,7 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
 
     expect(attempts).toBe(2);
     expect(result).toMatchObject({ created: true, orderWorkflowId: orderWorkflowId(order.id) });
-    expect(warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(1);
+    expect(partners.warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(1);
     expect((await orders.findById(order.id))?.shipmentStatus).toBe('requested');
   });
 });

@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Context, type Info as ActivityInfo } from '@temporalio/activity';
 import { msToNumber } from '@temporalio/common/lib/time';
 import type { temporal } from '@temporalio/proto';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { durationToMs } from '../support/durations';
 import { createActivities } from '../../src/activities';
 import { createOrdersRepository, type DatabaseHandle } from '../../src/db';
@@ -11,53 +11,37 @@ import { orderWorkflowId } from '../../src/shared/order';
 import { NON_RETRYABLE_FAILURE_TYPES } from '../../src/shared/errors';
 import { WAREHOUSE_BACKOFF_SECONDS } from '../../src/shared/retry-policies';
 import type { orderWorkflow } from '../../src/workflows/order';
-import {
-  createWarehouseSimulator,
-  type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
 import { testDatabases } from '../support/databases';
 import { createTimeSkippingEnv } from '../support/temporal';
 import { testActivityDeps } from '../support/activity-deps';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
+import { workflowBundle } from '../support/bundles';
+import { until } from '../support/eventually';
+import { startPartners, type Partners } from '../support/stack';
+import { createTestOrder } from '../support/orders';
 
 // Timeouts with the real activities: a hung warehouse call is abandoned and retried, and the
 // late original, when it finally reaches the warehouse, cannot create a second shipment.
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
-let warehouse: WarehouseSimulator;
-let warehouseUrl: string;
-let smtp: SmtpSink;
+let partners: Partners;
 let db: DatabaseHandle;
-
-const quietLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
 beforeAll(async () => {
   env = await createTimeSkippingEnv();
-  bundle = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
-    workflowInterceptorModules: [require.resolve('../../src/workflows/interceptors')],
-    logger: quietLogger,
-  });
-  warehouse = createWarehouseSimulator();
-  warehouseUrl = await warehouse.listen(0);
-  smtp = await startSmtpSink();
+  bundle = await workflowBundle();
+  partners = await startPartners();
   db = await testDatabases[0]!.create();
 });
 
 afterAll(async () => {
   await db?.close();
-  await smtp?.close();
-  await warehouse?.close();
+  await partners?.close();
   await env?.teardown();
 });
 
 async function payOnce(warehouseTimeoutMs: number) {
   const orders = createOrdersRepository(db.db);
-  const { order } = await orders.createWithIdempotencyKey({
-    userId: 1,
-    customerEmail: 'a@example.com',
-    totalAmount: 100,
-  });
+  const order = await createTestOrder(orders, { customerEmail: 'a@example.com', totalAmount: 100 });
   const taskQueue = `test-${randomUUID()}`;
   // What each attempt saw of itself, local activities included (their policy is not in history).
   const infos: ActivityInfo[] = [];
@@ -66,7 +50,7 @@ async function payOnce(warehouseTimeoutMs: number) {
     taskQueue,
     workflowBundle: bundle,
     activities: createActivities({
-      ...testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url, warehouseTimeoutMs }),
+      ...testActivityDeps(db, { ...partners, warehouseTimeoutMs }),
       client: env.client,
     }),
     interceptors: {
@@ -103,24 +87,28 @@ async function payOnce(warehouseTimeoutMs: number) {
 
 describe('warehouse call timeouts', () => {
   it('abandons a hung call, retries it, and the late original creates no second shipment', async () => {
-    warehouse.reset();
+    partners.warehouse.reset();
     // The first request hangs for 1.5 s; the client gives up after 300 ms.
-    warehouse.setMode({ kind: 'slow', delayMs: 1_500 }, 1);
+    partners.warehouse.setMode({ kind: 'slow', delayMs: 1_500 }, 1);
 
     const { orderId, result } = await payOnce(300);
     expect(result).toMatchObject({ processed: [{ outcome: 'fulfilled' }] });
 
     // Let the late original reach the warehouse's idempotency check.
-    await waitFor(() => warehouse.requests.length === 2);
-    expect(warehouse.requests.map((r) => r.status).sort()).toEqual([200, 201]);
-    expect([...warehouse.shipments.values()].filter((s) => s.orderId === orderId)).toHaveLength(1);
+    await until(() => partners.warehouse.requests.length === 2, 'two warehouse requests', {
+      intervalMs: 20,
+    });
+    expect(partners.warehouse.requests.map((r) => r.status).sort()).toEqual([200, 201]);
+    expect(
+      [...partners.warehouse.shipments.values()].filter((s) => s.orderId === orderId),
+    ).toHaveLength(1);
     expect((await createOrdersRepository(db.db).findById(orderId))?.shipmentStatus).toBe(
       'requested',
     );
   });
 
   it('runs every step of the flow, by name in the history, under a declared retry policy, a deadline and a start-to-close timeout', async () => {
-    warehouse.reset();
+    partners.warehouse.reset();
     const run = await payOnce(1_000);
     const scheduled = [];
     const steps: string[] = [];
@@ -196,14 +184,6 @@ describe('warehouse call timeouts', () => {
     expect(durationToMs(notify.heartbeatTimeout)).toBeGreaterThan(0);
   });
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** The activity type a local activity's marker records (its `data` detail, JSON). */
 function localActivityType(marker: temporal.api.history.v1.IMarkerRecordedEventAttributes): string {
