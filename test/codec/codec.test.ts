@@ -92,14 +92,21 @@ describe('codec endpoint for the Web UI', () => {
     return server;
   }
 
+  /** POST /codec/decode, as the Web UI sends it. */
+  function decode(
+    server: Awaited<ReturnType<typeof app>>,
+    payload: string | object,
+    headers: Record<string, string> = {},
+  ) {
+    return server.inject({ method: 'POST', url: '/codec/decode', headers, payload });
+  }
+
   it('decodes what the workers encrypted, for the Web UI origin only', async () => {
     const server = await app();
     const encrypted = await codec.encode([defaultPayloadConverter.toPayload(secretData)]);
-    const res = await server.inject({
-      method: 'POST',
-      url: '/codec/decode',
-      headers: { origin: 'http://localhost:8233', 'x-namespace': 'default' },
-      payload: wire(encrypted),
+    const res = await decode(server, wire(encrypted), {
+      origin: 'http://localhost:8233',
+      'x-namespace': 'default',
     });
     expect(res.statusCode).toBe(200);
     expect(res.headers['access-control-allow-origin']).toBe('http://localhost:8233');
@@ -120,25 +127,15 @@ describe('codec endpoint for the Web UI', () => {
   it('requires the bearer token when one is configured, and rejects malformed bodies with 400', async () => {
     const server = await app('s3cret-token');
     const encrypted = await codec.encode([defaultPayloadConverter.toPayload(secretData)]);
-    const denied = await server.inject({
-      method: 'POST',
-      url: '/codec/decode',
-      payload: wire(encrypted),
-    });
+    const denied = await decode(server, wire(encrypted));
     expect(denied.statusCode).toBe(401);
-    const allowed = await server.inject({
-      method: 'POST',
-      url: '/codec/decode',
-      headers: { authorization: 'Bearer s3cret-token' },
-      payload: wire(encrypted),
-    });
+    const allowed = await decode(server, wire(encrypted), { authorization: 'Bearer s3cret-token' });
     expect(allowed.statusCode).toBe(200);
-    const bad = await server.inject({
-      method: 'POST',
-      url: '/codec/decode',
-      headers: { authorization: 'Bearer s3cret-token' },
-      payload: { payloads: [{ data: '***' }] },
-    });
+    const bad = await decode(
+      server,
+      { payloads: [{ data: '***' }] },
+      { authorization: 'Bearer s3cret-token' },
+    );
     expect(bad.statusCode).toBe(400);
     await server.close();
   });
@@ -146,32 +143,14 @@ describe('codec endpoint for the Web UI', () => {
   it('sends the CORS headers with error replies too, so the Web UI sees the status and reason', async () => {
     const server = await app('s3cret-token');
     const origin = { origin: 'http://localhost:8233' };
-    const unauthorised = await server.inject({
-      method: 'POST',
-      url: '/codec/decode',
-      headers: origin,
-      payload: { payloads: [] },
-    });
-    const notJson = await server.inject({
-      method: 'POST',
-      url: '/codec/decode',
-      headers: {
-        ...origin,
-        authorization: 'Bearer s3cret-token',
-        'content-type': 'application/json',
-      },
-      payload: '{"payloads":',
-    });
-    const tooLarge = await server.inject({
-      method: 'POST',
-      url: '/codec/decode',
-      headers: {
-        ...origin,
-        authorization: 'Bearer s3cret-token',
-        'content-type': 'application/json',
-      },
-      payload: JSON.stringify({ payloads: [{ data: 'A'.repeat(5 * 1024 * 1024) }] }),
-    });
+    const asJson = { authorization: 'Bearer s3cret-token', 'content-type': 'application/json' };
+    const unauthorised = await decode(server, { payloads: [] }, origin);
+    const notJson = await decode(server, '{"payloads":', { ...origin, ...asJson });
+    const tooLarge = await decode(
+      server,
+      JSON.stringify({ payloads: [{ data: 'A'.repeat(5 * 1024 * 1024) }] }),
+      { ...origin, ...asJson },
+    );
     expect([unauthorised.statusCode, notJson.statusCode, tooLarge.statusCode]).toEqual([
       401, 400, 413,
     ]);

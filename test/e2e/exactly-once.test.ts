@@ -1,6 +1,4 @@
-import type { FastifyInstance } from 'fastify';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import type {
   ActivityInboundCallsInterceptor,
   ActivityExecuteInput,
@@ -8,28 +6,16 @@ import type {
 } from '@temporalio/worker';
 import { Context } from '@temporalio/activity';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { buildApp } from '../../src/http/app';
-import { createLogger } from '../../src/logger';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
-import {
-  createLoyaltyRepository,
-  createOrdersRepository,
-  createPaymentsRepository,
-  type DatabaseHandle,
-} from '../../src/db';
+import { createLoyaltyRepository } from '../../src/db';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
 import { refundReviewAlertWorkflowId, type Alert } from '../../src/shared/alert';
-import { createPaymentStarter } from '../../src/temporal/payment-starter';
-import {
-  createWarehouseSimulator,
-  type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
-import { createPaymentWorker } from '../../src/workers/payments';
-import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases } from '../support/databases';
+import { eventually } from '../support/eventually';
+import { startPaymentStack, type PaymentStack } from '../support/stack';
 import { createDevServerEnv } from '../support/temporal';
-import { deliverWebhook, TEST_WEBHOOK_SECRET, uniqueEventId } from '../support/webhook';
+import { deliverWebhook, uniqueEventId } from '../support/webhook';
+import { createTestOrder } from '../support/orders';
 
 // Exactly-once effects under concurrency, against a real dev server and worker, on both
 // databases: duplicate storms, redelivery after the server forgot the workflow, double
@@ -43,6 +29,9 @@ afterAll(async () => {
   await env?.teardown();
 });
 
+/** What exactly once means for a paid order: one payment, shipment request, mail and award. */
+const ONE_OF_EACH = { payments: 1, warehouseRequests: 1, mails: 1, points: 1 };
+
 /** When each activity ran, and for which order: the evidence for serialisation. */
 interface ActivitySpan {
   type: string;
@@ -51,55 +40,30 @@ interface ActivitySpan {
   end: number;
 }
 
-describe.each(testDatabases)('exactly-once effects ($name)', ({ create }) => {
-  let db: DatabaseHandle;
-  let warehouse: WarehouseSimulator;
-  let smtp: SmtpSink;
-  let app: FastifyInstance;
-  let worker: Worker;
-  let workerRun: Promise<void>;
+describe.each(testDatabases)('exactly-once effects ($name)', ({ name }) => {
+  let stack: PaymentStack;
   const spans: ActivitySpan[] = [];
 
   beforeAll(async () => {
-    db = await create();
-    warehouse = createWarehouseSimulator();
-    const warehouseUrl = await warehouse.listen(0);
-    smtp = await startSmtpSink();
-    worker = await createPaymentWorker({
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
-      activities: testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
-      overrides: {
+    stack = await startPaymentStack(env, {
+      database: name,
+      startTimeoutMs: 10_000,
+      worker: {
         interceptors: {
           workflowModules: [require.resolve('../../src/workflows/interceptors')],
           activity: [() => ({ inbound: new SpanRecorder(spans) })],
         },
       },
     });
-    workerRun = worker.run();
-    app = await buildApp({
-      config: { PAYMENT_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, WEBHOOK_BODY_LIMIT_BYTES: 65536 },
-      logger: createLogger({ LOG_LEVEL: 'silent' }),
-      payments: createPaymentStarter(env.client, { startTimeoutMs: 10_000 }),
-      ordersRepository: createOrdersRepository(db.db),
-      paymentsRepository: createPaymentsRepository(db.db),
-    });
   });
-
   afterAll(async () => {
-    await app?.close();
-    worker?.shutdown();
-    await workerRun;
-    await smtp?.close();
-    await warehouse?.close();
-    await db?.close();
+    await stack?.close();
   });
 
   async function newOrder(userId = 1): Promise<number> {
-    const { order } = await createOrdersRepository(db.db).createWithIdempotencyKey({
+    const order = await createTestOrder(stack.orders, {
       userId,
       customerEmail: `user${userId}@example.com`,
-      totalAmount: 5400,
     });
     return order.id;
   }
@@ -116,12 +80,18 @@ describe.each(testDatabases)('exactly-once effects ($name)', ({ create }) => {
     await env.client.workflow.getHandle(orderWorkflowId(orderId)).result();
   }
 
+  /** Executions of a workflow ID the server knows of. */
+  async function runsOf(workflowId: string): Promise<number> {
+    return (await env.client.workflow.count(`WorkflowId = "${workflowId}"`)).count;
+  }
+
   async function effectsOf(orderId: number) {
     return {
-      payments: (await createPaymentsRepository(db.db).listByOrder(orderId)).length,
-      warehouseRequests: warehouse.requests.filter((r) => r.orderId === orderId).length,
-      mails: smtp.messages.filter((m) => m.messageId?.startsWith(`<order-${orderId}-`)).length,
-      points: (await createLoyaltyRepository(db.db).ledgerFor(1)).filter(
+      payments: (await stack.payments.listByOrder(orderId)).length,
+      warehouseRequests: stack.warehouse.requests.filter((r) => r.orderId === orderId).length,
+      mails: stack.smtp.messages.filter((m) => m.messageId?.startsWith(`<order-${orderId}-`))
+        .length,
+      points: (await createLoyaltyRepository(stack.db.db).ledgerFor(1)).filter(
         (e) => e.orderId === orderId,
       ).length,
     };
@@ -131,45 +101,33 @@ describe.each(testDatabases)('exactly-once effects ($name)', ({ create }) => {
     const orderId = await newOrder();
     const payload = event(orderId);
     for (let i = 0; i < 5; i++) {
-      expect((await deliverWebhook(app, payload)).json()).toEqual({ status: 'accepted' });
+      expect((await deliverWebhook(stack.app, payload)).json()).toEqual({ status: 'accepted' });
     }
     await env.client.workflow.getHandle(paymentWorkflowId(payload.id)).result();
     await settled(orderId);
 
-    expect(await effectsOf(orderId)).toEqual({
-      payments: 1,
-      warehouseRequests: 1,
-      mails: 1,
-      points: 1,
-    });
-    const runs = await env.client.workflow.count(`WorkflowId = "${paymentWorkflowId(payload.id)}"`);
-    expect(runs.count).toBe(1);
+    expect(await effectsOf(orderId)).toEqual(ONE_OF_EACH);
+    expect(await runsOf(paymentWorkflowId(payload.id))).toBe(1);
   });
 
   it('answers 1,000 concurrent deliveries of one event with 200 and starts one execution', async () => {
     const orderId = await newOrder();
     const payload = event(orderId);
     const replies = await Promise.all(
-      Array.from({ length: 1000 }, () => deliverWebhook(app, payload)),
+      Array.from({ length: 1000 }, () => deliverWebhook(stack.app, payload)),
     );
 
     expect(replies.filter((r) => r.statusCode === 200)).toHaveLength(1000);
     await env.client.workflow.getHandle(paymentWorkflowId(payload.id)).result();
     await settled(orderId);
-    expect(await effectsOf(orderId)).toEqual({
-      payments: 1,
-      warehouseRequests: 1,
-      mails: 1,
-      points: 1,
-    });
-    const runs = await env.client.workflow.count(`WorkflowId = "${paymentWorkflowId(payload.id)}"`);
-    expect(runs.count).toBe(1);
+    expect(await effectsOf(orderId)).toEqual(ONE_OF_EACH);
+    expect(await runsOf(paymentWorkflowId(payload.id))).toBe(1);
   });
 
   it('doubles nothing when the event is redelivered after the server forgot the closed run', async () => {
     const orderId = await newOrder();
     const payload = event(orderId);
-    await deliverWebhook(app, payload);
+    await deliverWebhook(stack.app, payload);
     const first = env.client.workflow.getHandle(paymentWorkflowId(payload.id));
     await first.result();
     await settled(orderId);
@@ -179,25 +137,23 @@ describe.each(testDatabases)('exactly-once effects ($name)', ({ create }) => {
       namespace: env.namespace ?? 'default',
       workflowExecution: { workflowId: paymentWorkflowId(payload.id) },
     });
-    await eventually(async () => {
-      await expect(first.describe()).rejects.toThrow();
-    });
+    await eventually(
+      async () => {
+        await expect(first.describe()).rejects.toThrow();
+      },
+      { timeoutMs: 60_000 },
+    );
 
-    expect((await deliverWebhook(app, payload)).json()).toEqual({ status: 'accepted' });
+    expect((await deliverWebhook(stack.app, payload)).json()).toEqual({ status: 'accepted' });
     const second = await env.client.workflow.getHandle(paymentWorkflowId(payload.id)).result();
     expect(second).toMatchObject({ created: false, orderWorkflowId: null });
-    expect(await effectsOf(orderId)).toEqual({
-      payments: 1,
-      warehouseRequests: 1,
-      mails: 1,
-      points: 1,
-    });
+    expect(await effectsOf(orderId)).toEqual(ONE_OF_EACH);
   });
 
   it('records both payments of a double charge, fulfils once, and flags the order for refund review', async () => {
     const orderId = await newOrder();
     const [a, b] = [event(orderId), event(orderId)];
-    await Promise.all([deliverWebhook(app, a), deliverWebhook(app, b)]);
+    await Promise.all([deliverWebhook(stack.app, a), deliverWebhook(stack.app, b)]);
     await env.client.workflow.getHandle(paymentWorkflowId(a.id)).result();
     await env.client.workflow.getHandle(paymentWorkflowId(b.id)).result();
     await settled(orderId);
@@ -208,11 +164,11 @@ describe.each(testDatabases)('exactly-once effects ($name)', ({ create }) => {
       mails: 1,
       points: 1,
     });
-    const order = await createOrdersRepository(db.db).findById(orderId);
+    const order = await stack.orders.findById(orderId);
     expect(order).toMatchObject({ status: 'paid', shipmentStatus: 'requested' });
     expect(order?.refundReviewRequestedAt).not.toBeNull();
     // The API says so too: a double-charged order does not pass for a plain paid one.
-    const view = await app.inject({ method: 'GET', url: `/api/v1/orders/${orderId}` });
+    const view = await stack.app.inject({ method: 'GET', url: `/api/v1/orders/${orderId}` });
     expect(view.json()).toMatchObject({
       status: 'paid',
       refund_review_requested_at: order?.refundReviewRequestedAt,
@@ -229,7 +185,7 @@ describe.each(testDatabases)('exactly-once effects ($name)', ({ create }) => {
   it('records a payment that is not the order total without fulfilling; the right payment then fulfils once', async () => {
     const orderId = await newOrder();
     const short = { ...event(orderId), amount: 1 };
-    await deliverWebhook(app, short);
+    await deliverWebhook(stack.app, short);
     await env.client.workflow.getHandle(paymentWorkflowId(short.id)).result();
     await settled(orderId);
 
@@ -240,7 +196,7 @@ describe.each(testDatabases)('exactly-once effects ($name)', ({ create }) => {
       mails: 0,
       points: 0,
     });
-    const orders = createOrdersRepository(db.db);
+    const orders = stack.orders;
     const flagged = await orders.findById(orderId);
     expect(flagged).toMatchObject({ status: 'pending', shipmentStatus: null });
     expect(flagged?.refundReviewRequestedAt).not.toBeNull();
@@ -255,7 +211,7 @@ describe.each(testDatabases)('exactly-once effects ($name)', ({ create }) => {
     expect(alert).toMatchObject({ kind: 'refund_review', orderId, failureType: 'AmountMismatch' });
 
     const full = event(orderId);
-    await deliverWebhook(app, full);
+    await deliverWebhook(stack.app, full);
     await env.client.workflow.getHandle(paymentWorkflowId(full.id)).result();
     await settled(orderId);
     expect(await effectsOf(orderId)).toEqual({
@@ -272,18 +228,18 @@ describe.each(testDatabases)('exactly-once effects ($name)', ({ create }) => {
 
   it('never overlaps work on one order, while different orders proceed in parallel', async () => {
     // A warehouse that takes a moment makes overlaps visible if they could happen.
-    warehouse.setMode({ kind: 'slow', delayMs: 1_000 }, 1_000);
+    stack.warehouse.setMode({ kind: 'slow', delayMs: 1_000 }, 1_000);
     spans.length = 0;
     const [x, y] = [await newOrder(), await newOrder()];
     // Order x: three payments at once (one fulfils, two are double charges); order y: one.
     const payloads = [event(x), event(x), event(x), event(y)];
-    await Promise.all(payloads.map((p) => deliverWebhook(app, p)));
+    await Promise.all(payloads.map((p) => deliverWebhook(stack.app, p)));
     await Promise.all(
       payloads.map((p) => env.client.workflow.getHandle(paymentWorkflowId(p.id)).result()),
     );
     await settled(x);
     await settled(y);
-    warehouse.setMode({ kind: 'ok' });
+    stack.warehouse.setMode({ kind: 'ok' });
 
     const orderWork = (orderId: number) =>
       spans
@@ -328,18 +284,6 @@ class SpanRecorder implements ActivityInboundCallsInterceptor {
         start,
         end: Date.now(),
       });
-    }
-  }
-}
-
-async function eventually(check: () => Promise<void>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 200));
     }
   }
 }

@@ -1,19 +1,8 @@
-import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/http/app';
-import { createLogger } from '../../src/logger';
-import {
-  createOrdersRepository,
-  createPaymentsRepository,
-  type DatabaseHandle,
-} from '../../src/db';
-import type { PaymentStarter } from '../../src/temporal/payment-starter';
+import { createOrdersRepository, type DatabaseHandle } from '../../src/db';
+import { buildTestApp, postWithHeaderLines } from '../support/app';
 import { testDatabases } from '../support/databases';
-
-const noPayments: PaymentStarter = {
-  start: () => Promise.reject(new Error('orders tests start no payments')),
-};
 
 describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
   let db: DatabaseHandle;
@@ -21,13 +10,7 @@ describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
 
   beforeAll(async () => {
     db = await create();
-    app = await buildApp({
-      config: { PAYMENT_WEBHOOK_SECRET: 'unused', WEBHOOK_BODY_LIMIT_BYTES: 65536 },
-      logger: createLogger({ LOG_LEVEL: 'silent' }),
-      payments: noPayments,
-      ordersRepository: createOrdersRepository(db.db),
-      paymentsRepository: createPaymentsRepository(db.db),
-    });
+    app = await buildTestApp({ db });
   });
   afterAll(async () => {
     await app?.close();
@@ -41,6 +24,14 @@ describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
       url: '/api/v1/orders',
       payload: payload as object,
       headers: key === undefined ? {} : { 'idempotency-key': key },
+    });
+  /** POSTs a body as given, with this Content-Type. */
+  const postRaw = (payload: string, contentType: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/api/v1/orders',
+      payload,
+      headers: { 'content-type': contentType },
     });
   const countOrders = async () =>
     Number(
@@ -143,36 +134,11 @@ describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
     await app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = app.server.address() as AddressInfo;
     const send = (lines: string[]) =>
-      new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const payload = JSON.stringify(body);
-        const req = httpRequest(
-          {
-            host: '127.0.0.1',
-            port,
-            method: 'POST',
-            path: '/api/v1/orders',
-            // Raw header lines: the same name may repeat, as it does on the wire.
-            headers: [
-              'Host',
-              `127.0.0.1:${port}`,
-              'Content-Type',
-              'application/json',
-              'Content-Length',
-              String(Buffer.byteLength(payload)),
-              ...lines,
-            ],
-          },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () =>
-              resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
-            );
-          },
-        );
-        req.on('error', reject);
-        req.end(payload);
-      });
+      postWithHeaderLines(port, '/api/v1/orders', JSON.stringify(body), [
+        'Content-Type',
+        'application/json',
+        ...lines,
+      ]);
 
     // Node hands the route "k2, k3" for these two lines; the lines themselves are the evidence.
     const twice = await send(['Idempotency-Key', 'k2', 'idempotency-key', 'k3']);
@@ -212,12 +178,7 @@ describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
   });
 
   it('rejects malformed JSON with 400 and an unprintable key with 400', async () => {
-    const bad = await app.inject({
-      method: 'POST',
-      url: '/api/v1/orders',
-      payload: '{"user_id":',
-      headers: { 'content-type': 'application/json' },
-    });
+    const bad = await postRaw('{"user_id":', 'application/json');
     expect(bad.statusCode).toBe(400);
     const badKey = await post(body, 'has space');
     expect(badKey.statusCode).toBe(400);
@@ -227,12 +188,7 @@ describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
     ['__proto__', '{"__proto__":{"admin":true},"user_id":7}'],
     ['constructor.prototype', '{"constructor":{"prototype":{"admin":true}},"user_id":7}'],
   ])('refuses a %s key (prototype poisoning) with 400 and says why', async (_label, payload) => {
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/v1/orders',
-      payload,
-      headers: { 'content-type': 'application/json; charset=utf-8' },
-    });
+    const res = await postRaw(payload, 'application/json; charset=utf-8');
     expect(res.statusCode).toBe(400);
     expect(res.json<{ error: string }>().error).toBe(
       'request body must not contain a __proto__ or constructor key',
@@ -240,12 +196,7 @@ describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
   });
 
   it('answers 415 for a body that is not JSON', async () => {
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/v1/orders',
-      payload: 'user_id=7',
-      headers: { 'content-type': 'text/plain' },
-    });
+    const res = await postRaw('user_id=7', 'text/plain');
     expect(res.statusCode).toBe(415);
     expect(res.json<{ error: string }>().error).toBe('unsupported content type');
   });

@@ -3,10 +3,10 @@ import type { FastifyInstance } from 'fastify';
 import { type AdminAppDeps, buildAdminApp } from '../../src/http/admin';
 import { databaseReadiness, temporalReadiness } from '../../src/http/health';
 import { createHttpMetrics } from '../../src/http/metrics';
-import { createLogger } from '../../src/logger';
 import { createLazyClient } from '../../src/temporal/client';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
+import { silentLogger } from '../support/app';
 
 // /healthz: the process answers. /readyz: the database and Temporal answer within a short
 // deadline, else 503, so a load balancer stops sending webhooks to a process that cannot queue them.
@@ -29,17 +29,22 @@ afterEach(async () => {
   app = undefined;
 });
 
+/** GET /readyz of an admin app with these checks. */
+async function readyz(...checks: NonNullable<AdminAppDeps['readiness']>) {
+  app = await build(checks);
+  return app.inject({ method: 'GET', url: '/readyz' });
+}
+
 function build(readiness: AdminAppDeps['readiness']): Promise<FastifyInstance> {
   return buildAdminApp({
-    logger: createLogger({ LOG_LEVEL: 'silent' }),
+    logger: silentLogger(),
     readiness,
     metrics: createHttpMetrics(),
   });
 }
 
 it('is ready (200) when the database and Temporal both answer', async () => {
-  app = await build([databaseReadiness(db.db), temporalReadiness(env.client.connection)]);
-  const response = await app.inject({ method: 'GET', url: '/readyz' });
+  const response = await readyz(databaseReadiness(db.db), temporalReadiness(env.client.connection));
   expect(response.statusCode).toBe(200);
   expect(response.json()).toEqual({
     status: 'ready',
@@ -74,8 +79,10 @@ it('is not ready (503) within the deadline when Temporal is unreachable, and sta
 it('is not ready (503) when the database fails', async () => {
   const closed = await sqlite.create();
   await closed.close();
-  app = await build([databaseReadiness(closed.db), temporalReadiness(env.client.connection)]);
-  const response = await app.inject({ method: 'GET', url: '/readyz' });
+  const response = await readyz(
+    databaseReadiness(closed.db),
+    temporalReadiness(env.client.connection),
+  );
   expect(response.statusCode).toBe(503);
   expect(response.json()).toEqual({
     status: 'unavailable',

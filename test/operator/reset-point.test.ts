@@ -8,6 +8,7 @@ import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
 import { eventually, startTestWorkflowWorker } from './helpers';
 import { chargeWorkflow, invalidInputWorkflow } from './workflows';
+import { uniqueEventId as workflowId } from '../support/webhook';
 
 // Where `ops retry` resets a failed run to, on histories the payment workflow does not produce:
 // a failure wrapped around a step retried by the workflow itself with a failed compensation
@@ -32,9 +33,6 @@ afterAll(async () => {
   await db?.close();
   await env?.teardown();
 });
-
-let counter = 0;
-const workflowId = (name: string) => `${name}-${process.pid}-${Date.now()}-${++counter}`;
 
 async function failedRun(workflow: typeof chargeWorkflow | typeof invalidInputWorkflow) {
   const handle = await env.client.workflow.start(workflow, {

@@ -13,6 +13,7 @@ import {
   startTestWorkflowWorker,
 } from './helpers';
 import { badDeployWorkflow, impatientShipmentWorkflow, waitingWorkflow } from './workflows';
+import { uniqueEventId as workflowId } from '../support/webhook';
 
 // `ops stuck` on a dev server: running workflows whose work keeps failing, while the warehouse
 // answers 503 to every request in this file.
@@ -33,10 +34,15 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-let counter = 0;
-const workflowId = (name: string) => `${name}-${process.pid}-${Date.now()}-${++counter}`;
-
 const stuckFor = (all: StuckWork[], id: string) => all.filter((s) => s.workflowId === id);
+
+/** The one entry `findStuckWork` lists for this workflow, once it lists it. */
+const stuckEntry = (id: string) =>
+  eventually(async () => {
+    const found = stuckFor(await findStuckWork(env.client), id);
+    expect(found).toHaveLength(1);
+    return found[0]!;
+  });
 
 it('lists an activity that the server keeps retrying, from the given attempt on', async () => {
   const waiting = await env.client.workflow.start(waitingWorkflow, {
@@ -49,11 +55,7 @@ it('lists an activity that the server keeps retrying, from the given attempt on'
     args: [{ orderId: 4242 }],
   });
 
-  const [entry] = await eventually(async () => {
-    const found = stuckFor(await findStuckWork(env.client), handle.workflowId);
-    expect(found).toHaveLength(1);
-    return found;
-  });
+  const entry = await stuckEntry(handle.workflowId);
   expect(entry).toMatchObject({
     type: 'impatientShipmentWorkflow',
     stuckOn: { kind: 'activity', activityType: 'notifyWarehouse' },
@@ -109,11 +111,7 @@ it('lists a workflow whose workflow task keeps failing', async () => {
     workflowId: workflowId('bad-deploy'),
   });
 
-  const [entry] = await eventually(async () => {
-    const found = stuckFor(await findStuckWork(env.client), handle.workflowId);
-    expect(found).toHaveLength(1);
-    return found;
-  });
+  const entry = await stuckEntry(handle.workflowId);
   expect(entry).toMatchObject({
     type: 'badDeployWorkflow',
     stuckOn: { kind: 'workflow task' },
