@@ -1,4 +1,4 @@
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { ReceivedMail } from '../partners/smtp-sink';
 import type { Order } from '../../src/db';
@@ -159,11 +159,56 @@ async function readPaymentHistory(
     (e) => e.workflowExecutionCompletedEventAttributes,
   )?.workflowExecutionCompletedEventAttributes;
   const payload = completed?.result?.payloads?.[0];
+  const result = payload
+    ? defaultPayloadConverter.fromPayload<PaymentWorkflowResult>(payload)
+    : undefined;
+  if (!scheduled) return { result, ...localRecordPayment(events) };
   return {
-    result: payload
-      ? defaultPayloadConverter.fromPayload<PaymentWorkflowResult>(payload)
-      : undefined,
+    result,
     recordPaymentAttempt: started?.attempt ?? undefined,
     recordPaymentLastFailure: started?.lastFailure?.message ?? undefined,
   };
+}
+
+type HistoryEvents = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']>;
+
+/**
+ * recordPayment as a local activity (patch 'local-payment-steps'): it runs inside a workflow task
+ * and leaves only a marker. A worker killed after the commit loses that workflow task, which times
+ * out (or fails) before the marker; the next one runs the step again. So the step ran once more
+ * than the workflow tasks lost before its marker: that is its attempt here.
+ */
+function localRecordPayment(
+  events: HistoryEvents,
+): Pick<PaymentWorkflowEvidence, 'recordPaymentAttempt' | 'recordPaymentLastFailure'> {
+  const marker = events.findIndex(
+    (e) =>
+      e.markerRecordedEventAttributes?.markerName === 'core_local_activity' &&
+      localActivityType(e.markerRecordedEventAttributes) === 'recordPayment',
+  );
+  if (marker < 0) return { recordPaymentAttempt: undefined, recordPaymentLastFailure: undefined };
+  const lost = events
+    .slice(0, marker)
+    .filter((e) => e.workflowTaskTimedOutEventAttributes || e.workflowTaskFailedEventAttributes);
+  const last = lost.at(-1);
+  return {
+    recordPaymentAttempt: 1 + lost.length,
+    recordPaymentLastFailure: last
+      ? (last.workflowTaskFailedEventAttributes?.failure?.message ?? 'workflow task timed out')
+      : undefined,
+  };
+}
+
+/** The activity type a local activity's marker records (its `data` detail, JSON). */
+function localActivityType(
+  marker: NonNullable<HistoryEvents[number]['markerRecordedEventAttributes']>,
+): string | undefined {
+  const data = marker.details?.data?.payloads?.[0]?.data;
+  if (!data) return undefined;
+  try {
+    return (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string })
+      .activity_type;
+  } catch {
+    return undefined;
+  }
 }

@@ -99,7 +99,8 @@ const { notifyWarehouse } = proxyActivities<Activities>({
  */
 export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWorkflowResult> {
   // Patch 'local-order-steps' (2026-12-01): the database steps as local activities (markers
-  // instead of scheduled activities: new commands), and, for runs that start on this code, none
+  // instead of scheduled activities: new commands), the invoice started beside the confirmation
+  // mail instead of after the loyalty points, and, for runs that start on this code, none
   // of the older patches' markers and search-attribute upserts (each patch() records a marker and
   // upserts TemporalChangeVersion): such a run takes every newer path, and its OrderId is set by
   // the signal-with-start that starts it. A run started before the deploy replays and finishes
@@ -268,8 +269,25 @@ function attemptsOf(cause: Error | undefined): number | undefined {
 /** The steps after the warehouse took the order. */
 async function afterWarehouseNotified(plan: Plan, orderId: number): Promise<void> {
   await plan.steps.setShipmentStatus({ orderId, status: 'requested' });
-  // Both run only here, one at a time per order: the mail's send-then-stamp guard and the
-  // ledger's unique key never race with another run for the same order.
+  if (!plan.legacy) {
+    // 'local-order-steps': the invoice (an abandoned child on `heavy`) starts as soon as the
+    // warehouse took the order, beside the mail, so the workflow task its start costs runs while
+    // the mail is sent instead of after the loyalty points (one round trip less before the run
+    // completes). The child is started before the run may complete: the server drops an
+    // abandoned child whose start is still pending when its parent closes.
+    const invoice = startInvoiceWorkflow(orderId);
+    // Awaited below; handled now, so a failed start is not an unhandled rejection meanwhile.
+    invoice.catch(() => undefined);
+    try {
+      // Both run only here, one at a time per order: the mail's send-then-stamp guard and the
+      // ledger's unique key never race with another run for the same order.
+      await sendOrderConfirmation({ orderId });
+      await plan.steps.awardLoyaltyPoints({ orderId });
+    } finally {
+      await invoice;
+    }
+    return;
+  }
   await sendOrderConfirmation({ orderId });
   await plan.steps.awardLoyaltyPoints({ orderId });
   // Patch 'invoice-after-fulfilment' (2026-11-29): starting the invoice (an abandoned child on
