@@ -1,5 +1,11 @@
 import type { Logger } from '@temporalio/common';
-import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import {
+  bundleWorkflowCode,
+  Worker,
+  type WorkerOptions,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import { PAYMENT_WORKFLOW_MODULES } from '../../src/workers/payments';
 
 /**
@@ -73,4 +79,20 @@ function problemsOnly(problems: string[]): Logger {
     warn: keep,
     error: keep,
   };
+}
+
+/** A worker on the test's server that runs `bundle` on `taskQueue`, with these activities. */
+export function bundledWorker(
+  env: TestWorkflowEnvironment,
+  bundle: WorkflowBundleWithSourceMap,
+  taskQueue: string,
+  activities: WorkerOptions['activities'],
+): Promise<Worker> {
+  return Worker.create({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    taskQueue,
+    workflowBundle: bundle,
+    activities,
+  });
 }

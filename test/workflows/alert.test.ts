@@ -3,12 +3,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Context } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createAlertActivities } from '../../src/activities/alert-activities';
 import { failureAlertWorkflowId, type Alert } from '../../src/shared/alert';
 import { sdkLogEntries } from '../support/sdk-logs';
 import { createTimeSkippingEnv } from '../support/temporal';
-import { workflowBundle } from '../support/bundles';
+import { bundledWorker, workflowBundle } from '../support/bundles';
 
 // Alerts (the seed's Queue::failing) in the time-skipping server: one per failed workflow of
 // any type, delivered by the real activity to a local sink under the Tries(25) +
@@ -53,16 +53,11 @@ async function failAndAlert(sinkAnswers: typeof answer) {
   const deliveries: Array<{ alert: Alert; at: number }> = [];
   const attempts: number[] = [];
   const taskQueue = `test-${randomUUID()}`;
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: bundle,
-    activities: {
-      deliverAlert: async (alert: Alert) => {
-        deliveries.push({ alert, at: await env.currentTimeMs() });
-        attempts.push(Context.current().info.attempt);
-        return activities.deliverAlert(alert);
-      },
+  const worker = await bundledWorker(env, bundle, taskQueue, {
+    deliverAlert: async (alert: Alert) => {
+      deliveries.push({ alert, at: await env.currentTimeMs() });
+      attempts.push(Context.current().info.attempt);
+      return activities.deliverAlert(alert);
     },
   });
   const workflowId = `failing-${randomUUID()}`;

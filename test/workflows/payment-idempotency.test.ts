@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import {
   createLoyaltyRepository,
@@ -13,7 +13,7 @@ import { paymentWorkflow } from '../../src/workflows';
 import { testDatabases } from '../support/databases';
 import { createTimeSkippingEnv } from '../support/temporal';
 import { testActivityDeps } from '../support/activity-deps';
-import { workflowBundle } from '../support/bundles';
+import { bundledWorker, workflowBundle } from '../support/bundles';
 import { startPartners, type Partners } from '../support/stack';
 import { createTestOrder } from '../support/orders';
 
@@ -60,16 +60,11 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
     // The hand-overs themselves: the order workflow's de-duplication would hide a second one
     // from every effect below, so count them where they leave the payment workflow.
     const handOvers: Array<Parameters<typeof activities.handOverToOrder>[0]> = [];
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle: bundle,
-      activities: {
-        ...activities,
-        handOverToOrder: async (input: Parameters<typeof activities.handOverToOrder>[0]) => {
-          handOvers.push(input);
-          return activities.handOverToOrder(input);
-        },
+    const worker = await bundledWorker(env, bundle, taskQueue, {
+      ...activities,
+      handOverToOrder: async (input: Parameters<typeof activities.handOverToOrder>[0]) => {
+        handOvers.push(input);
+        return activities.handOverToOrder(input);
       },
     });
     const input = { eventId: `evt_${randomUUID()}`, orderId, amount: 5400 };
@@ -129,19 +124,14 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
     });
     let attempts = 0;
     const taskQueue = `test-${randomUUID()}`;
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle: bundle,
-      activities: {
-        ...activities,
-        // The crash window: the row is committed, then the attempt is lost before it reports.
-        recordPayment: async (input: Parameters<typeof activities.recordPayment>[0]) => {
-          attempts += 1;
-          const result = await activities.recordPayment(input);
-          if (attempts === 1) throw new Error('worker died after the commit');
-          return result;
-        },
+    const worker = await bundledWorker(env, bundle, taskQueue, {
+      ...activities,
+      // The crash window: the row is committed, then the attempt is lost before it reports.
+      recordPayment: async (input: Parameters<typeof activities.recordPayment>[0]) => {
+        attempts += 1;
+        const result = await activities.recordPayment(input);
+        if (attempts === 1) throw new Error('worker died after the commit');
+        return result;
       },
     });
     const input = { eventId: `evt_${randomUUID()}`, orderId: order.id, amount: 5400 };
