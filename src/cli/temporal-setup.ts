@@ -1,6 +1,6 @@
-import { parseArgs } from 'node:util';
 import type { Connection } from '@temporalio/client';
 import { DEFAULT_RETENTION_DAYS, ensureTemporalSetup, type SetupStep } from '../temporal/setup';
+import { atMost, createProgram, onProgram, parseCommandLine, UsageError } from './command-line';
 import { withTemporalClient } from './temporal-session';
 
 /**
@@ -11,16 +11,40 @@ import { withTemporalClient } from './temporal-session';
  * wrong command line.
  */
 
-const USAGE = `Usage: npm run temporal:setup [-- --retention-days <N>]
-
-Registers on the configured Temporal cluster what the app needs, leaving what exists alone:
+/** The command line: one command, its option and its help. */
+function commandLine() {
+  const program = createProgram(
+    'npm run temporal:setup',
+    'Registers on the configured Temporal cluster what the app needs, leaving what exists alone.',
+  )
+    .usage('[-- --retention-days <N>]')
+    .option(
+      '--retention-days <N>',
+      `retention of a namespace created here (default ${DEFAULT_RETENTION_DAYS})`,
+    )
+    .addHelpText(
+      'after',
+      `
+What it registers:
   namespace          TEMPORAL_NAMESPACE, created with --retention-days (default ${DEFAULT_RETENTION_DAYS}) if missing
                      and the cluster allows it (Temporal Cloud does not: create it there)
   search attributes  OrderId (Int), PaymentEventId (Keyword): payments cannot start without them
   schedule           aggregate-stock (every 5 minutes, overlap SKIP)
 
 Connects as every process does: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS_*, TEMPORAL_API_KEY,
-or a temporal.toml profile (TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE).`;
+or a temporal.toml profile (TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE).`,
+    );
+  return onProgram(program, (args, options) => {
+    atMost(args, 0);
+    const days = options.retentionDays as string | undefined;
+    if (days === undefined) return DEFAULT_RETENTION_DAYS;
+    // The server's bounds: at least a day; Cloud allows up to 90.
+    if (!/^\d+$/.test(days) || Number(days) < 1 || Number(days) > 3650) {
+      throw new UsageError('--retention-days takes a whole number of days, 1 to 3650.');
+    }
+    return Number(days);
+  });
+}
 
 export interface SetupIo {
   out(text: string): void;
@@ -29,29 +53,10 @@ export interface SetupIo {
 }
 
 export async function main(argv: readonly string[], io: SetupIo = processIo()): Promise<number> {
-  let retentionDays = DEFAULT_RETENTION_DAYS;
-  try {
-    const { values } = parseArgs({
-      args: [...argv],
-      options: { 'retention-days': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-      strict: true,
-    });
-    if (values.help) {
-      io.out(USAGE);
-      return 0;
-    }
-    const days = values['retention-days'];
-    if (days !== undefined) {
-      // The server's bounds: at least a day; Cloud allows up to 90.
-      if (!/^\d+$/.test(days) || Number(days) < 1 || Number(days) > 3650) {
-        throw new Error('--retention-days takes a whole number of days, 1 to 3650');
-      }
-      retentionDays = Number(days);
-    }
-  } catch (error) {
-    io.err(`${(error as Error).message}\n\n${USAGE}`);
-    return 2;
-  }
+  const parsed = await parseCommandLine<number>(commandLine(), argv, io);
+  if (parsed.kind === 'help') return 0;
+  if (parsed.kind === 'usage-error') return 2;
+  const retentionDays = parsed.work;
 
   return withTemporalClient(io, 'temporal:setup', async (client) => {
     // withTemporalClient connects with a full Connection: the operator service is on it.
