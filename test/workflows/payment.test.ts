@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { ActivityFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Activities } from '../../src/activities';
 import { createPaymentActivities } from '../../src/activities/payment-activities';
 import type { WarehouseClient } from '../../src/activities/warehouse-client';
@@ -12,7 +12,7 @@ import { FailureType } from '../../src/shared/errors';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { paymentRecordedSignal, type OrderPaymentEvent } from '../../src/shared/order';
 import { createTimeSkippingEnv } from '../support/temporal';
-import { workflowBundle } from '../support/bundles';
+import { bundledWorker, workflowBundle } from '../support/bundles';
 
 // The payment workflow's decisions in the time-skipping test server, with mocked activities
 // typed against the real ones. Retry waits of minutes pass in milliseconds.
@@ -122,12 +122,7 @@ async function run(
 ) {
   const calls: Call[] = [];
   const taskQueue = `test-${randomUUID()}`;
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: bundle,
-    activities: mockActivities(activities, calls),
-  });
+  const worker = await bundledWorker(env, bundle, taskQueue, mockActivities(activities, calls));
   const outcome = await worker.runUntil(async () => {
     const handle = await start(taskQueue);
     const result = await handle.result().catch((err: unknown) => err);
