@@ -11,7 +11,6 @@ import {
   createStockRepository,
 } from '../../src/db';
 import { createHeavyWorker } from '../../src/workers/heavy';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import {
   HEAVY_TASK_QUEUE,
   PAYMENTS_TASK_QUEUE,
@@ -19,10 +18,6 @@ import {
 } from '../../src/shared/constants';
 import { FailureType } from '../../src/shared/errors';
 import { orderWorkflowId } from '../../src/shared/order';
-import {
-  createWarehouseSimulator,
-  type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
 import { createPaymentWorker } from '../../src/workers/payments';
 import { invoiceWorkflowId } from '../../src/shared/invoice';
 import type { invoiceWorkflow } from '../../src/workflows/invoice';
@@ -33,6 +28,7 @@ import { createDevServerEnv } from '../support/temporal';
 import { uniqueEventId } from '../support/webhook';
 import { prebuilt, workflowBundle } from '../support/bundles';
 import { createTestOrder } from '../support/orders';
+import { startPartners, type Partners } from '../support/stack';
 
 // User-facing work and heavy work on separate task queues and worker pools: a heavy queue
 // saturated with slow invoices does not delay an order's confirmation mail on `payments`.
@@ -46,8 +42,7 @@ const sqlite = testDatabases.find((d) => d.name === 'sqlite')!;
 
 let env: TestWorkflowEnvironment;
 let db: TestDatabaseHandle;
-let warehouse: WarehouseSimulator;
-let smtp: SmtpSink;
+let partners: Partners;
 let invoiceDir: string;
 let bundle: WorkflowBundleWithSourceMap;
 const workers: Array<{ worker: Worker; run: Promise<void> }> = [];
@@ -59,14 +54,12 @@ beforeAll(async () => {
     // One bundle for both workers, as in production (they load the same workflow code).
     workflowBundle(),
   ]);
-  warehouse = createWarehouseSimulator();
-  const warehouseUrl = await warehouse.listen(0);
-  smtp = await startSmtpSink();
+  partners = await startPartners();
   invoiceDir = mkdtempSync(path.join(tmpdir(), 'invoices-'));
   const paymentWorker = await createPaymentWorker({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
-    activities: testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
+    activities: testActivityDeps(db, partners),
     overrides: prebuilt(bundle),
   });
   const heavyWorker = await createHeavyWorker({
@@ -93,8 +86,7 @@ afterAll(async () => {
     worker.shutdown();
     await run;
   }
-  await smtp?.close();
-  await warehouse?.close();
+  await partners?.close();
   await db?.close();
   await env?.teardown();
   if (invoiceDir) rmSync(invoiceDir, { recursive: true, force: true });
@@ -166,7 +158,7 @@ it('sends a confirmation mail within seconds while 20 slow invoices queue on the
   });
 
   const messageId = `<order-${orderId}-confirmation@test.local>`;
-  while (!smtp.messages.some((m) => m.messageId === messageId)) {
+  while (!partners.smtp.messages.some((m) => m.messageId === messageId)) {
     if (Date.now() - paidAt > 30_000) throw new Error('the confirmation mail never arrived');
     await new Promise((r) => setTimeout(r, 20));
   }

@@ -11,7 +11,7 @@ import { createDevServerEnv } from '../support/temporal';
 import { uniqueEventId } from '../support/webhook';
 import { eventually, freePort, spawnWorker, stopWorker, type WorkerProcess } from './helpers';
 import { startPartners, type Partners } from '../support/stack';
-import { createTestOrder } from '../support/orders';
+import { createTestOrder, startPaymentWorkflow } from '../support/orders';
 
 // The production worker entry (src/worker.ts) as a process of its own, the way systemd or
 // Kubernetes run it: its Prometheus and health endpoints, and its shutdown on SIGTERM. A child
@@ -55,15 +55,7 @@ async function createOrder(): Promise<number> {
   return order.id;
 }
 
-function startPayment(orderId: number) {
-  const eventId = uniqueEventId();
-  return env.client.workflow.start('paymentWorkflow', {
-    taskQueue: PAYMENTS_TASK_QUEUE,
-    workflowId: paymentWorkflowId(eventId),
-    args: [{ eventId, orderId, amount: 5400 }],
-    workflowExecutionTimeout: '2 minutes',
-  });
-}
+const startPayment = (orderId: number) => startPaymentWorkflow(env.client, orderId, '2 minutes');
 
 describe('worker process', () => {
   let worker: WorkerProcess | undefined;

@@ -6,14 +6,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { buildWorkflowBundle } from '../../src/workers/workflow-bundle';
 import { createOrdersRepository } from '../../src/db';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { failureAlertWorkflowId } from '../../src/shared/alert';
-import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
-import {
-  createWarehouseSimulator,
-  type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
 import {
   createPaymentWorker,
   resolveWorkflowBundlePath,
@@ -22,9 +16,9 @@ import {
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
-import { uniqueEventId } from '../support/webhook';
 import { eventually } from './helpers';
-import { createTestOrder } from '../support/orders';
+import { createTestOrder, startPaymentWorkflow } from '../support/orders';
+import { startPartners, type Partners } from '../support/stack';
 
 // The prebuilt workflow bundle of `npm run build` (src/workers/workflow-bundle.ts): a worker
 // that loads it instead of bundling at start-up runs the payment flow, interceptors included.
@@ -32,8 +26,7 @@ const sqlite = testDatabases.find((d) => d.name === 'sqlite')!;
 let dir: string;
 let env: TestWorkflowEnvironment;
 let db: TestDatabaseHandle;
-let warehouse: WarehouseSimulator;
-let smtp: SmtpSink;
+let partners: Partners;
 let worker: Worker;
 let running: Promise<void>;
 
@@ -41,15 +34,13 @@ beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'order-payments-bundle-'));
   env = await createDevServerEnv();
   db = await sqlite.create();
-  warehouse = createWarehouseSimulator();
-  const warehouseUrl = await warehouse.listen(0);
-  smtp = await startSmtpSink();
+  partners = await startPartners();
   const bundle = await buildWorkflowBundle(path.join(dir, WORKFLOW_BUNDLE_FILENAME));
   expect(statSync(bundle.path).size).toBe(bundle.bytes);
   worker = await createPaymentWorker({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
-    activities: testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
+    activities: testActivityDeps(db, partners),
     workflowBundlePath: bundle.path,
   });
   running = worker.run();
@@ -57,22 +48,13 @@ beforeAll(async () => {
 afterAll(async () => {
   worker?.shutdown();
   await running;
-  await smtp?.close();
-  await warehouse?.close();
+  await partners?.close();
   await db?.close();
   await env?.teardown();
   rmSync(dir, { recursive: true, force: true });
 });
 
-function startPayment(orderId: number) {
-  const eventId = uniqueEventId();
-  return env.client.workflow.start('paymentWorkflow', {
-    taskQueue: PAYMENTS_TASK_QUEUE,
-    workflowId: paymentWorkflowId(eventId),
-    args: [{ eventId, orderId, amount: 5400 }],
-    workflowExecutionTimeout: '1 minute',
-  });
-}
+const startPayment = (orderId: number) => startPaymentWorkflow(env.client, orderId, '1 minute');
 
 it('completes a payment workflow on the prebuilt bundle', async () => {
   const order = await createTestOrder(createOrdersRepository(db.db));
@@ -82,7 +64,7 @@ it('completes a payment workflow on the prebuilt bundle', async () => {
     orderWorkflowId: orderWorkflowId(order.id),
   });
   await env.client.workflow.getHandle(orderWorkflowId(order.id)).result();
-  expect(warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(1);
+  expect(partners.warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(1);
 });
 
 it('carries the failure-alert interceptor inside the bundle', async () => {

@@ -1,4 +1,8 @@
+import type { Client } from '@temporalio/client';
+import type { Duration } from '@temporalio/common';
 import type { OrdersRepository } from '../../src/db';
+import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
+import { uniqueEventId } from './webhook';
 
 type Order = Awaited<ReturnType<OrdersRepository['createWithIdempotencyKey']>>['order'];
 
@@ -14,4 +18,18 @@ export async function createTestOrder(
     ...fields,
   });
   return order;
+}
+
+/**
+ * Starts the payment workflow for an order on task queue `payments`, as the webhook's starter
+ * would, with a fresh event ID and an execution timeout so a stuck run fails the test.
+ */
+export function startPaymentWorkflow(client: Client, orderId: number, timeout: Duration) {
+  const eventId = uniqueEventId();
+  return client.workflow.start('paymentWorkflow', {
+    taskQueue: PAYMENTS_TASK_QUEUE,
+    workflowId: paymentWorkflowId(eventId),
+    args: [{ eventId, orderId, amount: 5400 }],
+    workflowExecutionTimeout: timeout,
+  });
 }

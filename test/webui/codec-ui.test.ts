@@ -12,17 +12,12 @@ import {
 import { buildApp } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
 import { localHttpUrl } from '../../src/net/addresses';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { orderWorkflowId } from '../../src/shared/order';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
 import { codecEndpointFor, dataConverterFor } from '../../src/temporal/data-converter';
 import { startDevServer, type DevServer } from '../../dev/temporal/dev-server';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
-import {
-  createWarehouseSimulator,
-  type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
 import { createPaymentWorker } from '../../src/workers/payments';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases } from '../support/databases';
@@ -30,6 +25,7 @@ import { uniqueEventId } from '../support/webhook';
 import { freePort } from '../operations/helpers';
 import { assertChromium, launchBrowser, requireUi, UI_WAIT_MS, type TestBrowser } from './browser';
 import { createTestOrder } from '../support/orders';
+import { startPartners, type Partners } from '../support/stack';
 
 // With PAYLOAD_ENCRYPTION_KEY set the server holds ciphertext only, yet an operator reads a
 // payment's input in clear in the Temporal Web UI: the UI posts the payloads to our HTTP
@@ -49,8 +45,7 @@ interface ServedRequest {
 
 let server: DevServer;
 let db: DatabaseHandle;
-let warehouse: WarehouseSimulator;
-let smtp: SmtpSink;
+let partners: Partners;
 let app: FastifyInstance;
 let workerConnection: NativeConnection;
 let worker: Worker;
@@ -90,15 +85,13 @@ beforeAll(async () => {
 
   const dataConverter = dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY);
   db = await testDatabases[0]!.create();
-  warehouse = createWarehouseSimulator();
-  const warehouseUrl = await warehouse.listen(0);
-  smtp = await startSmtpSink();
+  partners = await startPartners();
   workerConnection = await NativeConnection.connect({ address: server.address });
   worker = await createPaymentWorker({
     connection: workerConnection,
     namespace: 'default',
     dataConverter,
-    activities: testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
+    activities: testActivityDeps(db, partners),
   });
   workerRun = worker.run();
   clientConnection = await Connection.connect({ address: server.address });
@@ -150,8 +143,7 @@ afterAll(async () => {
   }
   await workerConnection?.close();
   await clientConnection?.close();
-  await smtp?.close();
-  await warehouse?.close();
+  await partners?.close();
   await db?.close();
   await server?.shutdown();
 });

@@ -3,15 +3,10 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { Page } from 'playwright-core';
 import type { DatabaseHandle } from '../../src/db';
 import { createOrdersRepository } from '../../src/db';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { orderWorkflowId } from '../../src/shared/order';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
 import { startDevServer, type DevServer } from '../../dev/temporal/dev-server';
 import { createPaymentStarter, type PaymentStarter } from '../../src/temporal/payment-starter';
-import {
-  createWarehouseSimulator,
-  type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
 import { createPaymentWorker } from '../../src/workers/payments';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases } from '../support/databases';
@@ -19,6 +14,7 @@ import { uniqueEventId } from '../support/webhook';
 import { eventually, freePort } from '../operations/helpers';
 import { assertChromium, launchBrowser, requireUi, UI_WAIT_MS, type TestBrowser } from './browser';
 import { createTestOrder } from '../support/orders';
+import { startPartners, type Partners } from '../support/stack';
 
 // What an operator does in the Temporal Web UI, in a real browser: filter the workflow list by
 // the custom search attribute `OrderId = <id>` and find the order's payment, Completed; read a
@@ -28,8 +24,7 @@ import { createTestOrder } from '../support/orders';
 
 let server: DevServer;
 let db: DatabaseHandle;
-let warehouse: WarehouseSimulator;
-let smtp: SmtpSink;
+let partners: Partners;
 let workerConnection: NativeConnection;
 let worker: Worker;
 let workerRun: Promise<void>;
@@ -48,14 +43,12 @@ beforeAll(async () => {
   });
   requireUi(server.uiUrl);
   db = await testDatabases[0]!.create();
-  warehouse = createWarehouseSimulator();
-  const warehouseUrl = await warehouse.listen(0);
-  smtp = await startSmtpSink();
+  partners = await startPartners();
   workerConnection = await NativeConnection.connect({ address: server.address });
   worker = await createPaymentWorker({
     connection: workerConnection,
     namespace: 'default',
-    activities: testActivityDeps(db, { warehouseUrl, smtpUrl: smtp.url }),
+    activities: testActivityDeps(db, partners),
   });
   workerRun = worker.run();
   clientConnection = await Connection.connect({ address: server.address });
@@ -73,8 +66,7 @@ afterAll(async () => {
   }
   await workerConnection?.close();
   await clientConnection?.close();
-  await smtp?.close();
-  await warehouse?.close();
+  await partners?.close();
   await db?.close();
   await server?.shutdown();
 });
@@ -170,7 +162,7 @@ describe('Temporal Web UI (Chromium)', () => {
   }, 120_000);
 
   it("shows the retrying warehouse call in the order's Pending Activities: attempt, last failure, next retry", async () => {
-    warehouse.setMode({ kind: 'unavailable', status: 503 });
+    partners.warehouse.setMode({ kind: 'unavailable', status: 503 });
     const orderId = await newOrder();
     const order = client.workflow.getHandle(orderWorkflowId(orderId));
     try {
@@ -213,7 +205,7 @@ describe('Temporal Web UI (Chromium)', () => {
       }
     } finally {
       await order.terminate('Web UI test done').catch(() => {});
-      warehouse.setMode({ kind: 'ok' });
+      partners.warehouse.setMode({ kind: 'ok' });
     }
   }, 120_000);
 });
