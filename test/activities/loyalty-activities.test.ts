@@ -1,6 +1,4 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { MockActivityEnvironment } from '@temporalio/testing';
-import { DefaultLogger } from '@temporalio/worker';
 import {
   createLoyaltyActivities,
   type AwardLoyaltyPointsResult,
@@ -9,10 +7,10 @@ import { createLoyaltyRepository, type LoyaltyRepository } from '../../src/db/re
 import { createOrdersRepository, type OrdersRepository } from '../../src/db/repositories/orders';
 import { FailureType } from '../../src/shared/errors';
 import { ORDER_CONFIRMED_REASON, POINTS_PER_CONFIRMED_ORDER } from '../../src/shared/loyalty';
+import { quietActivityEnvironment } from '../support/activity-environment';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 
 // The seed's exercise: a job that adds 100 points must not add 200 when it runs twice.
-const logger = new DefaultLogger('ERROR');
 
 describe.each(testDatabases)('awardLoyaltyPoints ($name)', ({ create }) => {
   let handle: TestDatabaseHandle;
@@ -38,7 +36,7 @@ describe.each(testDatabases)('awardLoyaltyPoints ($name)', ({ create }) => {
 
   function award(orderId: number): Promise<AwardLoyaltyPointsResult> {
     const activities = createLoyaltyActivities({ loyalty, orders });
-    return new MockActivityEnvironment({}, { logger }).run(
+    return quietActivityEnvironment().run(
       (input: { orderId: number }) => activities.awardLoyaltyPoints(input),
       { orderId },
     );

@@ -2,8 +2,6 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { MockActivityEnvironment } from '@temporalio/testing';
-import { DefaultLogger } from '@temporalio/worker';
 import {
   createInvoiceActivities,
   invoiceNumber,
@@ -11,10 +9,11 @@ import {
 } from '../../src/activities/invoice-activities';
 import { createOrdersRepository, createPaymentsRepository } from '../../src/db';
 import { FailureType } from '../../src/shared/errors';
+import type { MockActivityEnvironment } from '@temporalio/testing';
+import { quietActivityEnvironment } from '../support/activity-environment';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 
 // generateInvoicePdf against a real database and a real directory, outside any workflow.
-const logger = new DefaultLogger('ERROR');
 
 describe.each(testDatabases)('generateInvoicePdf ($name)', ({ create }) => {
   let db: TestDatabaseHandle;
@@ -53,7 +52,7 @@ describe.each(testDatabases)('generateInvoicePdf ($name)', ({ create }) => {
       invoiceDir,
       invoiceDelayMs: options.invoiceDelayMs,
     });
-    const env = options.env ?? new MockActivityEnvironment({}, { logger });
+    const env = options.env ?? quietActivityEnvironment();
     return env.run((input: { orderId: number }) => activities.generateInvoicePdf(input), {
       orderId,
     });
@@ -88,7 +87,7 @@ describe.each(testDatabases)('generateInvoicePdf ($name)', ({ create }) => {
 
   it('heartbeats while it works on a slow invoice', async () => {
     const orderId = await paidOrder();
-    const env = new MockActivityEnvironment({}, { logger });
+    const env = quietActivityEnvironment();
     const heartbeats: unknown[] = [];
     env.on('heartbeat', (details: unknown) => heartbeats.push(details));
 
@@ -101,7 +100,7 @@ describe.each(testDatabases)('generateInvoicePdf ($name)', ({ create }) => {
 
   it('stops at its next heartbeat step when cancelled', async () => {
     const orderId = await paidOrder();
-    const env = new MockActivityEnvironment({}, { logger });
+    const env = quietActivityEnvironment();
     const run = generate(orderId, { invoiceDelayMs: 30_000, env });
     setTimeout(() => env.cancel(), 200);
 
