@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
+import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import type { CliIo } from '../../src/cli/ops';
 import { loadConfig } from '../../src/config';
@@ -52,28 +52,38 @@ export async function startTestWorkflowWorker(
   stack: Pick<PaymentStack, 'db' | 'warehouseUrl' | 'smtp'>,
 ) {
   const steps = createStepActivities();
+  const worker = await runTestWorkflows(env, {
+    ...createActivities({
+      ...activityDepsFromConfig(loadConfig({ NODE_ENV: 'test' }), stack.db, {
+        warehouseUrl: stack.warehouseUrl,
+        temporalUiUrl: undefined,
+        smtpUrl: stack.smtp.url,
+      }),
+      client: env.client,
+    }),
+    ...steps.activities,
+  });
+  return { ...worker, steps };
+}
+
+/** A worker of the test-only workflows in ./workflows.ts on a task queue of its own. */
+export async function runTestWorkflows(
+  env: TestWorkflowEnvironment,
+  activities: WorkerOptions['activities'],
+  options: Partial<WorkerOptions> = {},
+) {
   const taskQueue = `ops-test-${randomUUID()}`;
   const worker = await Worker.create({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
     taskQueue,
     workflowsPath: require.resolve('./workflows'),
-    activities: {
-      ...createActivities({
-        ...activityDepsFromConfig(loadConfig({ NODE_ENV: 'test' }), stack.db, {
-          warehouseUrl: stack.warehouseUrl,
-          temporalUiUrl: undefined,
-          smtpUrl: stack.smtp.url,
-        }),
-        client: env.client,
-      }),
-      ...steps.activities,
-    },
+    activities,
+    ...options,
   });
   const running = worker.run();
   return {
     taskQueue,
-    steps,
     async close() {
       worker.shutdown();
       await running;

@@ -1,11 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { EXIT_OK, main } from '../../src/cli/ops';
 import { dataConverterFor } from '../../src/temporal/data-converter';
 import { createDevServerEnv } from '../support/temporal';
-import { captureIo, cliEnv, eventually } from './helpers';
+import { captureIo, cliEnv, eventually, runTestWorkflows } from './helpers';
 import { createStepActivities } from './step-activities';
 import { badDeployWorkflow, impatientShipmentWorkflow, invalidInputWorkflow } from './workflows';
 
@@ -20,23 +19,17 @@ const UNDECODABLE =
 
 let env: TestWorkflowEnvironment;
 let k2Client: Client;
-const workers: { shutdown(): void; running: Promise<void> }[] = [];
+const workers: { close(): Promise<void> }[] = [];
 /** A worker without encryption, like the other operator tests, and one with key k2. */
 let plainQueue: string;
 let k2Queue: string;
 
 async function startWorker(payloadEncryptionKey: string | undefined): Promise<string> {
-  const taskQueue = `ops-undecodable-${randomUUID()}`;
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    namespace: env.namespace ?? 'default',
-    taskQueue,
-    workflowsPath: require.resolve('./workflows'),
-    activities: createStepActivities().activities,
+  const worker = await runTestWorkflows(env, createStepActivities().activities, {
     dataConverter: dataConverterFor(payloadEncryptionKey),
   });
-  workers.push({ shutdown: () => worker.shutdown(), running: worker.run() });
-  return taskQueue;
+  workers.push(worker);
+  return worker.taskQueue;
 }
 
 beforeAll(async () => {
@@ -51,8 +44,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const w of workers) w.shutdown();
-  await Promise.all(workers.map((w) => w.running));
+  await Promise.all(workers.map((w) => w.close()));
   await env?.teardown();
 });
 
