@@ -2,6 +2,7 @@ import type { Connection } from '@temporalio/client';
 import { DEFAULT_RETENTION_DAYS, ensureTemporalSetup, type SetupStep } from '../temporal/setup';
 import { atMost, createProgram, onProgram, parseCommandLine, UsageError } from './command-line';
 import { withTemporalClient } from './temporal-session';
+import { runMain } from '../process/run-main';
 
 /**
  * `npm run temporal:setup`: registers on the configured Temporal (TEMPORAL_ADDRESS or the
@@ -91,14 +92,4 @@ function processIo(): SetupIo {
   };
 }
 
-if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (error: unknown) => {
-      process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-      process.exitCode = 1;
-    },
-  );
-}
+if (require.main === module) runMain(() => main(process.argv.slice(2)));
