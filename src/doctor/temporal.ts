@@ -1,6 +1,4 @@
 import type { Connection } from '@temporalio/client';
-import type { SearchAttributeType } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
 import { errorMessage } from '../monitoring/probes';
 import {
   describeBacklog,
@@ -16,9 +14,8 @@ import {
   diagnoseConnectionFailure,
   TemporalConnectionError,
 } from '../temporal/connection-diagnosis';
+import { compareSearchAttributes, registerCommands } from '../temporal/setup';
 import { type CheckResult, result } from './types';
-
-const { IndexedValueType } = temporal.api.enums.v1;
 
 export interface TemporalCheckOptions {
   address: string;
@@ -38,17 +35,6 @@ export interface TemporalCheckOptions {
 const WORKER_COMMANDS: Record<string, string> = {
   [PAYMENTS_TASK_QUEUE]: 'npm run worker',
   [HEAVY_TASK_QUEUE]: 'npm run heavy-worker',
-};
-
-/** How `temporal operator search-attribute create --type` names each type. */
-const CLI_TYPE_NAMES: Record<SearchAttributeType, string> = {
-  TEXT: 'Text',
-  KEYWORD: 'Keyword',
-  INT: 'Int',
-  DOUBLE: 'Double',
-  BOOL: 'Bool',
-  DATETIME: 'Datetime',
-  KEYWORD_LIST: 'KeywordList',
 };
 
 /**
@@ -193,24 +179,12 @@ async function checkSearchAttributes(
   const response = await within(connection, timeoutMs, () =>
     connection.operatorService.listSearchAttributes({ namespace }),
   );
-  const registered = response.customAttributes ?? {};
-  const missing: string[] = [];
-  const wrongType: string[] = [];
-  for (const key of CUSTOM_SEARCH_ATTRIBUTES) {
-    const actual = registered[key.name];
-    if (actual === undefined) missing.push(key.name);
-    else if (actual !== IndexedValueType[`INDEXED_VALUE_TYPE_${key.type}`]) {
-      wrongType.push(`${key.name} is ${IndexedValueType[actual] ?? actual}, not ${key.type}`);
-    }
-  }
+  const { missing, wrongType } = compareSearchAttributes(response.customAttributes ?? {});
   const names = CUSTOM_SEARCH_ATTRIBUTES.map((k) => `${k.name} (${k.type})`).join(', ');
   if (missing.length === 0 && wrongType.length === 0) {
     return result('search attributes', 'OK', `registered: ${names}`);
   }
-  const commands = CUSTOM_SEARCH_ATTRIBUTES.filter((k) => missing.includes(k.name)).map(
-    (k) =>
-      `temporal operator search-attribute create --namespace ${namespace} --name ${k.name} --type ${CLI_TYPE_NAMES[k.type]}`,
-  );
+  const commands = registerCommands(namespace, missing);
   const problems = [
     ...(missing.length > 0 ? [`not registered: ${missing.join(', ')}`] : []),
     ...wrongType,

@@ -242,7 +242,7 @@ async function ensureSearchAttributes(options: SetupOptions): Promise<SetupStep>
       };
 }
 
-interface SearchAttributeState {
+export interface SearchAttributeState {
   missing: string[];
   wrongType: string[];
 }
@@ -254,7 +254,13 @@ async function searchAttributeState(
   const response = await call(connection, () =>
     connection.operatorService.listSearchAttributes({ namespace }),
   );
-  const registered = response.customAttributes ?? {};
+  return compareSearchAttributes(response.customAttributes ?? {});
+}
+
+/** The app's search attributes that a namespace lacks, or has under another type. */
+export function compareSearchAttributes(
+  registered: Record<string, temporal.api.enums.v1.IndexedValueType>,
+): SearchAttributeState {
   const missing: string[] = [];
   const wrongType: string[] = [];
   for (const key of CUSTOM_SEARCH_ATTRIBUTES) {

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, OrderStatus, ShipmentStatus } from '../schema';
+import { EXPORT_COLUMNS } from '../../shared/export';
 
 /**
  * Orders read in pages for exports. Pages are keyset pages on the primary key (`id > cursor`
@@ -76,18 +77,8 @@ export function createOrderExportRepository(db: Kysely<Database>): OrderExportRe
     async readPage({ afterOrderId, toOrderId, limit }) {
       const rows = await db
         .selectFrom('orders')
-        .select([
-          'id',
-          'user_id',
-          'customer_email',
-          'status',
-          'total_amount',
-          'shipment_status',
-          'confirmation_sent_at',
-          'refund_review_requested_at',
-          'created_at',
-          'updated_at',
-        ])
+        // The columns of the file, in its order (src/shared/export.ts).
+        .select(EXPORT_COLUMNS)
         .where('id', '>', afterOrderId)
         .where('id', '<=', toOrderId)
         .orderBy('id')
