@@ -71,8 +71,13 @@ export interface CommitWindowOutcome {
   eventId: string;
   orderId: number | undefined;
   killedAttempt: number | undefined;
-  /** The attempt recorded as completed in the history: greater means the kill hit the window. */
+  /** The attempt recorded as completed in the history. */
   completedAttempt: number | undefined;
+  /**
+   * The kill hit the window when another worker's completion was recorded: the killed one had
+   * committed the row and never reported it. (Attempt numbers cannot tell for a local activity:
+   * the worker that takes over counts its attempts afresh.)
+   */
   hit: boolean;
   /** What the workflow concluded: did it still hand the payment over to fulfilment? */
   created: boolean | undefined;
@@ -673,9 +678,8 @@ async function judge(ctx: {
       killedAttempt: kill.attempt,
       completedAttempt,
       hit:
-        completedAttempt !== undefined &&
-        kill.attempt !== undefined &&
-        completedAttempt > kill.attempt,
+        workflow?.recordPaymentCompletedBy !== undefined &&
+        !workflow.recordPaymentCompletedBy.startsWith(`${kill.pid}@`),
       created: workflow?.result?.created,
       shipped: kill.orderId !== undefined && shippedOrders.has(kill.orderId),
     });

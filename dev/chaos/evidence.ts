@@ -39,6 +39,8 @@ export interface PaymentWorkflowEvidence {
   recordPaymentAttempt: number | undefined;
   /** The failure that made the server retry recordPayment, as the history kept it. */
   recordPaymentLastFailure: string | undefined;
+  /** The identity (`pid@host`) of the worker whose completion of recordPayment was recorded. */
+  recordPaymentCompletedBy: string | undefined;
 }
 
 export interface Evidence {
@@ -115,6 +117,7 @@ export async function gatherEvidence(input: {
               result: undefined,
               recordPaymentAttempt: undefined,
               recordPaymentLastFailure: undefined,
+              recordPaymentCompletedBy: undefined,
             }),
       });
     }
@@ -167,6 +170,7 @@ async function readPaymentHistory(
     result,
     recordPaymentAttempt: started?.attempt ?? undefined,
     recordPaymentLastFailure: started?.lastFailure?.message ?? undefined,
+    recordPaymentCompletedBy: started?.identity ?? undefined,
   };
 }
 
@@ -176,17 +180,31 @@ type HistoryEvents = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory
  * recordPayment as a local activity (patch 'local-payment-steps'): it runs inside a workflow task
  * and leaves only a marker. A worker killed after the commit loses that workflow task, which times
  * out (or fails) before the marker; the next one runs the step again. So the step ran once more
- * than the workflow tasks lost before its marker: that is its attempt here.
+ * than the workflow tasks lost before its marker: that is its attempt here. The marker belongs to
+ * the workflow task completed just before it, whose identity names the worker that ran the step.
  */
 function localRecordPayment(
   events: HistoryEvents,
-): Pick<PaymentWorkflowEvidence, 'recordPaymentAttempt' | 'recordPaymentLastFailure'> {
+): Pick<
+  PaymentWorkflowEvidence,
+  'recordPaymentAttempt' | 'recordPaymentLastFailure' | 'recordPaymentCompletedBy'
+> {
   const marker = events.findIndex(
     (e) =>
       e.markerRecordedEventAttributes?.markerName === 'core_local_activity' &&
       localActivityType(e.markerRecordedEventAttributes) === 'recordPayment',
   );
-  if (marker < 0) return { recordPaymentAttempt: undefined, recordPaymentLastFailure: undefined };
+  if (marker < 0) {
+    return {
+      recordPaymentAttempt: undefined,
+      recordPaymentLastFailure: undefined,
+      recordPaymentCompletedBy: undefined,
+    };
+  }
+  const reportedBy = events
+    .slice(0, marker)
+    .reverse()
+    .find((e) => e.workflowTaskCompletedEventAttributes)?.workflowTaskCompletedEventAttributes;
   const lost = events
     .slice(0, marker)
     .filter((e) => e.workflowTaskTimedOutEventAttributes || e.workflowTaskFailedEventAttributes);
@@ -196,6 +214,7 @@ function localRecordPayment(
     recordPaymentLastFailure: last
       ? (last.workflowTaskFailedEventAttributes?.failure?.message ?? 'workflow task timed out')
       : undefined,
+    recordPaymentCompletedBy: reportedBy?.identity ?? undefined,
   };
 }
 
