@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { isValidSignature, signBody } from '../../src/http/signature';
+import { isValidSignature, matchingSecret, signBody } from '../../src/http/signature';
 
 const secret = 'test-secret';
 const body = Buffer.from('{"id":"evt_1","event":"payment.succeeded","order_id":1,"amount":5400}');
@@ -28,5 +28,12 @@ describe('webhook signature', () => {
     ['truncated valid prefix', signBody(body, secret).slice(0, 63)],
   ])('rejects a malformed signature (%s) without throwing', (_label, signature) => {
     expect(isValidSignature(body, signature, secret)).toBe(false);
+  });
+
+  it('names the first secret that matches, when the same secret is configured twice', () => {
+    // A rotation left half done (previous = current) must still report the current secret.
+    expect(matchingSecret([body], signBody(body, secret), [secret, secret])).toBe(0);
+    expect(matchingSecret([body], signBody(body, secret), ['other', secret, secret])).toBe(1);
+    expect(matchingSecret([body], signBody(body, secret), ['other', 'another'])).toBe(-1);
   });
 });

@@ -4,6 +4,10 @@ import {
   WorkflowNotFoundError,
 } from '@temporalio/client';
 import { paymentWorkflowId } from '../../src/shared/constants';
+import {
+  OrderIdSearchAttribute,
+  PaymentEventIdSearchAttribute,
+} from '../../src/shared/search-attributes';
 import { createPaymentStarter, TemporalUnavailableError } from '../../src/temporal/payment-starter';
 
 // The starter against a stand-in client, for what a real server rarely does on cue: a run that
@@ -127,5 +131,97 @@ describe('createPaymentStarter', () => {
     await expect(
       createPaymentStarter(client, { startTimeoutMs: 1000 }).start(input),
     ).rejects.toBeInstanceOf(TemporalUnavailableError);
+  });
+
+  it('sets the order ID and event ID as search attributes, and the redelivery policies', async () => {
+    const { client, calls } = standInClient({});
+    await createPaymentStarter(client, { startTimeoutMs: 1000 }).start(input);
+    expect(calls.start[0]).toMatchObject({
+      workflowId,
+      workflowIdConflictPolicy: 'FAIL',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: [
+        { key: OrderIdSearchAttribute, value: 42 },
+        { key: PaymentEventIdSearchAttribute, value: 'evt_1' },
+      ],
+    });
+  });
+
+  /** A refusal as the client throws it: its own error, the gRPC status as the cause. */
+  const refusal = (code: number, details: string) =>
+    Object.assign(new Error('Failed to start Workflow'), {
+      cause: Object.assign(new Error(`${code} ${details}`), { code, details }),
+    });
+
+  /** What the starter throws when the start fails with `failure`. */
+  async function startFailure(failure: Error): Promise<TemporalUnavailableError> {
+    const { client } = standInClient({ start: () => Promise.reject(failure) });
+    const error = await createPaymentStarter(client, { startTimeoutMs: 1000 })
+      .start(input)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    if (!(error instanceof TemporalUnavailableError)) {
+      throw new Error(`expected TemporalUnavailableError, got ${String(error)}`);
+    }
+    return error;
+  }
+
+  it.each([
+    [
+      3,
+      'Namespace default has no mapping defined for search attribute OrderId',
+      /lacks a search attribute .*OrderId.*npm run temporal:setup/,
+    ],
+    [
+      3,
+      'WorkflowId length exceeds limit',
+      /refused the start as invalid \(WorkflowId length exceeds limit\)/,
+    ],
+    [
+      5,
+      'Namespace nowhere is not found',
+      /namespace does not exist \(Namespace nowhere is not found\)/,
+    ],
+    [7, 'Request unauthorized', /refused the credentials \(Request unauthorized\).*npm run doctor/],
+    [16, 'invalid API key', /refused the credentials \(invalid API key\)/],
+  ])(
+    "names a refusal with gRPC code %i as a configuration problem, in the server's words",
+    async (code, details, problem) => {
+      const error = await startFailure(refusal(code, details));
+      expect(error.message).toBe('Temporal is unavailable');
+      expect(error.configurationProblem).toMatch(problem);
+    },
+  );
+
+  it.each([
+    ['an outage (UNAVAILABLE)', refusal(14, 'connection refused')],
+    ['a deadline (DEADLINE_EXCEEDED)', refusal(4, 'deadline exceeded')],
+    ['no gRPC status at all', new Error('socket hang up')],
+  ])('calls %s transient: no configuration problem', async (_label, failure) => {
+    expect((await startFailure(failure)).configurationProblem).toBeUndefined();
+  });
+
+  it("reads the server's words from the error nearest the gRPC status, at most five causes deep", async () => {
+    const wrapped = (levels: number, inner: Error) => {
+      let e: Error = inner;
+      for (let i = 0; i < levels; i++) e = Object.assign(new Error(`wrapper ${i}`), { cause: e });
+      return e;
+    };
+    const status = () =>
+      Object.assign(new Error('5 NOT_FOUND'), { code: 5, details: 'Namespace x is not found' });
+    expect((await startFailure(wrapped(4, status()))).configurationProblem).toMatch(
+      /\(Namespace x is not found\)/,
+    );
+    // Past five levels neither the code nor the words are looked for: not a configuration problem.
+    expect((await startFailure(wrapped(5, status()))).configurationProblem).toBeUndefined();
+    // A message stands in for the details when the status has none.
+    const bare = Object.assign(new Error('Failed to start Workflow'), {
+      cause: Object.assign(new Error('3 INVALID_ARGUMENT: bad memo'), { code: 3 }),
+    });
+    expect((await startFailure(bare)).configurationProblem).toBe(
+      'Temporal refused the start as invalid (3 INVALID_ARGUMENT: bad memo)',
+    );
   });
 });
