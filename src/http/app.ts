@@ -9,6 +9,7 @@ import type { PaymentStarter } from '../temporal/payment-starter';
 import { registerErrorHandler } from './errors';
 import { codecRoutes, type CodecRouteOptions } from './routes/codec';
 import { livenessRoutes } from './health';
+import { CompletedRequestLog } from './request-log';
 import { registerJsonBodyParser } from './json-body';
 import { createHttpMetrics, type HttpMetrics, registerHttpMetrics } from './metrics';
 import { createFailureLimiter } from './rate-limit';
@@ -69,6 +70,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const ordersApi = deps.ordersApi ?? ordersApiAccess(config);
   const app = Fastify({
     loggerInstance: deps.logger,
+    logController: new CompletedRequestLog(),
     requestIdHeader: 'x-request-id',
     // request.ip is the key of the webhook's rate limit: behind a proxy it must be the client's.
     trustProxy: config.HTTP_TRUST_PROXY as FastifyServerOptions['trustProxy'],

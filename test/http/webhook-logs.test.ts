@@ -147,4 +147,29 @@ describe('webhook logs carry no secrets, signatures or bodies', () => {
     // The conflict's warning says it too: which secret signed the suspicious body matters.
     expect(matched).toEqual(['current', 'previous', 'current', 'current', 'current', 'current']);
   });
+
+  it('writes one access line per request, when it completes, with method, URL, status and time', () => {
+    const entries = lines.map(
+      (l) =>
+        JSON.parse(l) as {
+          reqId?: string;
+          msg: string;
+          req?: { method?: string; url?: string };
+          res?: { statusCode?: number };
+          responseTime?: number;
+        },
+    );
+    expect(entries.filter((e) => e.msg === 'incoming request')).toEqual([]);
+    const access = entries.filter((e) => e.msg === 'request completed');
+    // One per request sent, whatever its outcome (ignored, refused, conflicting, rate-limited).
+    expect(access).toHaveLength(sent.length);
+    for (const e of access) {
+      expect(e.req).toMatchObject({ method: 'POST', url: '/api/v1/webhooks/payment' });
+      expect(e.res?.statusCode).toEqual(expect.any(Number));
+      expect(e.responseTime).toBeGreaterThanOrEqual(0);
+    }
+    expect(access.map((e) => e.res?.statusCode)).toEqual(
+      expect.arrayContaining([200, 401, 409, 429]),
+    );
+  });
 });
