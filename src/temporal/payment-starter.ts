@@ -7,7 +7,7 @@ import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../shared/constants';
 import type { PaymentWorkflowInput } from '../shared/payment';
 import { OrderIdSearchAttribute, PaymentEventIdSearchAttribute } from '../shared/search-attributes';
 import type { paymentWorkflow } from '../workflows';
-import { grpcCode } from './connection-diagnosis';
+import { grpcStatus } from './connection-diagnosis';
 
 export type StartedPayment =
   | { workflowId: string; duplicate: false }
@@ -51,12 +51,12 @@ const UNAUTHENTICATED = 16;
 
 /** What a refused start says about the set-up, when it is not a transient failure. */
 function configurationProblem(error: unknown): string | undefined {
-  const code = grpcCode(error);
-  // The server's words are on the gRPC error the client wraps ("Failed to start Workflow").
-  const text = grpcDetails(error);
-  switch (code) {
+  // The server's words are on the gRPC status the client wraps ("Failed to start Workflow").
+  const status = grpcStatus(error);
+  const text = status?.details;
+  switch (status?.code) {
     case INVALID_ARGUMENT:
-      return /search attribute/i.test(text)
+      return /search attribute/i.test(text ?? '')
         ? `the Temporal namespace lacks a search attribute the start sets (${text}): run npm run temporal:setup`
         : `Temporal refused the start as invalid (${text})`;
     case NOT_FOUND:
@@ -64,9 +64,8 @@ function configurationProblem(error: unknown): string | undefined {
     case PERMISSION_DENIED:
     case UNAUTHENTICATED:
       return `Temporal refused the credentials (${text}): check TEMPORAL_API_KEY or the client certificate (npm run doctor)`;
-    default:
-      return undefined;
   }
+  return undefined;
 }
 
 /**
@@ -167,21 +166,4 @@ async function readExistingPayment(
 
 function safeInteger(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isSafeInteger(value) ? value : undefined;
-}
-
-/** The message of the innermost error that carries a gRPC status: what the server said. */
-function grpcDetails(error: unknown): string {
-  let text = '';
-  for (let e = error, depth = 0; e && depth < 5; depth += 1) {
-    const { message, details, code } = e as {
-      message?: unknown;
-      details?: unknown;
-      code?: unknown;
-    };
-    if (typeof details === 'string' && details) text = details;
-    else if (typeof message === 'string') text = message;
-    if (typeof code === 'number') break;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return text;
 }

@@ -1,6 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { paymentWorkflowId } from '../../src/shared/constants';
-import type { ExistingPayment, PaymentStarter } from '../../src/temporal/payment-starter';
+import {
+  type ExistingPayment,
+  type PaymentStarter,
+  TemporalUnavailableError,
+} from '../../src/temporal/payment-starter';
 import { capturingLogger } from '../support/capturing-logger';
 import { buildWebhookApp, deliverWebhook, paymentEvent } from '../support/webhook';
 
@@ -15,9 +19,10 @@ const duplicateOf = (existing: ExistingPayment): PaymentStarter => ({
 });
 
 let opened: FastifyInstance[] = [];
-async function appWith(existing: ExistingPayment) {
+async function appWith(existing: ExistingPayment | PaymentStarter) {
   const { lines, logger } = capturingLogger();
-  const app = await buildWebhookApp({ payments: duplicateOf(existing), logger });
+  const payments = 'start' in existing ? existing : duplicateOf(existing);
+  const app = await buildWebhookApp({ payments, logger });
   opened.push(app);
   const logged = () =>
     lines.map((l) => JSON.parse(l) as { level: number; msg: string } & Record<string, unknown>);
@@ -34,6 +39,33 @@ describe('duplicate deliveries', () => {
     const res = await deliverWebhook(app, paymentEvent({ order_id: 42, amount: 5400 }));
     expect([res.statusCode, res.json()]).toEqual([200, { status: 'accepted' }]);
     expect(logged().filter((l) => l.level >= 40)).toEqual([]);
+    expect(logged()).toContainEqual(
+      expect.objectContaining({
+        level: 30,
+        duplicate: true,
+        msg: 'webhook accepted: duplicate delivery',
+      }),
+    );
+  });
+
+  it('compares nothing the first run did not record, and says so', async () => {
+    const { app, logged } = await appWith({ known: true, orderId: undefined, amount: undefined });
+    const res = await deliverWebhook(app, paymentEvent({ order_id: 7, amount: 3 }));
+    expect(res.statusCode).toBe(200);
+    expect(logged()).toContainEqual(
+      expect.objectContaining({ notCompared: "the first run's memo has no order ID or amount" }),
+    );
+  });
+
+  it('compares what the first run recorded when its memo has no order ID', async () => {
+    const { app, logged } = await appWith({ known: true, orderId: undefined, amount: 5400 });
+    const sameAmount = await deliverWebhook(app, paymentEvent({ order_id: 42, amount: 5400 }));
+    expect(sameAmount.statusCode).toBe(200);
+    expect(logged()).toContainEqual(
+      expect.objectContaining({ notCompared: "the first run's memo has no order ID" }),
+    );
+    const otherAmount = await deliverWebhook(app, paymentEvent({ order_id: 42, amount: 1 }));
+    expect(otherAmount.json<{ error: string }>().error).toMatch(/different amount;/);
   });
 
   it('still answers 200 when the first run cannot be read, and warns why', async () => {
@@ -73,5 +105,70 @@ describe('duplicate deliveries', () => {
     const otherOrder = await deliverWebhook(app, paymentEvent({ order_id: 43, amount: 1 }));
     expect(otherOrder.statusCode).toBe(409);
     expect(otherOrder.json<{ error: string }>().error).toMatch(/different order_id;/);
+  });
+});
+
+describe('what the webhook logs and answers about the start', () => {
+  const failingWith = (error: Error): PaymentStarter => ({ start: () => Promise.reject(error) });
+
+  it('logs an accepted first delivery once, at info, with its workflow', async () => {
+    const { app, logged } = await appWith({
+      start: (input) =>
+        Promise.resolve({ workflowId: paymentWorkflowId(input.eventId), duplicate: false }),
+    });
+    const event = paymentEvent({ order_id: 42 });
+    expect((await deliverWebhook(app, event)).statusCode).toBe(200);
+    expect(logged().filter((l) => l.msg.startsWith('webhook'))).toEqual([
+      expect.objectContaining({
+        level: 30,
+        eventId: event.id,
+        orderId: 42,
+        workflowId: paymentWorkflowId(event.id),
+        duplicate: false,
+        msg: 'webhook accepted: payment workflow started',
+      }),
+    ]);
+  });
+
+  it('answers 503 to an outage, and warns', async () => {
+    const { app, logged } = await appWith(
+      failingWith(new TemporalUnavailableError(new Error('14 UNAVAILABLE'))),
+    );
+    const res = await deliverWebhook(app, paymentEvent());
+    expect([res.statusCode, res.headers['retry-after']]).toEqual([503, '5']);
+    expect(logged().filter((l) => l.msg.startsWith('webhook'))).toEqual([
+      expect.objectContaining({ level: 40, msg: 'webhook deferred: Temporal unavailable' }),
+    ]);
+  });
+
+  it('answers 503 to a configuration problem too, but logs it as an error with the fix', async () => {
+    const refused = Object.assign(new Error('5 NOT_FOUND'), {
+      code: 5,
+      details: 'Namespace x is not found',
+    });
+    const { app, logged } = await appWith(failingWith(new TemporalUnavailableError(refused)));
+    const res = await deliverWebhook(app, paymentEvent());
+    expect(res.statusCode).toBe(503);
+    expect(logged().filter((l) => l.msg.startsWith('webhook'))).toEqual([
+      expect.objectContaining({
+        level: 50,
+        reason: expect.stringMatching(/namespace does not exist .*temporal:setup/),
+        msg: 'webhook deferred: Temporal refused the start: configuration error, not an outage',
+      }),
+    ]);
+  });
+
+  it('answers 500, not 503, when the start fails for a reason of ours', async () => {
+    const { app } = await appWith(failingWith(new TypeError('a bug')));
+    expect((await deliverWebhook(app, paymentEvent())).statusCode).toBe(500);
+  });
+
+  it('names malformed JSON as such', async () => {
+    const { app } = await appWith(duplicateOf({ known: true, orderId: 1, amount: 1 }));
+    const res = await deliverWebhook(app, '{"id": "evt_1", ');
+    expect([res.statusCode, res.json<{ error: string }>().error]).toEqual([
+      400,
+      'body is not valid JSON',
+    ]);
   });
 });

@@ -102,7 +102,11 @@ describe('webhook logs carry no secrets, signatures or bodies', () => {
   it('logged the requests at all (the capture works)', () => {
     expect(lines.length).toBeGreaterThan(50);
     expect(lines.some((l) => l.includes('invalid signature'))).toBe(true);
-    expect(lines.some((l) => l.includes('failed signature checks'))).toBe(true);
+    expect(
+      lines.filter((l) =>
+        l.includes('webhook: client used up its budget of failed signature checks'),
+      ),
+    ).toHaveLength(1);
     expect(lines.some((l) => l.includes('different body'))).toBe(true);
   });
 

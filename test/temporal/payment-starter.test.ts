@@ -189,7 +189,9 @@ describe('createPaymentStarter', () => {
   ])(
     "names a refusal with gRPC code %i as a configuration problem, in the server's words",
     async (code, details, problem) => {
-      const error = await startFailure(refusal(code, details));
+      const failure = refusal(code, details);
+      const error = await startFailure(failure);
+      expect(error).toMatchObject({ name: 'TemporalUnavailableError', cause: failure });
       expect(error.message).toBe('Temporal is unavailable');
       expect(error.configurationProblem).toMatch(problem);
     },
