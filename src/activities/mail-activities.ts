@@ -124,8 +124,8 @@ export type MailActivities = ReturnType<typeof createMailActivities>;
 
 /**
  * 4xx replies, timeouts and broken connections are worth retrying; a 5xx reply is the server
- * refusing this message for good (RFC 5321 4.2.1), except 503 (bad command sequence), which
- * nodemailer already marks as not permanent.
+ * refusing this message for good (RFC 5321 4.2.1), except 503 (bad command sequence). Nodemailer
+ * classifies every reply so (`permanent`); its rule is the one we want.
  */
 function toMailFailure(error: unknown, orderId: number, deadlineMs: number | undefined) {
   const err = (typeof error === 'object' && error !== null ? error : {}) as NodemailerError;
@@ -146,7 +146,7 @@ function toMailFailure(error: unknown, orderId: number, deadlineMs: number | und
   const reply = err.responseCode;
   const rejected =
     reply !== undefined
-      ? reply >= 500 && err.permanent !== false
+      ? err.permanent === true
       : err.code !== undefined && UNSENDABLE_CODES.has(err.code);
   if (rejected) {
     return ApplicationFailure.create({

@@ -26,6 +26,8 @@ const nonRetryableErrorTypes = [...NON_RETRYABLE_FAILURE_TYPES];
  * The seed's `#[Backoff([10, 30, 120])]` for the warehouse: waits after attempt 1, 2, 3…; the
  * last one repeats. The activity hands them to the server as `nextRetryDelay`.
  */
+// Stryker disable next-line all: a module-level value, set before any test runs, so no test can
+// be told apart as covering it; test/shared/retry-policies.test.ts asserts the 10/30/120 s waits.
 export const WAREHOUSE_BACKOFF_SECONDS: readonly number[] = [10, 30, 120];
 
 /** A 429 without a readable Retry-After waits this long (the warehouse did not say). */
@@ -54,6 +56,8 @@ export function retryDelayAfterAttempt(schedule: readonly number[], attempt: num
  * default (1 minute) is `databaseStep`'s maximum interval: its retries would never leave the
  * worker.
  */
+// Stryker disable next-line all: a module-level value (see WAREHOUSE_BACKOFF_SECONDS), asserted
+// by test/shared/retry-policies.test.ts.
 export const LOCAL_RETRY_THRESHOLD = '10 seconds';
 
 export const RetryPolicies = {

@@ -4,6 +4,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger, type LogEntry } from '@temporalio/worker';
 import {
   createMailActivities,
+  maskAddresses,
   type MailActivityDeps,
   type SendOrderConfirmationResult,
 } from '../../src/activities/mail-activities';
@@ -18,9 +19,9 @@ import { rejectionOf } from '../support/failures';
 // classified for the retry policy.
 const FROM = 'Shop <shop@example.com>';
 
-// The activities' warnings, kept instead of printed, for the tests that assert on them.
-let warnings: LogEntry[] = [];
-const logger = new DefaultLogger('WARN', (entry) => warnings.push(entry));
+// The activities' log, kept instead of printed, for the tests that assert on it.
+let logs: LogEntry[] = [];
+const logger = new DefaultLogger('INFO', (entry) => logs.push(entry));
 
 const failureOf = (promise: Promise<unknown>) => rejectionOf(promise, ApplicationFailure);
 
@@ -36,7 +37,7 @@ describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
   afterAll(() => Promise.all([handle?.close(), sink?.close()]));
   beforeEach(() => {
     sink.reset();
-    warnings = [];
+    logs = [];
   });
 
   async function newOrderId(): Promise<number> {
@@ -82,8 +83,17 @@ describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
       messageId,
     });
     expect(sink.messages[0]!.text).toContain('Total amount: 5400');
+    // No out-of-office replies to an automatic mail (RFC 3834).
+    expect(sink.messages[0]!.headers['auto-submitted']).toBe('auto-generated');
     const stamp = await stampOf(orderId);
     expect(Date.parse(stamp!)).toBeGreaterThanOrEqual(before - 1_000);
+    expect(logs).toContainEqual(
+      expect.objectContaining({
+        level: 'INFO',
+        message: 'order confirmation sent',
+        meta: expect.objectContaining({ orderId, messageId }) as unknown,
+      }),
+    );
   });
 
   it('skips an order whose confirmation is already stamped, sending no second mail', async () => {
@@ -109,7 +119,17 @@ describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
     const failure = await failureOf(send(orderId));
     expect(failure.type).toBe(FailureType.MailUnavailable);
     expect(failure.nonRetryable).toBe(false);
-    expect(failure.details).toEqual([expect.objectContaining({ orderId, responseCode: 451 })]);
+    expect(failure.message).toBe(
+      `mail server deferred the confirmation of order ${orderId}: 451 local error in processing`,
+    );
+    expect(failure.details).toEqual([
+      expect.objectContaining({
+        orderId,
+        responseCode: 451,
+        code: expect.any(String) as unknown,
+        command: expect.any(String) as unknown,
+      }),
+    ]);
     expect(await stampOf(orderId)).toBeNull();
     expect(sink.messages).toHaveLength(0);
 
@@ -126,7 +146,9 @@ describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
 
     expect(failure.type).toBe(FailureType.MailRejected);
     expect(failure.nonRetryable).toBe(true);
-    expect(failure.message).toContain('mailbox unavailable');
+    expect(failure.message).toBe(
+      `mail server refused the confirmation of order ${orderId}: 550 mailbox unavailable`,
+    );
     expect(await stampOf(orderId)).toBeNull();
   });
 
@@ -150,6 +172,22 @@ describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
     expect(JSON.stringify(failure.details)).toContain('buyer@example.com');
   });
 
+  it('fails non-retryably with MailRejected when the order has no usable address (no retry can fix it)', async () => {
+    const { order } = await orders.createWithIdempotencyKey({
+      userId: 7,
+      customerEmail: 'not an address',
+      totalAmount: 5_400,
+    });
+
+    const failure = await failureOf(send(order.id));
+
+    expect(failure.type).toBe(FailureType.MailRejected);
+    expect(failure.nonRetryable).toBe(true);
+    expect(failure.details).toEqual([expect.objectContaining({ code: 'EENVELOPE' })]);
+    expect(sink.messages).toHaveLength(0);
+    expect(await stampOf(order.id)).toBeNull();
+  });
+
   it('fails retryably with MailUnavailable when no mail server listens', async () => {
     const orderId = await newOrderId();
 
@@ -159,6 +197,11 @@ describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
 
     expect(failure.type).toBe(FailureType.MailUnavailable);
     expect(failure.nonRetryable).toBe(false);
+    expect(failure.message).toMatch(
+      new RegExp(
+        `^mail server unavailable for the confirmation of order ${orderId}: .*ECONNREFUSED`,
+      ),
+    );
     expect(await stampOf(orderId)).toBeNull();
   });
 
@@ -223,7 +266,9 @@ describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
     expect(sent).toBeGreaterThanOrEqual(1);
     expect(sink.messages).toHaveLength(sent);
     // Every sender but the one that stamped first says it may have sent a duplicate.
-    const duplicates = warnings.filter((w) => w.message.includes('another attempt had stamped'));
+    const duplicates = logs.filter(
+      (w) => w.level === 'WARN' && w.message.includes('another attempt had stamped'),
+    );
     expect(duplicates).toHaveLength(sent - 1);
     expect(new Set(sink.messages.map((m) => m.messageId))).toEqual(new Set([messageId]));
     expect(await stampOf(orderId)).not.toBeNull();
@@ -234,6 +279,8 @@ describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
 
     expect(failure.type).toBe(FailureType.OrderNotFound);
     expect(failure.nonRetryable).toBe(true);
+    expect(failure.message).toBe('order 987654 does not exist');
+    expect(failure.details).toEqual([{ orderId: 987_654 }]);
     expect(sink.messages).toHaveLength(0);
   });
 });
@@ -244,5 +291,12 @@ describe('createMailActivities', () => {
     expect(() =>
       createMailActivities({ orders, smtpUrl: 'smtp://127.0.0.1:1', from: 'shop' }),
     ).toThrow(/no usable domain/);
+  });
+
+  it('masks every address in a text, and takes no text as empty', () => {
+    expect(maskAddresses('550 <a.b@example.com>, c@d.example: rejected')).toBe(
+      '550 <[address]>, [address]: rejected',
+    );
+    expect(maskAddresses(undefined)).toBe('');
   });
 });

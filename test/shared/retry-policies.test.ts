@@ -1,6 +1,7 @@
 import { msToNumber } from '@temporalio/common/lib/time';
 import { NON_RETRYABLE_FAILURE_TYPES } from '../../src/shared/errors';
 import {
+  LOCAL_RETRY_THRESHOLD,
   retryDelayAfterAttempt,
   RetryPolicies,
   WAREHOUSE_BACKOFF_SECONDS,
@@ -37,5 +38,11 @@ describe('retry presets', () => {
       WAREHOUSE_BACKOFF_SECONDS[0]! * 1000,
     );
     expect(RetryPolicies.alertDelivery.retry.maximumAttempts).toBe(25);
+  });
+
+  it('keep short retries of local steps in the worker, and longer ones as durable timers', () => {
+    // 1, 2, 4 and 8 s of databaseStep wait in the worker; 16 s and more become timers.
+    expect(msToNumber(LOCAL_RETRY_THRESHOLD)).toBe(10_000);
+    expect(WAREHOUSE_BACKOFF_SECONDS).toEqual([10, 30, 120]);
   });
 });
