@@ -91,6 +91,11 @@ describe.each(testDatabases)('orders repository ($name)', ({ create }) => {
       request({ idempotencyKey: key, fingerprint: 'f2' }),
       request({ idempotencyKey: key, fingerprint: 'f1', userId: 43 }),
       request({ idempotencyKey: key, fingerprint: 'f1', totalAmount: 1 }),
+      request({
+        idempotencyKey: key,
+        fingerprint: 'f1',
+        customerEmail: 'someone-else@example.com',
+      }),
       request({ idempotencyKey: key }),
     ];
     for (const attempt of attempts) {
@@ -151,5 +156,16 @@ describe.each(testDatabases)('orders repository ($name)', ({ create }) => {
     expect(results.filter(Boolean)).toHaveLength(1);
     expect((await orders.findById(order.id))?.confirmationSentAt).toMatch(ISO_UTC);
     expect(await orders.markConfirmationSent(999_999)).toBe(false);
+  });
+
+  it('asks for a refund review once: the first request says so, later ones do not', async () => {
+    const { order } = await orders.createWithIdempotencyKey(request());
+
+    expect(await orders.requestRefundReview(order.id)).toBe(true);
+    const stamped = (await orders.findById(order.id))?.refundReviewRequestedAt;
+    expect(stamped).toMatch(ISO_UTC);
+    expect(await orders.requestRefundReview(order.id)).toBe(false);
+    expect((await orders.findById(order.id))?.refundReviewRequestedAt).toBe(stamped);
+    expect(await orders.requestRefundReview(999_999)).toBe(false);
   });
 });

@@ -164,10 +164,34 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     const first = await payments.recordPayment({ ...input, recordedByRunId: 'run-1' });
     const retry = await payments.recordPayment({ ...input, recordedByRunId: 'run-1' });
     const otherRun = await payments.recordPayment({ ...input, recordedByRunId: 'run-2' });
-    expect(first).toMatchObject({ kind: 'created', firstForOrder: true });
-    expect(retry).toMatchObject({ kind: 'created', firstForOrder: true });
+    expect(first).toMatchObject({ kind: 'created', firstForOrder: true, amountMatchesOrder: true });
+    expect(retry).toMatchObject({ kind: 'created', firstForOrder: true, amountMatchesOrder: true });
     expect(otherRun).toMatchObject({ kind: 'existing' });
     expect(await payments.listByOrder(order.id)).toHaveLength(1);
+
+    // A second full payment (a double charge) retried by its run: not first, and still the total.
+    const double = { providerEventId: nextEventId(), orderId: order.id, amount: 5_400 };
+    await payments.recordPayment({ ...double, recordedByRunId: 'run-3' });
+    expect(await payments.recordPayment({ ...double, recordedByRunId: 'run-3' })).toMatchObject({
+      kind: 'created',
+      firstForOrder: false,
+      amountMatchesOrder: true,
+    });
+    // A call that names no run never takes a row as its own.
+    expect(await payments.recordPayment(double)).toMatchObject({ kind: 'existing' });
+  });
+
+  it('lets a database failure through instead of calling it a missing order', async () => {
+    const order = await newOrder();
+    const broken = await create();
+    await broken.close();
+    await expect(
+      createPaymentsRepository(broken.db).recordPayment({
+        providerEventId: nextEventId(),
+        orderId: order.id,
+        amount: 5_400,
+      }),
+    ).rejects.toThrow();
   });
 
   it('returns the recorded payment as existing when the same event comes again', async () => {

@@ -70,18 +70,11 @@ export function createOrdersRepository(db: Kysely<Database>): OrdersRepository {
         created_at: now,
         updated_at: now,
       };
-      if (values.idempotency_key === null) {
-        const row = await db
-          .insertInto('orders')
-          .values(values)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        return { kind: 'created', order: toOrder(row) };
-      }
 
       const key = values.idempotency_key;
       return inReadCommitted(db, async (trx): Promise<CreateOrderResult> => {
-        // Insert first and let the UNIQUE constraint decide: a check-then-insert would let two
+        // Without a key the insert always succeeds (NULLs never conflict). With one, insert first
+        // and let the UNIQUE constraint decide: a check-then-insert would let two
         // concurrent requests with the same key both pass the check. On PostgreSQL a conflicting
         // insert that is still uncommitted makes this one wait for its outcome.
         const inserted = await trx

@@ -124,10 +124,8 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
             return { kind: 'conflict', payment };
           }
           // Our own row from an earlier attempt of this run: carry on where it left off.
-          if (
-            input.recordedByRunId !== undefined &&
-            recorded.recorded_by_run_id === input.recordedByRunId
-          ) {
+          // (A call without a run ID never matches: the column holds NULL then, not undefined.)
+          if (recorded.recorded_by_run_id === input.recordedByRunId) {
             return {
               kind: 'created',
               payment,
