@@ -53,10 +53,11 @@ const UNAUTHENTICATED = 16;
 function configurationProblem(error: unknown): string | undefined {
   // The server's words are on the gRPC status the client wraps ("Failed to start Workflow").
   const status = grpcStatus(error);
-  const text = status?.details;
-  switch (status?.code) {
+  if (!status) return undefined;
+  const { code, details: text } = status;
+  switch (code) {
     case INVALID_ARGUMENT:
-      return /search attribute/i.test(text ?? '')
+      return /search attribute/i.test(text)
         ? `the Temporal namespace lacks a search attribute the start sets (${text}): run npm run temporal:setup`
         : `Temporal refused the start as invalid (${text})`;
     case NOT_FOUND:

@@ -163,6 +163,29 @@ describe('what the webhook logs and answers about the start', () => {
     expect((await deliverWebhook(app, paymentEvent())).statusCode).toBe(500);
   });
 
+  it('warns once when a client uses up its budget of failed signature checks', async () => {
+    const { lines, logger } = capturingLogger();
+    const app = await buildWebhookApp({
+      payments: duplicateOf({ known: true, orderId: 1, amount: 1 }),
+      logger,
+      config: { WEBHOOK_AUTH_FAILURE_LIMIT: 2 },
+    });
+    opened.push(app);
+    const statuses = [];
+    for (let i = 0; i < 4; i++) {
+      statuses.push(
+        (await deliverWebhook(app, paymentEvent(), { signature: 'f'.repeat(64) })).statusCode,
+      );
+    }
+    expect(statuses).toEqual([401, 401, 429, 429]);
+    const warnings = lines
+      .map((l) => JSON.parse(l) as { level: number; msg: string; clientIp?: string })
+      .filter((l) => l.msg.startsWith('webhook: client used up its budget'));
+    expect(warnings).toEqual([
+      expect.objectContaining({ level: 40, clientIp: expect.any(String) }),
+    ]);
+  });
+
   it('names malformed JSON as such', async () => {
     const { app } = await appWith(duplicateOf({ known: true, orderId: 1, amount: 1 }));
     const res = await deliverWebhook(app, '{"id": "evt_1", ');
