@@ -2,36 +2,14 @@
 // Mutation testing of the modules that guard money and effects (issue 13): `npm run mutate`.
 // docs/testing.md says how to run it, read a survivor, and what the bar is.
 
-/** The modules under mutation, by scope: `MUTATE_SCOPE=guards|workflows npm run mutate`. */
-const scopes = {
-  guards: [
-    // Repositories: insert-or-get, first-payment claim, loyalty ledger.
-    'src/db/repositories/payments.ts',
-    'src/db/repositories/orders.ts',
-    'src/db/repositories/loyalty.ts',
-    // Webhook authentication and intake.
-    'src/http/signature.ts',
-    'src/http/webhook-auth.ts',
-    'src/http/routes/payment-webhook.ts',
-    'src/temporal/payment-starter.ts',
-    // Failure types and the retry presets.
-    'src/shared/errors.ts',
-    'src/shared/retry-policies.ts',
-    // The confirmation_sent_at guard.
-    'src/activities/mail-activities.ts',
-  ],
-  // Run in the Temporal sandbox (test/support/stryker/workflow-sandbox.ts), tens of seconds per
-  // mutant; with them the retry-by-cause helper, whose tests are the workflows' retry schedules.
-  workflows: [
-    'src/workflows/payment.ts',
-    'src/workflows/order.ts',
-    'src/activities/retry-by-cause.ts',
-  ],
-};
-const scope = process.env.MUTATE_SCOPE ?? 'all';
-const mutate = scope === 'all' ? [...scopes.guards, ...scopes.workflows] : scopes[scope];
-if (!mutate) throw new Error(`MUTATE_SCOPE=${scope}: use guards, workflows or all`);
-const reportName = scope === 'all' ? 'mutation' : `mutation-${scope}`;
+import { scopes } from './test/support/stryker/scopes.mjs';
+
+const scope = process.env.MUTATE_SCOPE ?? '';
+const mutate = scopes[scope];
+if (!mutate) {
+  throw new Error(`MUTATE_SCOPE=${scope}: use one of ${Object.keys(scopes).join(', ')}`);
+}
+const reportName = `mutation-${scope}`;
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
@@ -46,7 +24,7 @@ export default {
     // test file. Off for the workflows: their tests reach src/workflows through a webpack
     // bundle, not an import, so the search would skip them and report their mutants as
     // survivors; per-test coverage still picks their tests.
-    enableFindRelatedTests: scope === 'guards',
+    enableFindRelatedTests: scope !== 'workflows',
   },
   // Each mutant runs only the tests that covered it in the dry run.
   coverageAnalysis: 'perTest',

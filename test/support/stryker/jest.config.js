@@ -12,10 +12,17 @@ const here = '<rootDir>/test/support/stryker';
 
 /** The test files of each scope of stryker.config.mjs (MUTATE_SCOPE). */
 const testFiles = {
-  guards: [
+  repositories: [
     '<rootDir>/test/db/{payments,orders,loyalty}.test.ts',
-    '<rootDir>/test/http/{signature,webhook-auth,payment-webhook,webhook-duplicates,webhook-security,validation}.test.ts',
+    '<rootDir>/test/activities/loyalty-activities.test.ts',
+    '<rootDir>/test/mail/mail-activities.test.ts',
+  ],
+  intake: [
+    '<rootDir>/test/http/{signature,webhook-auth,payment-webhook,webhook-duplicates,webhook-security,webhook-logs,validation}.test.ts',
     '<rootDir>/test/temporal/payment-starter.test.ts',
+  ],
+  activities: [
+    '<rootDir>/test/shared/retry-policies.test.ts',
     '<rootDir>/test/activities/{retry-after,warehouse-client}.test.ts',
     '<rootDir>/test/mail/mail-activities.test.ts',
   ],
@@ -24,15 +31,14 @@ const testFiles = {
     '<rootDir>/test/replay/replay.test.ts',
   ],
 };
+const scope = process.env.MUTATE_SCOPE ?? '';
+if (!testFiles[scope]) throw new Error(`MUTATE_SCOPE=${scope}: no such scope`);
 
 /** @type {import('jest').Config} */
 module.exports = {
   ...base,
   rootDir: path.resolve(__dirname, '../../..'),
-  testMatch: testFiles[process.env.MUTATE_SCOPE ?? 'all'] ?? [
-    ...testFiles.guards,
-    ...testFiles.workflows,
-  ],
+  testMatch: testFiles[scope],
   // Stryker wraps the environment with plain require(), which cannot load the TypeScript one.
   testEnvironment: 'node',
   setupFiles: [...(base.setupFiles ?? []), `${here}/workflow-sandbox.ts`],

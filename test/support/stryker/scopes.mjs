@@ -1,0 +1,35 @@
+// @ts-check
+/**
+ * The modules under mutation, in four scopes, each with its own baseline so that one scope can
+ * be run (and its results kept) without the others: `MUTATE_SCOPE=<scope> npx stryker run`.
+ * `npm run mutate` runs them in turn (test/support/stryker/mutate.mjs). Each scope's tests are
+ * listed in test/support/stryker/jest.config.js.
+ */
+export const scopes = {
+  // Insert-or-get of a payment, the first-payment claim, the loyalty ledger.
+  repositories: [
+    'src/db/repositories/payments.ts',
+    'src/db/repositories/orders.ts',
+    'src/db/repositories/loyalty.ts',
+  ],
+  // Webhook authentication and intake, up to the workflow start.
+  intake: [
+    'src/http/signature.ts',
+    'src/http/webhook-auth.ts',
+    'src/http/routes/payment-webhook.ts',
+    'src/temporal/payment-starter.ts',
+  ],
+  // The failure types and retry presets, and the confirmation_sent_at guard of the mail.
+  activities: [
+    'src/shared/errors.ts',
+    'src/shared/retry-policies.ts',
+    'src/activities/mail-activities.ts',
+  ],
+  // Run in the Temporal sandbox (test/support/stryker/workflow-sandbox.ts), tens of seconds per
+  // mutant; with them the retry-by-cause helper, whose tests are the workflows' retry schedules.
+  workflows: [
+    'src/workflows/payment.ts',
+    'src/workflows/order.ts',
+    'src/activities/retry-by-cause.ts',
+  ],
+};
