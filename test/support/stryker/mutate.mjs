@@ -4,7 +4,7 @@
 // in turn (or on those named in MUTATE_SCOPE, comma-separated), each against its own committed
 // baseline, then writes the score per module to reports/mutation/summary.md with the wall time
 // of each run. Exits non-zero when a run fails, or, with MUTATION_FLOOR=N, when a module of the
-// summary scores under N %.
+// scopes it ran scores under N % (the summary still covers every scope).
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
