@@ -6,7 +6,8 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
  * `maximumAttempts` and the schedule-to-close deadline still decide whether there is one. A
  * rate-limit answer is `BENIGN`: the SDK logs it at debug level and counts no failure metric,
  * since being asked to wait is not an error. The attempt number goes into the details, so an
- * alert or a person reading the failure sees how far the step got.
+ * alert or a person reading the failure sees how far the step got: merged into the first detail
+ * when that is an object (the workflows read it there), put in front of the others otherwise.
  */
 export function retryAfter(
   failure: ApplicationFailure,
@@ -14,11 +15,14 @@ export function retryAfter(
   attempt: number,
   options: { benign?: boolean } = {},
 ): ApplicationFailure {
-  const [first, ...rest] = failure.details ?? [];
+  const details = failure.details ?? [];
+  const [first, ...rest] = details;
   return ApplicationFailure.create({
     type: failure.type ?? undefined,
     message: failure.message,
-    details: [{ ...(isObject(first) ? first : {}), attempts: attempt }, ...rest],
+    details: isObject(first)
+      ? [{ ...first, attempts: attempt }, ...rest]
+      : [{ attempts: attempt }, ...details],
     nonRetryable: false,
     nextRetryDelay: delayMs,
     category: options.benign ? ApplicationFailureCategory.BENIGN : undefined,
