@@ -1,7 +1,7 @@
 import {
   ActivityFailure,
   ApplicationFailure,
-  makeContinueAsNewFunc,
+  continueAsNew,
   isCancellation,
   log,
   patched,
@@ -167,11 +167,13 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     // Bounded history for an order that keeps receiving events. Not once an event failed: the
     // failure must stay on this run, where `ops retry` resets to the step that failed.
     if (workflowInfo().continueAsNewSuggested && pending.length > 0 && failures.length === 0) {
-      // The next run is tagged with its order at start (a 'local-order-steps' run does not upsert
-      // it). Continue-as-new is a run's last command: its options are not matched on replay.
-      await makeContinueAsNewFunc<typeof orderWorkflow>({
-        typedSearchAttributes: [{ key: OrderIdSearchAttribute, value: input.orderId }],
-      })({ orderId: input.orderId, pending, seenEventIds: [...seen] });
+      // The next run starts with this run's search attributes (the server carries them over),
+      // so it is tagged with its order from the start.
+      await continueAsNew<typeof orderWorkflow>({
+        orderId: input.orderId,
+        pending,
+        seenEventIds: [...seen],
+      });
     }
   }
   const [firstFailure] = failures;

@@ -45,6 +45,11 @@ export interface DevServerEnvOptions {
   fastDeletion?: boolean;
   /** gRPC port (default: a free one). */
   port?: number;
+  /**
+   * Suggest continue-as-new to a run once its history has this many events (the server's
+   * default is 4,096), so a test reaches a run boundary in a few steps.
+   */
+  suggestContinueAsNewAfterEvents?: number;
 }
 
 /** A real Temporal dev server, in memory, on a random free port, without Web UI. */
@@ -57,9 +62,17 @@ export async function createDevServerEnv(
       namespace: options.namespace,
       port: options.port,
       searchAttributes: options.searchAttributes ?? [...CUSTOM_SEARCH_ATTRIBUTES],
-      extraArgs: options.fastDeletion
-        ? ['--dynamic-config-value', 'history.transferProcessorUpdateAckInterval="1s"']
-        : [],
+      extraArgs: [
+        ...(options.fastDeletion
+          ? ['--dynamic-config-value', 'history.transferProcessorUpdateAckInterval="1s"']
+          : []),
+        ...(options.suggestContinueAsNewAfterEvents
+          ? [
+              '--dynamic-config-value',
+              `limit.historyCount.suggestContinueAsNew=${options.suggestContinueAsNewAfterEvents}`,
+            ]
+          : []),
+      ],
     },
   });
 }

@@ -23,11 +23,11 @@ const testFiles = {
   ],
   activities: [
     '<rootDir>/test/shared/retry-policies.test.ts',
-    '<rootDir>/test/activities/{retry-after,warehouse-client}.test.ts',
+    '<rootDir>/test/activities/{retry-after,retry-by-cause,warehouse-client}.test.ts',
     '<rootDir>/test/mail/mail-activities.test.ts',
   ],
   workflows: [
-    '<rootDir>/test/workflows/{payment,payment-idempotency,warehouse-timeouts}.test.ts',
+    '<rootDir>/test/workflows/{payment,payment-idempotency,warehouse-timeouts,order-runs}.test.ts',
     '<rootDir>/test/replay/replay.test.ts',
   ],
 };
