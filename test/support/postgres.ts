@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -135,8 +135,11 @@ function createCluster(bin: string, user: ServerUser | undefined) {
     },
 
     /**
-     * A detached shell that waits for this process to end, then stops the server and deletes its
+     * A shell that waits for this process to end, then stops the server and deletes its
      * directory. A clean stop kills it, so it acts only when this process died without one.
+     * It is no descendant of this process (a shell that exits at once starts it) and leads a
+     * session of its own (setsid): a kill of this process's tree, as StrykerJS does to a test
+     * runner after a timeout, or of its process group, does not take the watchdog along.
      */
     startWatchdog() {
       const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -144,9 +147,22 @@ function createCluster(bin: string, user: ServerUser | undefined) {
       const script =
         `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ` +
         `${[file, ...args].map(quote).join(' ')} >/dev/null 2>&1; rm -rf ${quote(root)}`;
-      const child = spawn('sh', ['-c', script], { detached: true, stdio: 'ignore' });
-      child.unref();
-      return child;
+      const pid = Number(
+        execFileSync(
+          'sh',
+          ['-c', `setsid sh -c ${quote(script)} </dev/null >/dev/null 2>&1 & echo $!`],
+          { encoding: 'utf8' },
+        ).trim(),
+      );
+      return {
+        kill() {
+          try {
+            process.kill(pid);
+          } catch {
+            // Already gone.
+          }
+        },
+      };
     },
 
     /** Stops the server if it runs, then removes everything it wrote. */
