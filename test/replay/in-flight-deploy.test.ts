@@ -2,10 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Activities } from '../../src/activities';
+import { failureAlertWorkflowId } from '../../src/shared/alert';
 import { FailureType } from '../../src/shared/errors';
 import { paymentRecordedSignal, type OrderWorkflowResult } from '../../src/shared/order';
 import { createTimeSkippingEnv } from '../support/temporal';
@@ -24,11 +26,16 @@ let env: TestWorkflowEnvironment;
 let currentBundle: WorkflowBundleWithSourceMap;
 
 beforeAll(async () => {
-  env = await createTimeSkippingEnv();
   currentBundle = await workflowBundle();
 });
 
-afterAll(async () => {
+// A test server per test: after a run that fails and starts its alert, the Java test server
+// can keep time skipping locked for the next runs (see test/workflows/payment.test.ts).
+beforeEach(async () => {
+  env = await createTimeSkippingEnv();
+});
+
+afterEach(async () => {
   await env?.teardown();
 });
 
@@ -59,20 +66,22 @@ function activities(warehouseUp: () => boolean, calls: string[]): Activities {
   };
 }
 
-it('finishes a run that the previous code parked in a warehouse backoff', async () => {
-  const taskQueue = `deploy-${randomUUID()}`;
-  const workflowId = `order-12-${randomUUID()}`;
-  const calls: string[] = [];
-  let warehouseUp = false;
-
-  // Before the deploy: the old worker starts the order; the warehouse is down, so after attempt
-  // #1 the old code waits 10 s on a durable timer. Time stands still here (nobody awaits a
-  // result), so the run stays parked in that backoff while the worker goes away.
+/**
+ * Before the deploy: the old worker starts the order; the warehouse is down, so after attempt
+ * #1 the old code waits 10 s on a durable timer. Time stands still here (nobody awaits a
+ * result), so the run stays parked in that backoff while the worker goes away.
+ */
+async function parkOldRun(
+  taskQueue: string,
+  workflowId: string,
+  warehouseUp: () => boolean,
+  calls: string[],
+) {
   const oldWorker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: { code: gunzipSync(readFileSync(OLD_BUNDLE)).toString('utf8') },
-    activities: activities(() => warehouseUp, calls),
+    activities: activities(warehouseUp, calls),
     // No sticky cache: the next workflow task must go to whichever worker polls the queue, as
     // after a real deploy, not wait for this one's sticky queue to time out.
     maxCachedWorkflows: 0,
@@ -89,20 +98,38 @@ it('finishes a run that the previous code parked in a warehouse backoff', async 
     await waitForEvent(workflowId, (e) => Boolean(e.timerStartedEventAttributes));
     return started;
   });
-  const parked = await env.client.workflow.getHandle(workflowId).fetchHistory();
-  const attempts = (parked.events ?? []).flatMap(
-    (e) => e.activityTaskScheduledEventAttributes?.activityId ?? [],
-  );
-  expect(attempts).toEqual(['notify-warehouse#1']);
+  expect(await scheduledAttempts(workflowId)).toEqual(['notify-warehouse#1']);
+  return handle;
+}
 
-  // The deploy: the current code takes over, and the warehouse is back.
-  warehouseUp = true;
-  const newWorker = await Worker.create({
+/** The IDs of the warehouse attempts the run scheduled, one activity each on the old path. */
+async function scheduledAttempts(workflowId: string): Promise<string[]> {
+  const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? [])
+    .flatMap((e) => e.activityTaskScheduledEventAttributes?.activityId ?? [])
+    .filter((id) => id.startsWith('notify-warehouse#'));
+}
+
+/** The deploy: a worker of the current code takes over the task queue. */
+function currentWorker(taskQueue: string, warehouseUp: () => boolean, calls: string[]) {
+  return Worker.create({
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: currentBundle,
-    activities: activities(() => warehouseUp, calls),
+    activities: activities(warehouseUp, calls),
   });
+}
+
+it('finishes a run that the previous code parked in a warehouse backoff', async () => {
+  const taskQueue = `deploy-${randomUUID()}`;
+  const workflowId = `order-12-${randomUUID()}`;
+  const calls: string[] = [];
+  let warehouseUp = false;
+  const handle = await parkOldRun(taskQueue, workflowId, () => warehouseUp, calls);
+
+  // The warehouse is back by the time the current code takes over.
+  warehouseUp = true;
+  const newWorker = await currentWorker(taskQueue, () => warehouseUp, calls);
   const result = await newWorker.runUntil(() => handle.result() as Promise<OrderWorkflowResult>);
 
   expect(result).toEqual({
@@ -110,12 +137,7 @@ it('finishes a run that the previous code parked in a warehouse backoff', async 
     processed: [{ eventId: 'evt_1', outcome: 'fulfilled' }],
   });
   // The old path carried on: attempt #2 as a second activity, after the old timer.
-  const finished = await env.client.workflow.getHandle(workflowId).fetchHistory();
-  expect(
-    (finished.events ?? []).flatMap(
-      (e) => e.activityTaskScheduledEventAttributes?.activityId ?? [],
-    )[1],
-  ).toBe('notify-warehouse#2');
+  expect((await scheduledAttempts(workflowId))[1]).toBe('notify-warehouse#2');
   expect(calls).toEqual([
     'notifyWarehouse',
     'notifyWarehouse',
@@ -123,6 +145,56 @@ it('finishes a run that the previous code parked in a warehouse backoff', async 
     'sendOrderConfirmation',
     'awardLoyaltyPoints',
   ]);
+});
+
+it('fails and compensates such a run, on the old budget, when the warehouse stays down', async () => {
+  const taskQueue = `deploy-${randomUUID()}`;
+  const workflowId = `order-12-${randomUUID()}`;
+  const calls: string[] = [];
+  const handle = await parkOldRun(taskQueue, workflowId, () => false, calls);
+
+  const newWorker = await currentWorker(taskQueue, () => false, calls);
+  const failure = await newWorker.runUntil(async () => {
+    const error = await handle.result().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    // The failure alert (a workflow on this task queue) is delivered before the worker stops.
+    await env.client.workflow
+      .getHandle(failureAlertWorkflowId(workflowId, handle.signaledRunId))
+      .result();
+    return error;
+  });
+
+  // Tries(5) of the old budget, each attempt its own activity.
+  expect(await scheduledAttempts(workflowId)).toEqual(
+    [1, 2, 3, 4, 5].map((n) => `notify-warehouse#${n}`),
+  );
+  expect(failure).toBeInstanceOf(WorkflowFailedError);
+  const fulfilment = (failure as WorkflowFailedError).cause;
+  expect(fulfilment).toBeInstanceOf(ApplicationFailure);
+  expect(fulfilment).toMatchObject({
+    type: FailureType.FulfilmentFailed,
+    message:
+      'order 12 could not be handed to the warehouse: notify-warehouse gave up (max_attempts) after 5 attempt(s): warehouse answered 503',
+    details: [
+      {
+        orderId: 12,
+        eventId: 'evt_1',
+        step: 'notify-warehouse',
+        reason: 'max_attempts',
+        attempts: 5,
+        lastFailureType: FailureType.WarehouseUnavailable,
+        lastFailureMessage: 'warehouse answered 503',
+      },
+    ],
+    nonRetryable: true,
+  });
+  expect((fulfilment as ApplicationFailure).cause).toMatchObject({
+    type: FailureType.RetriesExhausted,
+  });
+  // Compensated (shipment_status=failed), alerted once, nothing after the warehouse.
+  expect(calls).toEqual([...Array(5).fill('notifyWarehouse'), 'setShipmentStatus', 'deliverAlert']);
 });
 
 async function waitForEvent(

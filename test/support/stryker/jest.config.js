@@ -28,7 +28,7 @@ const testFiles = {
   ],
   workflows: [
     '<rootDir>/test/workflows/{payment,payment-idempotency,warehouse-timeouts,order-runs}.test.ts',
-    '<rootDir>/test/replay/replay.test.ts',
+    '<rootDir>/test/replay/{replay,in-flight-deploy}.test.ts',
   ],
 };
 const scope = process.env.MUTATE_SCOPE ?? '';
