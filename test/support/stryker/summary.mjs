@@ -13,6 +13,7 @@
 // are counted in their own columns.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import prettier from 'prettier';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -99,7 +100,10 @@ const lines = [
       ]),
   '',
 ];
-const markdown = lines.join('\n');
+// Formatted as the repository's Markdown is (npm run format:check), so a regenerated summary
+// commits as it is.
+const style = await prettier.resolveConfig(values.out ?? 'reports/mutation/summary.md');
+const markdown = await prettier.format(lines.join('\n'), { ...style, parser: 'markdown' });
 if (values.out) writeFileSync(values.out, markdown);
 else process.stdout.write(markdown);
 
