@@ -27,7 +27,7 @@ export const scopes = {
     'src/activities/retry-by-cause.ts',
     'src/activities/mail-activities.ts',
   ],
-  // Run in the Temporal sandbox (test/support/stryker/workflow-sandbox.ts), tens of seconds per
-  // mutant.
+  // Run in the Temporal sandbox (test/support/stryker/workflow-sandbox.ts), a minute or two per
+  // mutant (docs/testing.md, The bar).
   workflows: ['src/workflows/payment.ts', 'src/workflows/order.ts'],
 };

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // @ts-check
 // Reads StrykerJS JSON reports (reports/mutation/*.json), writes a score per module as Markdown,
-// and fails when a module scores under a floor. Used by `.ci/run` and to regenerate reports/mutation/summary.md:
+// and fails when a module scores under a floor. Run by test/support/stryker/mutate.mjs (npm run
+// mutate), which writes reports/mutation/summary.md with it and holds the floor:
 //
 //   node test/support/stryker/summary.mjs [--floor 90] [--out summary.md] [--note text] report.json...
 //
