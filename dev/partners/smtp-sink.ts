@@ -53,11 +53,15 @@ export interface SmtpSink {
   onMessage: ((mail: ReceivedMail) => void) | undefined;
   /** How many messages were refused so far. */
   readonly rejectedCount: number;
+  /** How many SMTP sessions clients opened so far (a pooled client reuses one for many mails). */
+  readonly connectionCount: number;
+  /** How many of them are still open. */
+  readonly openConnections: number;
   /** Refuses the next `count` messages with `reply`, then answers by the mode again. */
   failNext(count: number, reply: SmtpReply): void;
   /** Sets how later messages are answered (after any `failNext` refusals are used up). */
   setMode(mode: SmtpSinkMode): void;
-  /** Forgets received messages and pending refusals and accepts again at once. */
+  /** Forgets received messages, pending refusals and counts, and accepts again at once. */
   reset(): void;
   /** Stops listening and ends open sessions; answers delayed replies at once. Safe to call twice. */
   close(): Promise<void>;
@@ -83,6 +87,8 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
   const failures: SmtpReply[] = [];
   let mode: SmtpSinkMode = { kind: 'accept' };
   let rejectedCount = 0;
+  let connectionCount = 0;
+  let openConnections = 0;
 
   const answer = async (raw: Buffer, envelopeFrom: string, envelopeTo: string[]) => {
     const failure = failures.shift() ?? (mode.kind === 'reject' ? mode : undefined);
@@ -110,6 +116,14 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     closeTimeout: CLOSE_GRACE_MS,
     logger: false,
     banner: 'order-payments SMTP sink',
+    onConnect(_session, callback) {
+      connectionCount += 1;
+      openConnections += 1;
+      callback();
+    },
+    onClose() {
+      openConnections -= 1;
+    },
     onData(stream: SMTPServerDataStream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -162,6 +176,12 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     get rejectedCount() {
       return rejectedCount;
     },
+    get connectionCount() {
+      return connectionCount;
+    },
+    get openConnections() {
+      return openConnections;
+    },
     failNext(count, reply) {
       checkReply(reply);
       if (!Number.isInteger(count) || count < 0) {
@@ -177,6 +197,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
       messages.length = 0;
       failures.length = 0;
       rejectedCount = 0;
+      connectionCount = 0;
       mode = { kind: 'accept' };
     },
     close() {

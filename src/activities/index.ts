@@ -1,13 +1,14 @@
 import type { LoyaltyRepository } from '../db';
 import { createAlertActivities, type AlertActivityDeps } from './alert-activities';
 import { createLoyaltyActivities } from './loyalty-activities';
-import { createMailActivities } from './mail-activities';
+import { createMailActivities, type MailPool } from './mail-activities';
 import { createOrderActivities, type OrderActivityDeps } from './order-activities';
 import { createPaymentActivities, type PaymentActivityDeps } from './payment-activities';
 
 export interface ActivityDeps extends PaymentActivityDeps, OrderActivityDeps {
   alerts: AlertActivityDeps;
-  mail: { smtpUrl: string; from: string };
+  /** `pool`: SMTP connections reused across mails (createMailPool); unset, one per mail. */
+  mail: { smtpUrl: string; from: string; pool?: MailPool };
   loyalty: LoyaltyRepository;
 }
 
@@ -23,6 +24,7 @@ export function createActivities(deps: ActivityDeps) {
       orders: deps.orders,
       smtpUrl: deps.mail.smtpUrl,
       from: deps.mail.from,
+      pool: deps.mail.pool,
     }),
     ...createLoyaltyActivities({ loyalty: deps.loyalty, orders: deps.orders }),
     ...createAlertActivities(deps.alerts),

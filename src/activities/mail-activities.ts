@@ -12,6 +12,11 @@ export interface MailActivityDeps {
   /** Sender: `shop@example.com` or `Shop <shop@example.com>`; its domain names the Message-IDs. */
   from: string;
   timeouts?: MailTimeouts;
+  /**
+   * Connections kept open between mails (createMailPool), owned and closed by the caller, as
+   * createPaymentWorker does; unset: a new connection per mail, nothing left open.
+   */
+  pool?: MailPool;
 }
 
 export interface MailTimeouts {
@@ -45,18 +50,7 @@ export function createMailActivities(deps: MailActivityDeps) {
   senderDomain(deps.from);
   const stepMs = deps.timeouts?.stepMs ?? DEFAULT_STEP_TIMEOUT_MS;
   const sendMs = deps.timeouts?.sendMs ?? DEFAULT_SEND_TIMEOUT_MS;
-  // Not pooled: confirmations are a handful a minute, and a connection per mail leaves nothing
-  // open between attempts, for the worker's shutdown or for a server that drops idle sessions.
-  const transport = createTransport({
-    url: deps.smtpUrl,
-    connectionTimeout: stepMs,
-    greetingTimeout: stepMs,
-    socketTimeout: stepMs,
-    dnsTimeout: stepMs,
-    // The mail is built here from order data; it never needs to read files or fetch URLs.
-    disableFileAccess: true,
-    disableUrlAccess: true,
-  });
+  const transport = deps.pool ?? createTransport(transportOptions(deps.smtpUrl, stepMs));
 
   return {
     /**
@@ -121,6 +115,41 @@ export function createMailActivities(deps: MailActivityDeps) {
 }
 
 export type MailActivities = ReturnType<typeof createMailActivities>;
+
+/**
+ * SMTP connections kept open and reused across mails (nodemailer's pool, at most 5 at once):
+ * a new connection costs a TCP and SMTP handshake, and many servers hold back their greeting
+ * for a while to catch clients that talk too early (the dev sink 100 ms), which a pooled mail
+ * pays once per connection instead of once per mail (docs/benchmarks.md). Close it when the
+ * worker stops: open connections keep the process alive. An idle connection is dropped after
+ * the step timeout, so a server that ends idle sessions never meets a message on a dead one.
+ */
+export function createMailPool(smtpUrl: string, timeouts: MailTimeouts = {}) {
+  return createTransport({
+    ...transportOptions(smtpUrl, timeouts.stepMs ?? DEFAULT_STEP_TIMEOUT_MS),
+    pool: true,
+    // A connection that closes before the message went out (a server that hangs up before its
+    // greeting) fails this attempt at once, for Temporal to retry by the activity's policy, in
+    // the history and with its backoff. Nodemailer's default opens up to five more connections
+    // within the attempt, unseen. (A connection lost during the message fails the send either way.)
+    maxRequeues: 0,
+  });
+}
+
+export type MailPool = ReturnType<typeof createMailPool>;
+
+function transportOptions(smtpUrl: string, stepMs: number) {
+  return {
+    url: smtpUrl,
+    connectionTimeout: stepMs,
+    greetingTimeout: stepMs,
+    socketTimeout: stepMs,
+    dnsTimeout: stepMs,
+    // The mail is built here from order data; it never needs to read files or fetch URLs.
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  };
+}
 
 /**
  * 4xx replies, timeouts and broken connections are worth retrying; a 5xx reply is the server

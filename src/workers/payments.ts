@@ -4,6 +4,7 @@ import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
+import { createMailPool } from '../activities/mail-activities';
 import { createWarehouseClient } from '../activities/warehouse-client';
 import type { Config } from '../config';
 import {
@@ -75,26 +76,40 @@ export interface PaymentWorkerOptions {
  * dependencies so tests and the all-in-one dev stack create it the same way as production.
  */
 export async function createPaymentWorker(options: PaymentWorkerOptions): Promise<Worker> {
-  return Worker.create({
-    connection: options.connection,
-    namespace: options.namespace,
-    taskQueue: options.taskQueue ?? PAYMENTS_TASK_QUEUE,
-    ...workflowCodeOptions(options.workflowBundlePath),
-    dataConverter: options.dataConverter,
-    activities: createActivities({
-      ...options.activities,
-      client: new Client({
-        connection: options.connection,
-        namespace: options.namespace,
-        dataConverter: options.dataConverter,
+  // The worker's SMTP connections, reused across confirmations; it opens none until a mail.
+  const mailPool = createMailPool(options.activities.mail.smtpUrl);
+  let worker: Worker;
+  try {
+    worker = await Worker.create({
+      connection: options.connection,
+      namespace: options.namespace,
+      taskQueue: options.taskQueue ?? PAYMENTS_TASK_QUEUE,
+      ...workflowCodeOptions(options.workflowBundlePath),
+      dataConverter: options.dataConverter,
+      activities: createActivities({
+        ...options.activities,
+        mail: { ...options.activities.mail, pool: mailPool },
+        client: new Client({
+          connection: options.connection,
+          namespace: options.namespace,
+          dataConverter: options.dataConverter,
+        }),
       }),
-    }),
-    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities,
-    maxConcurrentWorkflowTaskExecutions: options.maxConcurrentWorkflowTasks,
-    shutdownGraceTime: PAYMENTS_WORKER_SHUTDOWN_GRACE_MS,
-    shutdownForceTime: PAYMENTS_WORKER_SHUTDOWN_FORCE_MS,
-    ...options.overrides,
-  });
+      maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities,
+      maxConcurrentWorkflowTaskExecutions: options.maxConcurrentWorkflowTasks,
+      shutdownGraceTime: PAYMENTS_WORKER_SHUTDOWN_GRACE_MS,
+      shutdownForceTime: PAYMENTS_WORKER_SHUTDOWN_FORCE_MS,
+      ...options.overrides,
+    });
+  } catch (error) {
+    mailPool.close();
+    throw error;
+  }
+  // Once the worker has stopped (its activities finished), its idle connections would only keep
+  // the process alive. run() is what runUntil() and every entry point await.
+  const run = worker.run.bind(worker);
+  worker.run = () => run().finally(() => mailPool.close());
+  return worker;
 }
 
 /**

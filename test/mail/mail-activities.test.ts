@@ -2,16 +2,20 @@ import { freePort } from '../support/ports';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger, type LogEntry } from '@temporalio/worker';
+import { createServer, type Server, type Socket } from 'node:net';
 import {
   createMailActivities,
+  createMailPool,
   maskAddresses,
   type MailActivityDeps,
+  type MailPool,
   type SendOrderConfirmationResult,
 } from '../../src/activities/mail-activities';
 import { createOrdersRepository, type OrdersRepository } from '../../src/db/repositories/orders';
 import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import { FailureType } from '../../src/shared/errors';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { eventually } from '../support/eventually';
 import { rejectionOf } from '../support/failures';
 
 // sendOrderConfirmation against a real database and a real SMTP session with the local sink:
@@ -25,16 +29,28 @@ const logger = new DefaultLogger('INFO', (entry) => logs.push(entry));
 
 const failureOf = (promise: Promise<unknown>) => rejectionOf(promise, ApplicationFailure);
 
-describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
+// Every case on each database with a connection per mail, and on SQLite once more through one
+// pool of connections shared by all its cases, as the payments worker sends.
+const cases = [
+  ...testDatabases.map((database) => ({ ...database, pooled: false })),
+  { ...testDatabases[0]!, name: `${testDatabases[0]!.name}, pooled connections`, pooled: true },
+];
+
+describe.each(cases)('sendOrderConfirmation ($name)', ({ create, pooled }) => {
   let handle: TestDatabaseHandle;
   let sink: SmtpSink;
   let orders: OrdersRepository;
+  let pool: MailPool | undefined;
 
   beforeAll(async () => {
     [handle, sink] = await Promise.all([create(), startSmtpSink()]);
     orders = createOrdersRepository(handle.db);
+    if (pooled) pool = createMailPool(sink.url, { stepMs: 1_000 });
   });
-  afterAll(() => Promise.all([handle?.close(), sink?.close()]));
+  afterAll(() => {
+    pool?.close();
+    return Promise.all([handle?.close(), sink?.close()]);
+  });
   beforeEach(() => {
     sink.reset();
     logs = [];
@@ -58,6 +74,7 @@ describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
       smtpUrl: sink.url,
       from: FROM,
       timeouts: { stepMs: 1_000, sendMs: 3_000 },
+      pool,
       ...deps,
     });
     return new MockActivityEnvironment({}, { logger }).run(
@@ -190,9 +207,11 @@ describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
 
   it('fails retryably with MailUnavailable when no mail server listens', async () => {
     const orderId = await newOrderId();
+    const smtpUrl = `smtp://127.0.0.1:${await freePort()}`;
+    const nowhere = pooled ? createMailPool(smtpUrl, { stepMs: 1_000 }) : undefined;
 
-    const failure = await failureOf(
-      send(orderId, { smtpUrl: `smtp://127.0.0.1:${await freePort()}` }),
+    const failure = await failureOf(send(orderId, { smtpUrl, pool: nowhere })).finally(() =>
+      nowhere?.close(),
     );
 
     expect(failure.type).toBe(FailureType.MailUnavailable);
@@ -238,7 +257,7 @@ describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
   it('stops waiting for the server when the activity is cancelled, reporting the cancellation', async () => {
     const orderId = await newOrderId();
     sink.setMode({ kind: 'accept', delayMs: 2_000 });
-    const activities = createMailActivities({ orders, smtpUrl: sink.url, from: FROM });
+    const activities = createMailActivities({ orders, smtpUrl: sink.url, from: FROM, pool });
     const env = new MockActivityEnvironment({}, { logger });
 
     const running = env.run(
@@ -284,6 +303,87 @@ describe.each(testDatabases)('sendOrderConfirmation ($name)', ({ create }) => {
     expect(sink.messages).toHaveLength(0);
   });
 });
+
+describe('sendOrderConfirmation through a pool of connections', () => {
+  let handle: TestDatabaseHandle;
+  let orders: OrdersRepository;
+
+  beforeAll(async () => {
+    handle = await testDatabases[0]!.create();
+    orders = createOrdersRepository(handle.db);
+  });
+  afterAll(() => handle?.close());
+
+  async function sendThrough(pool: MailPool, smtpUrl: string) {
+    const { order } = await orders.createWithIdempotencyKey({
+      userId: 7,
+      customerEmail: 'buyer@example.com',
+      totalAmount: 5_400,
+    });
+    const activities = createMailActivities({ orders, smtpUrl, from: FROM, pool });
+    return new MockActivityEnvironment({}, { logger }).run(
+      (input: { orderId: number }) => activities.sendOrderConfirmation(input),
+      { orderId: order.id },
+    );
+  }
+
+  it('sends one confirmation after another over one connection, and a new one once the idle one is dropped', async () => {
+    const sink = await startSmtpSink();
+    const pool = createMailPool(sink.url, { stepMs: 300 });
+    try {
+      for (let i = 0; i < 3; i += 1) await sendThrough(pool, sink.url);
+      expect(sink.messages).toHaveLength(3);
+      expect(sink.connectionCount).toBe(1);
+
+      // Idle for longer than a step, the connection is closed by the pool, not left open.
+      await eventually(() => expect(sink.openConnections).toBe(0));
+      await expect(sendThrough(pool, sink.url)).resolves.toMatchObject({ sent: true });
+      expect(sink.messages).toHaveLength(4);
+      expect(sink.connectionCount).toBe(2);
+    } finally {
+      pool.close();
+      await sink.close();
+    }
+  });
+
+  it('fails the attempt at once, for Temporal to retry, when the server hangs up before its greeting', async () => {
+    const hangUp = await listenOnLoopback((socket) => socket.end());
+    const pool = createMailPool(hangUp.url, { stepMs: 1_000 });
+    try {
+      const failure = await failureOf(sendThrough(pool, hangUp.url));
+
+      expect(failure.type).toBe(FailureType.MailUnavailable);
+      expect(failure.nonRetryable).toBe(false);
+      // One connection: no second try inside the attempt, out of the history's sight.
+      expect(hangUp.connections()).toBe(1);
+    } finally {
+      pool.close();
+      await hangUp.close();
+    }
+  });
+});
+
+/** A TCP server on loopback that hands each connection to `onConnection`, and counts them. */
+async function listenOnLoopback(onConnection: (socket: Socket) => void) {
+  let connections = 0;
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    connections += 1;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    onConnection(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    connections: () => connections,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
 
 describe('createMailActivities', () => {
   it('refuses a sender address without a domain when built, not on every attempt', () => {

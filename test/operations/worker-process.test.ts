@@ -157,6 +157,14 @@ describe('worker process', () => {
       await order.result();
     });
     expect(partners.warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
+    // The confirmation went out over the worker's pooled SMTP connection, closed when the worker
+    // stopped (left idle, it would linger for the 3 s step timeout and hold the process open).
+    expect(
+      partners.smtp.messages.filter((m) =>
+        m.messageId?.startsWith(`<order-${orderId}-confirmation@`),
+      ),
+    ).toHaveLength(1);
+    await eventually(() => expect(partners.smtp.openConnections).toBe(0), { timeoutMs: 1_000 });
   });
 
   it('waits for a Temporal that is not up yet (live, not ready), then polls as soon as it answers', async () => {
