@@ -177,6 +177,8 @@ const schema = z
     MAIL_FROM: z.string().min(3).default('Order Payments <orders@order-payments.local>'),
     /** Port of the local SMTP sink that `npm start` runs when SMTP_URL is unset. */
     SMTP_SINK_PORT: port(2525),
+    /** Most SMTP connections one payments worker keeps open for confirmations (nodemailer's pool). */
+    SMTP_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(100).default(5),
     /** Most connections one process's PostgreSQL pool opens; × processes must fit max_connections. */
     DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(1000).default(10),
     /** Activity slots of the payments worker (the SDK's default, 100). */

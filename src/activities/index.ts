@@ -7,8 +7,11 @@ import { createPaymentActivities, type PaymentActivityDeps } from './payment-act
 
 export interface ActivityDeps extends PaymentActivityDeps, OrderActivityDeps {
   alerts: AlertActivityDeps;
-  /** `pool`: SMTP connections reused across mails (createMailPool); unset, one per mail. */
-  mail: { smtpUrl: string; from: string; pool?: MailPool };
+  /**
+   * `pool`: SMTP connections reused across mails (createMailPool), at most `maxConnections`
+   * (SMTP_MAX_CONNECTIONS); unset, one per mail.
+   */
+  mail: { smtpUrl: string; from: string; maxConnections?: number; pool?: MailPool };
   loyalty: LoyaltyRepository;
 }
 

@@ -40,6 +40,7 @@ export interface SendOrderConfirmationResult {
 // it: two live attempts are two mails.
 const DEFAULT_STEP_TIMEOUT_MS = 3_000;
 const DEFAULT_SEND_TIMEOUT_MS = 8_000;
+const DEFAULT_MAX_CONNECTIONS = 5;
 
 // Errors without an SMTP reply that no retry can fix: the message or the configuration is wrong.
 const UNSENDABLE_CODES = new Set(['ECONFIG', 'EENVELOPE']);
@@ -117,17 +118,22 @@ export function createMailActivities(deps: MailActivityDeps) {
 export type MailActivities = ReturnType<typeof createMailActivities>;
 
 /**
- * SMTP connections kept open and reused across mails (nodemailer's pool, at most 5 at once):
+ * SMTP connections kept open and reused across mails (nodemailer's pool, `maxConnections` at
+ * once, 5 unless told; a mail waits for a free one within its whole-send limit):
  * a new connection costs a TCP and SMTP handshake, and many servers hold back their greeting
  * for a while to catch clients that talk too early (the dev sink 100 ms), which a pooled mail
  * pays once per connection instead of once per mail (docs/benchmarks.md). Close it when the
  * worker stops: open connections keep the process alive. An idle connection is dropped after
- * the step timeout, so a server that ends idle sessions never meets a message on a dead one.
+ * the step timeout, so none is held open between bursts of mail.
  */
-export function createMailPool(smtpUrl: string, timeouts: MailTimeouts = {}) {
+export function createMailPool(
+  smtpUrl: string,
+  options: MailTimeouts & { maxConnections?: number } = {},
+) {
   return createTransport({
-    ...transportOptions(smtpUrl, timeouts.stepMs ?? DEFAULT_STEP_TIMEOUT_MS),
+    ...transportOptions(smtpUrl, options.stepMs ?? DEFAULT_STEP_TIMEOUT_MS),
     pool: true,
+    maxConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
     // A connection that closes before the message went out (a server that hangs up before its
     // greeting) fails this attempt at once, for Temporal to retry by the activity's policy, in
     // the history and with its backoff. Nodemailer's default opens up to five more connections

@@ -77,7 +77,8 @@ export interface PaymentWorkerOptions {
  */
 export async function createPaymentWorker(options: PaymentWorkerOptions): Promise<Worker> {
   // The worker's SMTP connections, reused across confirmations; it opens none until a mail.
-  const mailPool = createMailPool(options.activities.mail.smtpUrl);
+  const { smtpUrl, maxConnections } = options.activities.mail;
+  const mailPool = createMailPool(smtpUrl, { maxConnections });
   let worker: Worker;
   try {
     worker = await Worker.create({
@@ -176,7 +177,11 @@ export function activityDepsFromConfig(
     payments: createPaymentsRepository(db.db),
     orders: createOrdersRepository(db.db),
     loyalty: createLoyaltyRepository(db.db),
-    mail: { smtpUrl: urls.smtpUrl, from: config.MAIL_FROM },
+    mail: {
+      smtpUrl: urls.smtpUrl,
+      from: config.MAIL_FROM,
+      maxConnections: config.SMTP_MAX_CONNECTIONS,
+    },
     warehouse: createWarehouseClient({
       baseUrl: urls.warehouseUrl,
       timeoutMs: config.WAREHOUSE_TIMEOUT_MS,

@@ -314,7 +314,10 @@ describe('sendOrderConfirmation through a pool of connections', () => {
   });
   afterAll(() => handle?.close());
 
-  async function sendThrough(pool: MailPool, smtpUrl: string) {
+  async function sendThrough(
+    pool: MailPool,
+    smtpUrl: string,
+  ): Promise<SendOrderConfirmationResult> {
     const { order } = await orders.createWithIdempotencyKey({
       userId: 7,
       customerEmail: 'buyer@example.com',
@@ -339,6 +342,24 @@ describe('sendOrderConfirmation through a pool of connections', () => {
       await eventually(() => expect(sink.openConnections).toBe(0));
       await expect(sendThrough(pool, sink.url)).resolves.toMatchObject({ sent: true });
       expect(sink.messages).toHaveLength(4);
+      expect(sink.connectionCount).toBe(2);
+    } finally {
+      pool.close();
+      await sink.close();
+    }
+  });
+
+  it('opens at most maxConnections at once; the other mails wait for a free one', async () => {
+    const sink = await startSmtpSink();
+    sink.setMode({ kind: 'accept', delayMs: 150 });
+    const pool = createMailPool(sink.url, { maxConnections: 2 });
+    try {
+      const results = await Promise.all(
+        Array.from({ length: 5 }, () => sendThrough(pool, sink.url)),
+      );
+
+      expect(results.every((r) => r.sent)).toBe(true);
+      expect(sink.messages).toHaveLength(5);
       expect(sink.connectionCount).toBe(2);
     } finally {
       pool.close();

@@ -64,6 +64,7 @@ describe('operations settings', () => {
     let problems: string[] = [];
     try {
       loadConfig({
+        SMTP_MAX_CONNECTIONS: '0',
         WORKER_MAX_CONCURRENT_ACTIVITIES: '0',
         WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: '1',
         WORKER_METRICS_ADDRESS: 'http://0.0.0.0:9464',
@@ -74,6 +75,7 @@ describe('operations settings', () => {
       problems = (error as ConfigError).problems;
     }
     expect(problems).toEqual([
+      expect.stringMatching(/^SMTP_MAX_CONNECTIONS: /),
       expect.stringMatching(/^WORKER_MAX_CONCURRENT_ACTIVITIES: /),
       expect.stringMatching(/^WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: /),
       expect.stringMatching(/^WORKER_METRICS_ADDRESS: must be host:port .* or off/),
@@ -87,6 +89,7 @@ describe('operations settings', () => {
       WORKER_MAX_CONCURRENT_ACTIVITIES: 100,
       WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: 40,
       DATABASE_POOL_MAX: 10,
+      SMTP_MAX_CONNECTIONS: 5,
       TASK_QUEUE_NO_POLLER_ALERT_SECONDS: 120,
       TASK_QUEUE_WATCHDOG_INTERVAL_SECONDS: 30,
     });
