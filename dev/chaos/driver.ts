@@ -516,9 +516,11 @@ function onHookMessage(
     log(`${worker.name} carried on at ${message.point}: no SIGKILL came in time`);
     return;
   }
-  arms.fired(message.point);
-  if (worker.pid !== message.pid || !worker.kill('SIGKILL')) return;
   const { type: _type, point, ...details } = message;
+  // The declared crash points are armed by the enumerated run only (./crash-points.ts).
+  if (!isChaosPoint(point)) return;
+  arms.fired(point);
+  if (worker.pid !== message.pid || !worker.kill('SIGKILL')) return;
   report.kills.push({ ...details, kind: point, at: Date.now(), worker: worker.name });
   log(
     `SIGKILL ${worker.name} at ${point}` +
@@ -526,6 +528,10 @@ function onHookMessage(
       (message.orderId !== undefined ? `, order ${message.orderId}` : '') +
       (message.attempt !== undefined ? `, attempt ${message.attempt}` : ''),
   );
+}
+
+function isChaosPoint(point: string): point is ChaosPoint {
+  return point === 'payment-commit' || point === 'warehouse-201' || point === 'mail-stamp';
 }
 
 // ---------------------------------------------------------------------------------------------

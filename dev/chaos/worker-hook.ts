@@ -3,6 +3,7 @@ import path from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 import { Context } from '@temporalio/activity';
 import pg from 'pg';
+import type { CrashPhase, CrashPointHook, CrashPointName } from '../../src/activities/crash-points';
 
 /**
  * Preloaded into chaos workers (`node --require tsx/cjs --require dev/chaos/worker-hook.ts
@@ -15,6 +16,10 @@ import pg from 'pg';
  * - `mail-stamp`: the SMTP server accepted the confirmation, and `confirmation_sent_at` is not
  *   stamped yet.
  *
+ * It also installs the hook of the crash points declared in src (src/activities/crash-points.ts):
+ * each is armed as `<point>@<phase>` (`recordPayment.commit@after`), in the same way; the
+ * enumerated run (dev/chaos/crash-points.ts) arms them one at a time.
+ *
  * The driver arms a moment by creating a file named after it in CHAOS_ARM_DIR. The first worker
  * to reach an armed moment claims it (unlink is atomic: one winner across processes), reports it
  * on file descriptor 3 and freezes its JavaScript thread; the driver SIGKILLs the whole process
@@ -23,12 +28,14 @@ import pg from 'pg';
  */
 
 export type ChaosPoint = 'payment-commit' | 'warehouse-201' | 'mail-stamp';
+/** A declared crash point with the side of it where the worker dies. */
+export type CrashArm = `${CrashPointName}@${CrashPhase}`;
 
 /** What the hook writes on its control channel, one JSON object per line. */
 export type HookMessage =
   | {
       type: 'hold';
-      point: ChaosPoint;
+      point: ChaosPoint | CrashArm;
       pid: number;
       at: number;
       eventId?: string;
@@ -37,8 +44,10 @@ export type HookMessage =
       activityType?: string;
       /** The activity attempt that is about to die. */
       attempt?: number;
+      /** A local activity (its result travels in the workflow task's completion). */
+      local?: boolean;
     }
-  | { type: 'released'; point: ChaosPoint; pid: number; at: number };
+  | { type: 'released'; point: ChaosPoint | CrashArm; pid: number; at: number };
 
 export const ARM_DIR_ENV = 'CHAOS_ARM_DIR';
 export const HOLD_MS_ENV = 'CHAOS_HOLD_MS';
@@ -54,8 +63,11 @@ interface PendingPayment {
 type HoldMessage = Extract<HookMessage, { type: 'hold' }>;
 /** What the hook reports about the moment, besides which moment it is. */
 type HoldDetails = Omit<HoldMessage, 'type' | 'point' | 'pid' | 'at'>;
-type ActivityDetails = Pick<HoldMessage, 'workflowId' | 'activityType' | 'attempt'>;
-type Hold = (point: ChaosPoint, details: HoldDetails) => void;
+type ActivityDetails = Pick<HoldMessage, 'workflowId' | 'activityType' | 'attempt' | 'local'>;
+type Hold = (point: ChaosPoint | CrashArm, details: HoldDetails) => void;
+// The same symbol as src/activities/crash-points.ts's CRASH_POINT_HOOK (Symbol.for: one registry
+// per process). Not imported: loading that module here would read the hook before it is set.
+const CRASH_POINT_HOOK = Symbol.for('order-payments.crash-point-hook');
 
 // Preloads also run in the SDK's workflow threads and tsx's loader thread; only the main thread
 // runs activities.
@@ -82,6 +94,9 @@ function install(dir: string, holdMs: number): void {
 
   patchPostgres(hold);
   patchFetch(hold);
+  const crashPointHook: CrashPointHook = (point, phase) =>
+    hold(`${point}@${phase}`, activityDetails());
+  (globalThis as { [CRASH_POINT_HOOK]?: CrashPointHook })[CRASH_POINT_HOOK] = crashPointHook;
 }
 
 /**
@@ -160,6 +175,7 @@ function activityDetails(): ActivityDetails {
       workflowId: info.workflowExecution?.workflowId,
       activityType: info.activityType,
       attempt: info.attempt,
+      local: info.isLocal,
     };
   } catch {
     // Not inside an activity (e.g. a migration or a health check).

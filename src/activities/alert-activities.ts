@@ -4,6 +4,7 @@ import type { AlertDelivery, Alert } from '../shared/alert';
 import { FailureType } from '../shared/errors';
 import { ALERT_MAX_EXCEPTIONS, ALERT_RATE_LIMIT_FALLBACK_SECONDS } from '../shared/retry-policies';
 import { parseRetryAfterMs } from './retry-after';
+import { atCrashPoint } from './crash-points';
 import { retryAfter } from './retry-by-cause';
 
 export interface AlertActivityDeps {
@@ -89,7 +90,9 @@ export function createAlertActivities(deps: AlertActivityDeps) {
       // details, which the server hands to the next attempt; rate limits do not count.
       const { exceptions: before = 0 } = (ctx.info.heartbeatDetails ?? {}) as AlertDeliveryProgress;
       try {
-        return await postAlert(alert, ctx.cancellationSignal);
+        return await atCrashPoint('deliverAlert.post', () =>
+          postAlert(alert, ctx.cancellationSignal),
+        );
       } catch (err) {
         if (!(err instanceof ApplicationFailure) || err.nonRetryable) throw err;
         const attempt = ctx.info.attempt;

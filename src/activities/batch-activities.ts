@@ -15,6 +15,7 @@ import {
   type ExportIndexChunk,
 } from '../shared/export';
 import { isTemporaryFile, writeAtomically, writeFileAtomically } from './atomic-file';
+import { atCrashPoint } from './crash-points';
 
 export interface BatchActivityDeps {
   orderExport: OrderExportRepository;
@@ -87,11 +88,13 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         if (err.code === 'ENOENT') return [];
         throw err;
       });
-      for (const name of entries) {
-        if (CHUNK_FILE.test(name) || isTemporaryFile(name)) {
-          await rm(path.join(dir, name), { force: true });
+      await atCrashPoint('planOrderExport.clear', async () => {
+        for (const name of entries) {
+          if (CHUNK_FILE.test(name) || isTemporaryFile(name)) {
+            await rm(path.join(dir, name), { force: true });
+          }
         }
-      }
+      });
       const summary = await deps.orderExport.summarizeRange({
         fromOrderId: input.fromOrderId,
         toOrderId: input.toOrderId,
@@ -112,7 +115,9 @@ export function createBatchActivities(deps: BatchActivityDeps) {
         toOrderId: input.toOrderId,
         limit: input.limit,
       });
-      await writeFileAtomically(file, orders.map(csvRecord).join(''));
+      await atCrashPoint('exportOrdersChunk.write', () =>
+        writeFileAtomically(file, orders.map(csvRecord).join('')),
+      );
       return {
         chunk: input.chunk,
         file,
@@ -137,47 +142,51 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       const index: ExportIndexChunk[] = [];
       let bytes = 0;
       let rows = 0;
-      await writeAtomically(file, async (handle) => {
-        const write = async (data: Buffer) => {
-          hash.update(data);
-          bytes += data.length;
-          await handle.write(data);
-        };
-        await write(Buffer.from(stringify([EXPORT_COLUMNS], CSV_OPTIONS)));
-        for (let chunk = 1; chunk <= input.chunks; chunk++) {
-          const name = chunkFileName(chunk);
-          const data = await readFile(exportPath(input.exportId, name)).catch(
-            (err: NodeJS.ErrnoException) => {
-              if (err.code !== 'ENOENT') throw err;
-              throw incomplete(input, `chunk ${chunk} (${name}) is missing`);
-            },
-          );
-          const records = scanRecords(data);
-          index.push({ chunk, file: name, ...records });
-          rows += records.rows;
-          await write(data);
-          ctx.heartbeat({ chunk });
-        }
-        if (rows !== input.expectedRows) {
-          throw incomplete(input, `the chunks hold ${rows} rows, ${input.expectedRows} expected`);
-        }
-      });
+      await atCrashPoint('finishOrderExport.join', () =>
+        writeAtomically(file, async (handle) => {
+          const write = async (data: Buffer) => {
+            hash.update(data);
+            bytes += data.length;
+            await handle.write(data);
+          };
+          await write(Buffer.from(stringify([EXPORT_COLUMNS], CSV_OPTIONS)));
+          for (let chunk = 1; chunk <= input.chunks; chunk++) {
+            const name = chunkFileName(chunk);
+            const data = await readFile(exportPath(input.exportId, name)).catch(
+              (err: NodeJS.ErrnoException) => {
+                if (err.code !== 'ENOENT') throw err;
+                throw incomplete(input, `chunk ${chunk} (${name}) is missing`);
+              },
+            );
+            const records = scanRecords(data);
+            index.push({ chunk, file: name, ...records });
+            rows += records.rows;
+            await write(data);
+            ctx.heartbeat({ chunk });
+          }
+          if (rows !== input.expectedRows) {
+            throw incomplete(input, `the chunks hold ${rows} rows, ${input.expectedRows} expected`);
+          }
+        }),
+      );
       const sha256 = hash.digest('hex');
-      await writeFileAtomically(
-        indexFile,
-        `${JSON.stringify(
-          {
-            exportId: input.exportId,
-            file: EXPORT_FILE,
-            columns: EXPORT_COLUMNS,
-            rows,
-            bytes,
-            sha256,
-            chunks: index,
-          },
-          null,
-          2,
-        )}\n`,
+      await atCrashPoint('finishOrderExport.index', () =>
+        writeFileAtomically(
+          indexFile,
+          `${JSON.stringify(
+            {
+              exportId: input.exportId,
+              file: EXPORT_FILE,
+              columns: EXPORT_COLUMNS,
+              rows,
+              bytes,
+              sha256,
+              chunks: index,
+            },
+            null,
+            2,
+          )}\n`,
+        ),
       );
       ctx.log.info('order export joined', { exportId: input.exportId, file, rows, bytes });
       return { file, indexFile, rows, bytes, sha256 };

@@ -6,6 +6,7 @@ import PDFDocument from 'pdfkit';
 import type { Order, OrdersRepository, Payment, PaymentsRepository } from '../db';
 import { FailureType } from '../shared/errors';
 import { writeFileAtomically } from './atomic-file';
+import { atCrashPoint } from './crash-points';
 
 export interface InvoiceActivityDeps {
   orders: OrdersRepository;
@@ -70,7 +71,7 @@ export function createInvoiceActivities(deps: InvoiceActivityDeps) {
       ctx.heartbeat({ step: 'writing', bytes: pdf.length });
 
       const file = invoiceFile(deps.invoiceDir, order.id);
-      await writeFileAtomically(file, pdf);
+      await atCrashPoint('generateInvoicePdf.write', () => writeFileAtomically(file, pdf));
       const sha256 = createHash('sha256').update(pdf).digest('hex');
       ctx.log.info('invoice written', { orderId: order.id, file, bytes: pdf.length, sha256 });
       return { orderId: order.id, file, bytes: pdf.length, sha256 };

@@ -3,6 +3,7 @@ import { Context } from '@temporalio/activity';
 import type { LoyaltyRepository, OrdersRepository } from '../db';
 import { FailureType } from '../shared/errors';
 import { ORDER_CONFIRMED_REASON, POINTS_PER_CONFIRMED_ORDER } from '../shared/loyalty';
+import { atCrashPoint } from './crash-points';
 
 export interface LoyaltyActivityDeps {
   loyalty: LoyaltyRepository;
@@ -37,12 +38,14 @@ export function createLoyaltyActivities(deps: LoyaltyActivityDeps) {
         });
       }
       const points = POINTS_PER_CONFIRMED_ORDER;
-      const result = await deps.loyalty.awardForOrder({
-        userId: order.userId,
-        orderId: order.id,
-        points,
-        reason: ORDER_CONFIRMED_REASON,
-      });
+      const result = await atCrashPoint('awardLoyaltyPoints.commit', () =>
+        deps.loyalty.awardForOrder({
+          userId: order.userId,
+          orderId: order.id,
+          points,
+          reason: ORDER_CONFIRMED_REASON,
+        }),
+      );
       Context.current().log.info(
         result.awarded ? 'loyalty points awarded' : 'loyalty points already awarded',
         { orderId: order.id, userId: order.userId, points, balance: result.balance },

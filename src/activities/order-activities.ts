@@ -10,6 +10,7 @@ import {
   paymentRecordedSignal,
 } from '../shared/order';
 import { OrderIdSearchAttribute } from '../shared/search-attributes';
+import { atCrashPoint } from './crash-points';
 
 export interface OrderActivityDeps {
   /** Temporal client on the worker's own connection, for signal-with-start. */
@@ -26,9 +27,8 @@ export function createOrderActivities(deps: OrderActivityDeps) {
      * event twice; the order workflow ignores event IDs it has seen.
      */
     async handOverToOrder(input: { orderId: number; event: OrderPaymentEvent }): Promise<void> {
-      await deps.client.workflow.signalWithStart<OrderWorkflow, [OrderPaymentEvent]>(
-        'orderWorkflow',
-        {
+      await atCrashPoint('handOverToOrder.signal', () =>
+        deps.client.workflow.signalWithStart<OrderWorkflow, [OrderPaymentEvent]>('orderWorkflow', {
           workflowId: orderWorkflowId(input.orderId),
           // The queue this payment runs on (`payments` in production): order work stays with the
           // same pool of workers as the payments that feed it.
@@ -40,7 +40,7 @@ export function createOrderActivities(deps: OrderActivityDeps) {
           // Set at start, so `OrderId = 12` finds the run from its first event (the order
           // workflow no longer upserts it, patch 'local-order-steps'; older code still does).
           typedSearchAttributes: [{ key: OrderIdSearchAttribute, value: input.orderId }],
-        },
+        }),
       );
     },
 
@@ -54,7 +54,9 @@ export function createOrderActivities(deps: OrderActivityDeps) {
           nonRetryable: true,
         });
       }
-      await deps.orders.requestRefundReview(input.orderId);
+      await atCrashPoint('requestRefundReview.commit', () =>
+        deps.orders.requestRefundReview(input.orderId),
+      );
     },
   };
 }

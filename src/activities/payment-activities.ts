@@ -10,6 +10,7 @@ import {
   WAREHOUSE_RATE_LIMIT_FALLBACK_SECONDS,
 } from '../shared/retry-policies';
 import { retryAfter } from './retry-by-cause';
+import { atCrashPoint } from './crash-points';
 import type { ShipmentReceipt, WarehouseClient } from './warehouse-client';
 
 export interface PaymentActivityDeps {
@@ -49,14 +50,16 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
      */
     async recordPayment(input: PaymentWorkflowInput): Promise<RecordPaymentResult> {
       const log = Context.current().log;
-      const result = await deps.payments.recordPayment({
-        providerEventId: input.eventId,
-        orderId: input.orderId,
-        amount: input.amount,
-        // An earlier attempt of this run may have committed the row and died before reporting:
-        // the run ID lets this attempt recognise the row as its own.
-        recordedByRunId: Context.current().info.workflowExecution?.runId,
-      });
+      const result = await atCrashPoint('recordPayment.commit', () =>
+        deps.payments.recordPayment({
+          providerEventId: input.eventId,
+          orderId: input.orderId,
+          amount: input.amount,
+          // An earlier attempt of this run may have committed the row and died before reporting:
+          // the run ID lets this attempt recognise the row as its own.
+          recordedByRunId: Context.current().info.workflowExecution?.runId,
+        }),
+      );
       switch (result.kind) {
         case 'created':
         case 'existing': {
@@ -111,11 +114,13 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
       // server after the heartbeat timeout, not after the whole start-to-close timeout.
       const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_INTERVAL_MS);
       try {
-        const receipt = await deps.warehouse.requestShipment({
-          orderId: input.orderId,
-          idempotencyKey: shipmentIdempotencyKey(input.orderId),
-          signal: ctx.cancellationSignal,
-        });
+        const receipt = await atCrashPoint('notifyWarehouse.request', () =>
+          deps.warehouse.requestShipment({
+            orderId: input.orderId,
+            idempotencyKey: shipmentIdempotencyKey(input.orderId),
+            signal: ctx.cancellationSignal,
+          }),
+        );
         ctx.log.info('warehouse notified', { orderId: input.orderId, ...receipt });
         return receipt;
       } catch (err) {
@@ -127,7 +132,9 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
 
     /** Records where the order's shipment stands; idempotent (setting the same status twice is harmless). */
     async setShipmentStatus(input: { orderId: number; status: ShipmentStatus }): Promise<void> {
-      const updated = await deps.orders.setShipmentStatus(input.orderId, input.status);
+      const updated = await atCrashPoint('setShipmentStatus.commit', () =>
+        deps.orders.setShipmentStatus(input.orderId, input.status),
+      );
       if (!updated) {
         throw ApplicationFailure.create({
           type: FailureType.OrderNotFound,

@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { StockRepository } from '../db';
+import { atCrashPoint } from './crash-points';
 
 export interface StockActivityDeps {
   stock: StockRepository;
@@ -56,7 +57,9 @@ export function createStockActivities(deps: StockActivityDeps) {
       }
       ctx.heartbeat({ elapsedMs: Date.now() - started });
 
-      const { snapshot, created } = await deps.stock.takeSnapshot(takenAt);
+      const { snapshot, created } = await atCrashPoint('aggregateStock.commit', () =>
+        deps.stock.takeSnapshot(takenAt),
+      );
       ctx.log.info(created ? 'stock snapshot taken' : 'stock snapshot already taken', {
         snapshotId: snapshot.id,
         takenAt: snapshot.takenAt,

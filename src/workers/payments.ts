@@ -4,6 +4,7 @@ import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
+import { crashPointInterceptors } from '../activities/crash-points';
 import { createMailPool } from '../activities/mail-activities';
 import { createWarehouseClient } from '../activities/warehouse-client';
 import type { Config } from '../config';
@@ -115,15 +116,17 @@ export async function createPaymentWorker(options: PaymentWorkerOptions): Promis
 
 /**
  * A prebuilt bundle already holds the interceptors (src/workers/workflow-bundle.ts); without
- * one, the worker bundles the workflows from source at start-up, which takes seconds.
+ * one, the worker bundles the workflows from source at start-up, which takes seconds. The
+ * activity interceptors are the crash points' (none in production: src/activities/crash-points.ts).
  */
 export function workflowCodeOptions(
   bundlePath: string | undefined,
 ): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'interceptors'> {
-  if (bundlePath) return { workflowBundle: { codePath: bundlePath } };
+  const activity = crashPointInterceptors;
+  if (bundlePath) return { workflowBundle: { codePath: bundlePath }, interceptors: { activity } };
   return {
     workflowsPath: PAYMENT_WORKFLOW_MODULES.workflowsPath,
-    interceptors: { workflowModules: PAYMENT_WORKFLOW_MODULES.interceptorModules },
+    interceptors: { workflowModules: PAYMENT_WORKFLOW_MODULES.interceptorModules, activity },
   };
 }
 

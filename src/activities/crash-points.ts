@@ -1,0 +1,163 @@
+import type {
+  ActivityInboundCallsInterceptor,
+  ActivityInterceptorsFactory,
+} from '@temporalio/worker';
+
+/**
+ * Every place where a worker crash could split an effect from its record, declared next to the
+ * code that does the effect. Each effect of an activity (a database commit, a partner call, a
+ * file written) runs inside `atCrashPoint(name, effect)`, so a crash can be placed right before
+ * or right after it; and each activity's reply to the server (its result, on its way to
+ * Temporal, or into the workflow task for a local activity) is a point of its own, given by the
+ * worker interceptor below. `npm run crash-points` kills a worker at every one of them, in turn,
+ * and judges what the run made of it (docs/chaos.md, "Every crash point, by list").
+ * test/activities/crash-points.test.ts fails when an effect in src/activities has no point.
+ *
+ * Production never enables them: only a preload that tests start workers with
+ * (dev/chaos/worker-hook.ts) installs the hook, on a global symbol, before this module loads. No
+ * setting or environment variable can, and without the hook every point is one `if`.
+ */
+
+export type CrashPointKind = 'db' | 'partner' | 'temporal' | 'file' | 'reply';
+
+export interface CrashPointDeclaration {
+  /** The activity (or local activity) that runs it. */
+  activity: string;
+  kind: CrashPointKind;
+  description: string;
+}
+
+const effect = (activity: string, kind: CrashPointKind, description: string) =>
+  ({ activity, kind, description }) satisfies CrashPointDeclaration;
+const reply = (activity: string) =>
+  effect(activity, 'reply', `${activity} returned; its result has not reached Temporal`);
+
+/** The list the enumerated run reads: one entry per effect and per activity's reply. */
+export const CRASH_POINTS = {
+  'recordPayment.commit': effect(
+    'recordPayment',
+    'db',
+    'the transaction that inserts the payment row (insert-or-get) and claims the order',
+  ),
+  'recordPayment.reply': reply('recordPayment'),
+  'handOverToOrder.signal': effect(
+    'handOverToOrder',
+    'temporal',
+    "signal-with-start of the order's workflow with the payment event",
+  ),
+  'handOverToOrder.reply': reply('handOverToOrder'),
+  'notifyWarehouse.request': effect(
+    'notifyWarehouse',
+    'partner',
+    'POST /v1/shipments to the warehouse, idempotency key order-<id>-shipment',
+  ),
+  'notifyWarehouse.reply': reply('notifyWarehouse'),
+  'setShipmentStatus.commit': effect(
+    'setShipmentStatus',
+    'db',
+    "the UPDATE of the order's shipment_status (requested, or failed in the compensation)",
+  ),
+  'setShipmentStatus.reply': reply('setShipmentStatus'),
+  'requestRefundReview.commit': effect(
+    'requestRefundReview',
+    'db',
+    'the UPDATE that flags a double-charged order for refund review',
+  ),
+  'requestRefundReview.reply': reply('requestRefundReview'),
+  'sendOrderConfirmation.smtp': effect(
+    'sendOrderConfirmation',
+    'partner',
+    'the SMTP transaction of the confirmation mail, up to the server’s 250',
+  ),
+  'sendOrderConfirmation.stamp': effect(
+    'sendOrderConfirmation',
+    'db',
+    'the UPDATE that stamps orders.confirmation_sent_at',
+  ),
+  'sendOrderConfirmation.reply': reply('sendOrderConfirmation'),
+  'awardLoyaltyPoints.commit': effect(
+    'awardLoyaltyPoints',
+    'db',
+    'the transaction that inserts the ledger row (UNIQUE order, reason) and moves the balance',
+  ),
+  'awardLoyaltyPoints.reply': reply('awardLoyaltyPoints'),
+  'deliverAlert.post': effect(
+    'deliverAlert',
+    'partner',
+    'POST of the alert to the alert webhook, Idempotency-Key alert-<workflow>-<run>',
+  ),
+  'deliverAlert.reply': reply('deliverAlert'),
+  'generateInvoicePdf.write': effect(
+    'generateInvoicePdf',
+    'file',
+    'order-<id>.pdf written to a temporary file and renamed over the target',
+  ),
+  'generateInvoicePdf.reply': reply('generateInvoicePdf'),
+  'planOrderExport.clear': effect(
+    'planOrderExport',
+    'file',
+    'removal of the chunk files an earlier export under the same ID left',
+  ),
+  'planOrderExport.reply': reply('planOrderExport'),
+  'exportOrdersChunk.write': effect(
+    'exportOrdersChunk',
+    'file',
+    'chunk-<n>.csv written atomically',
+  ),
+  'exportOrdersChunk.reply': reply('exportOrdersChunk'),
+  'finishOrderExport.join': effect(
+    'finishOrderExport',
+    'file',
+    'orders.csv (header and every chunk) written atomically',
+  ),
+  'finishOrderExport.index': effect(
+    'finishOrderExport',
+    'file',
+    'index.json (rows, order IDs and sha256) written atomically',
+  ),
+  'finishOrderExport.reply': reply('finishOrderExport'),
+  'aggregateStock.commit': effect(
+    'aggregateStock',
+    'db',
+    'the insert-or-get of the stock snapshot of one scheduled time',
+  ),
+  'aggregateStock.reply': reply('aggregateStock'),
+} as const satisfies Record<string, CrashPointDeclaration>;
+
+export type CrashPointName = keyof typeof CRASH_POINTS;
+/** Where around the point the worker dies: an effect has both; a reply only `before`. */
+export type CrashPhase = 'before' | 'after';
+export type CrashPointHook = (point: CrashPointName, phase: CrashPhase) => void;
+
+/** Where the test preload puts its hook; read once, when this module loads. */
+export const CRASH_POINT_HOOK = Symbol.for('order-payments.crash-point-hook');
+const hook = (globalThis as { [CRASH_POINT_HOOK]?: CrashPointHook })[CRASH_POINT_HOOK];
+
+/** Runs one effect of an activity at its declared crash point. */
+export async function atCrashPoint<T>(point: CrashPointName, run: () => Promise<T>): Promise<T> {
+  if (!hook) return run();
+  hook(point, 'before');
+  const result = await run();
+  hook(point, 'after');
+  return result;
+}
+
+/**
+ * The `<activity>.reply` points: after the activity function returned, before the worker sends
+ * its completion (for a local activity: before the result goes into the workflow task's
+ * completion). Empty without the hook, so production workers register no interceptor at all.
+ */
+export const crashPointInterceptors: ActivityInterceptorsFactory[] = hook
+  ? [
+      (ctx) => {
+        const inbound: ActivityInboundCallsInterceptor = {
+          async execute(input, next) {
+            const result: unknown = await next(input);
+            hook(`${ctx.info.activityType}.reply` as CrashPointName, 'before');
+            return result;
+          },
+        };
+        return { inbound };
+      },
+    ]
+  : [];
