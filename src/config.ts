@@ -1,6 +1,12 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { parseApiKeys } from './http/api-keys';
+import {
+  parseStandardPublicKey,
+  parseStandardSecret,
+  STANDARD_DEFAULT_TOLERANCE_SECONDS,
+} from './http/providers/standard-signature';
+import { STRIPE_DEFAULT_TOLERANCE_SECONDS } from './http/providers/stripe-signature';
 import { parseEncryptionKeys } from './temporal/codec';
 import {
   loadTemporalConnection,
@@ -15,6 +21,14 @@ import {
  */
 
 const DEV_WEBHOOK_SECRET = 'dev-webhook-secret';
+/**
+ * Public development secrets of the Stripe and Standard Webhooks endpoints, so `npm start` serves
+ * them and `npm run demo -- --provider …` can sign for them; production refuses both.
+ */
+export const DEV_STRIPE_WEBHOOK_SECRET = 'whsec_dev_stripe_webhook_secret';
+export const DEV_STANDARD_WEBHOOK_SECRET = `whsec_${Buffer.from('dev-standard-webhooks-secret').toString('base64')}`;
+/** The currency of order totals unless SHOP_CURRENCY says otherwise (the demo's orders are yen). */
+export const DEFAULT_SHOP_CURRENCY = 'jpy';
 
 /** Where the HTTP process serves /metrics and /readyz unless ADMIN_ADDRESS says otherwise. */
 export const DEFAULT_ADMIN_ADDRESS = '127.0.0.1:9465';
@@ -106,6 +120,30 @@ const schema = z
       .min(100)
       .max(1_000_000)
       .default(WEBHOOK_SECURITY_DEFAULTS.WEBHOOK_AUTH_FAILURE_MAX_CLIENTS),
+    /**
+     * Stripe endpoint signing secrets (`whsec_…`), comma-separated, current first: during a roll
+     * Stripe signs with both. Unset: the dev secret in development, the endpoint off in production.
+     */
+    STRIPE_WEBHOOK_SECRETS: secretList((v) =>
+      v.startsWith('whsec_') && v.length > 'whsec_'.length
+        ? undefined
+        : "must be the endpoint's signing secret, whsec_… (not an API key, sk_…)",
+    ),
+    /** How old a Stripe-Signature timestamp may be (Stripe signs every delivery attempt afresh). */
+    STRIPE_WEBHOOK_TOLERANCE_SECONDS: toleranceSeconds(STRIPE_DEFAULT_TOLERANCE_SECONDS),
+    /** Standard Webhooks symmetric secrets (`whsec_<base64>`), comma-separated, current first. */
+    STANDARD_WEBHOOK_SECRETS: secretList((v) => problemOf(() => parseStandardSecret(v))),
+    /** Standard Webhooks ed25519 public keys (`whpk_<base64>`) for `v1a` signatures. */
+    STANDARD_WEBHOOK_PUBLIC_KEYS: secretList((v) => problemOf(() => parseStandardPublicKey(v))),
+    STANDARD_WEBHOOK_TOLERANCE_SECONDS: toleranceSeconds(STANDARD_DEFAULT_TOLERANCE_SECONDS),
+    /** ISO 4217 currency of order totals: a provider's payment in another one is refused (422). */
+    SHOP_CURRENCY: blankToUndefined.pipe(
+      z
+        .string()
+        .regex(/^[A-Za-z]{3}$/, 'must be a three-letter ISO 4217 code (e.g. jpy, eur, usd)')
+        .transform((v) => v.toLowerCase())
+        .optional(),
+    ),
     /**
      * Which reverse proxies may set X-Forwarded-For: a hop count or a list of addresses/CIDRs.
      * Unset: the socket's peer is the client, which behind a proxy makes every client one IP.
@@ -257,6 +295,38 @@ const schema = z
           'set the provider secret (16+ characters) in production; the dev default is public',
       });
     }
+    if (c.STRIPE_WEBHOOK_SECRETS?.some((v) => v === DEV_STRIPE_WEBHOOK_SECRET || v.length < 22)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['STRIPE_WEBHOOK_SECRETS'],
+        message:
+          "in production use the endpoint's own signing secret (Dashboard > Webhooks), not the dev default",
+      });
+    }
+    if (
+      c.STANDARD_WEBHOOK_SECRETS?.some(
+        (v) => v === DEV_STANDARD_WEBHOOK_SECRET || parseStandardSecret(v).length < 16,
+      )
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['STANDARD_WEBHOOK_SECRETS'],
+        message: 'in production use the sender’s secret (16+ bytes of key), not the dev default',
+      });
+    }
+    const providers = [
+      c.STRIPE_WEBHOOK_SECRETS,
+      c.STANDARD_WEBHOOK_SECRETS,
+      c.STANDARD_WEBHOOK_PUBLIC_KEYS,
+    ];
+    if (c.SHOP_CURRENCY === undefined && providers.some((list) => list !== undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SHOP_CURRENCY'],
+        message:
+          'set it in production when a Stripe or Standard Webhooks endpoint is configured: their payments carry a currency, and only this one may pay an order',
+      });
+    }
     if (!c.TEMPORAL_ADDRESS) {
       ctx.addIssue({
         code: 'custom',
@@ -280,10 +350,65 @@ const schema = z
       });
     }
   })
-  .transform((c) => ({
-    ...c,
-    CODEC_CORS_ORIGINS: c.CODEC_CORS_ORIGINS ?? defaultCodecOrigins(c),
-  }));
+  .transform((c) => {
+    // Development serves every provider's endpoint on public dev secrets; production only
+    // those configured (an unconfigured one is not served: 404).
+    const dev = c.NODE_ENV !== 'production';
+    const standardConfigured =
+      c.STANDARD_WEBHOOK_SECRETS !== undefined || c.STANDARD_WEBHOOK_PUBLIC_KEYS !== undefined;
+    return {
+      ...c,
+      CODEC_CORS_ORIGINS: c.CODEC_CORS_ORIGINS ?? defaultCodecOrigins(c),
+      STRIPE_WEBHOOK_SECRETS: c.STRIPE_WEBHOOK_SECRETS ?? (dev ? [DEV_STRIPE_WEBHOOK_SECRET] : []),
+      STANDARD_WEBHOOK_SECRETS:
+        c.STANDARD_WEBHOOK_SECRETS ??
+        (dev && !standardConfigured ? [DEV_STANDARD_WEBHOOK_SECRET] : []),
+      STANDARD_WEBHOOK_PUBLIC_KEYS: c.STANDARD_WEBHOOK_PUBLIC_KEYS ?? [],
+      SHOP_CURRENCY: c.SHOP_CURRENCY ?? DEFAULT_SHOP_CURRENCY,
+    };
+  });
+
+/**
+ * A comma-separated list of secrets or keys, each checked by `problem` (undefined: fine); unset
+ * or blank: undefined. A value listed twice is refused: a rotation lists two different ones.
+ * Messages name the position, never the value.
+ */
+function secretList(problem: (value: string) => string | undefined) {
+  return blankToUndefined.transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    const values = v
+      .split(',')
+      .map((e) => e.trim())
+      .filter((e) => e.length > 0);
+    values.forEach((value, index) => {
+      const found =
+        problem(value) ?? (values.indexOf(value) < index ? 'is listed twice' : undefined);
+      if (found !== undefined) {
+        ctx.addIssue({ code: 'custom', message: `entry ${index + 1}: ${found}` });
+      }
+    });
+    return values;
+  });
+}
+
+function problemOf(parse: () => unknown): string | undefined {
+  try {
+    parse();
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+/** A signature scheme's tolerance window: how far its timestamp may be from our clock. */
+function toleranceSeconds(fallback: number) {
+  return z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(3600, 'must be at most 3600: a wider window lets a leaked request be replayed for longer')
+    .default(fallback);
+}
 
 /** Where the Web UI that calls the codec endpoint is served from, unless told otherwise. */
 function defaultCodecOrigins(c: { TEMPORAL_UI_URL?: string; TEMPORAL_UI_PORT: number }): string[] {

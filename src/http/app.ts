@@ -3,7 +3,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyServerOptions,
 } from 'fastify';
-import { type Config, WEBHOOK_SECURITY_DEFAULTS } from '../config';
+import { type Config, DEFAULT_SHOP_CURRENCY, WEBHOOK_SECURITY_DEFAULTS } from '../config';
 import type { createOrdersRepository, createPaymentsRepository } from '../db';
 import type { PaymentStarter } from '../temporal/payment-starter';
 import { registerErrorHandler } from './errors';
@@ -20,8 +20,8 @@ import {
   ordersApiAccess,
 } from './orders-auth';
 import { ordersRoutes } from './routes/orders';
+import { configuredProviders, type ProvidersConfig } from './providers';
 import { paymentWebhookRoutes } from './routes/payment-webhook';
-import { createWebhookVerifier } from './webhook-auth';
 
 /** Webhook hardening settings; each falls back to its config default when left out. */
 type WebhookSecurityConfig = Pick<
@@ -42,6 +42,8 @@ export interface AppDeps {
    */
   config: Pick<Config, 'PAYMENT_WEBHOOK_SECRET' | 'WEBHOOK_BODY_LIMIT_BYTES'> &
     Partial<WebhookSecurityConfig> &
+    ProvidersConfig &
+    Partial<Pick<Config, 'SHOP_CURRENCY'>> &
     Partial<OrdersApiConfig>;
   /** Our pino logger; typed as Fastify's logger interface so routes see plain FastifyInstance. */
   logger: FastifyBaseLogger;
@@ -82,23 +84,34 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(livenessRoutes);
 
-  await app.register(paymentWebhookRoutes, {
-    verify: createWebhookVerifier({
+  // One limiter for every provider's endpoint: a client guessing at one is refused at all.
+  const failures = createFailureLimiter({
+    limit: config.WEBHOOK_AUTH_FAILURE_LIMIT,
+    windowMs: config.WEBHOOK_AUTH_FAILURE_WINDOW_SECONDS * 1000,
+    maxClients: config.WEBHOOK_AUTH_FAILURE_MAX_CLIENTS,
+    now: deps.now,
+  });
+  const payments = metrics.instrumentPaymentStarter(deps.payments);
+  const providers = configuredProviders(
+    {
       scheme: config.WEBHOOK_SIGNATURE_SCHEME,
       secret: config.PAYMENT_WEBHOOK_SECRET,
       previousSecret: config.PAYMENT_WEBHOOK_SECRET_PREVIOUS,
       toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
       now: deps.now,
-    }),
-    failures: createFailureLimiter({
-      limit: config.WEBHOOK_AUTH_FAILURE_LIMIT,
-      windowMs: config.WEBHOOK_AUTH_FAILURE_WINDOW_SECONDS * 1000,
-      maxClients: config.WEBHOOK_AUTH_FAILURE_MAX_CLIENTS,
-      now: deps.now,
-    }),
-    bodyLimitBytes: config.WEBHOOK_BODY_LIMIT_BYTES,
-    payments: metrics.instrumentPaymentStarter(deps.payments),
-  });
+    },
+    config,
+    deps.now,
+  );
+  for (const provider of providers) {
+    await app.register(paymentWebhookRoutes, {
+      provider,
+      failures,
+      bodyLimitBytes: config.WEBHOOK_BODY_LIMIT_BYTES,
+      payments,
+      shopCurrency: config.SHOP_CURRENCY ?? DEFAULT_SHOP_CURRENCY,
+    });
+  }
   if (ordersApi.kind !== 'off') {
     await app.register(ordersRoutes, {
       orders: deps.ordersRepository,

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import type { PaymentStarter } from '../temporal/payment-starter';
 import { quietLogLevel } from './health';
-import { PAYMENT_WEBHOOK_PATH } from './routes/payment-webhook';
+import { WEBHOOKS_PATH_PREFIX } from './routes/payment-webhook';
 
 /**
  * Prometheus metrics of the HTTP process, served at GET /metrics of the admin listener:
@@ -141,7 +141,10 @@ export async function metricsRoutes(app: FastifyInstance, options: { metrics: Ht
 }
 
 function isWebhook(request: FastifyRequest): boolean {
-  return request.method === 'POST' && request.routeOptions.url === PAYMENT_WEBHOOK_PATH;
+  // Every provider's endpoint (an unmatched path has no route URL, and is no delivery).
+  return (
+    request.method === 'POST' && request.routeOptions.url?.startsWith(WEBHOOKS_PATH_PREFIX) === true
+  );
 }
 
 function webhookOutcome(reply: FastifyReply, delivery: DeliveryScope | undefined): string {

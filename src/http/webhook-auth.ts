@@ -79,8 +79,11 @@ export function createWebhookVerifier(options: WebhookAuthOptions): WebhookVerif
   };
 }
 
-/** The header's one value, trimmed; a missing, empty or repeated header is refused. */
-function singleHeader(
+/**
+ * The header's one value, trimmed; a missing, empty or repeated header is refused. `display`
+ * is the header's name as the reason shows it. Shared by every provider's scheme.
+ */
+export function singleHeader(
   rawHeaders: readonly string[],
   name: string,
   display: string,

@@ -1,67 +1,47 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
-import { z } from 'zod';
-import { MAX_INTEGER_COLUMN, MAX_ROW_ID } from '../../db/schema';
-import { EVENT_ID_PATTERN, PAYMENT_SUCCEEDED_EVENT } from '../../shared/constants';
+import { EVENT_ID_PATTERN } from '../../shared/constants';
 import {
   type PaymentStarter,
   type StartedPayment,
   TemporalUnavailableError,
 } from '../../temporal/payment-starter';
 import { HttpError } from '../errors';
+import type { ProviderAuthResult, WebhookProvider } from '../providers/provider';
 import type { FailureLimiter } from '../rate-limit';
 import { withZodSchemas } from '../validation';
-import type { MatchedSecret, WebhookVerifier } from '../webhook-auth';
 
 export { SIGNATURE_HEADER, TIMESTAMP_HEADER } from '../webhook-auth';
+export { PAYMENT_WEBHOOK_PATH } from '../providers/original';
 
-export const PAYMENT_WEBHOOK_PATH = '/api/v1/webhooks/payment';
-
-/** Every notification carries an event type; only some are ours to act on. */
-const envelopeSchema = z.object({ event: z.string().min(1).max(100) });
-
-const paymentSucceededSchema = z.object({
-  id: z
-    .string()
-    .regex(EVENT_ID_PATTERN, 'id must be 1-200 characters of letters, digits and _ . : -'),
-  event: z.literal(PAYMENT_SUCCEEDED_EVENT),
-  // Within the database's integer columns: a larger order ID names no order, and a larger amount
-  // could not be recorded on PostgreSQL (the payment workflow would retry forever). The range
-  // check comes first so that its limit, not the safe-integer one, is what the client is told.
-  order_id: z.number().positive().max(MAX_ROW_ID).int(),
-  amount: z.number().positive().max(MAX_INTEGER_COLUMN).int(),
-});
-
-/**
- * The notification as this route takes it, checked by Fastify once the signature holds and the
- * bytes are parsed: any event type is acknowledged, and only payment.succeeded must be a whole
- * payment (its problems are reported as the fields that failed).
- */
-const notificationSchema = envelopeSchema.loose().transform((body, ctx) => {
-  if (body.event !== PAYMENT_SUCCEEDED_EVENT) return { handled: false as const, event: body.event };
-  const payment = paymentSucceededSchema.safeParse(body);
-  if (!payment.success) {
-    for (const issue of payment.error.issues) ctx.addIssue({ ...issue });
-    return z.NEVER;
-  }
-  return { handled: true as const, ...payment.data };
-});
+/** Every provider's endpoint is under it (and only it is routed from the internet). */
+export const WEBHOOKS_PATH_PREFIX = '/api/v1/webhooks/';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
+type Verified = Extract<ProviderAuthResult, { ok: true }>;
+
 export interface PaymentWebhookOptions {
-  /** The signature check (scheme, secrets, tolerance window). */
-  verify: WebhookVerifier;
-  /** Counts failed signature checks per client; a client over its budget gets 429. */
+  /** Whose deliveries this endpoint takes: its path, signature check and event mapping. */
+  provider: WebhookProvider;
+  /** Counts failed signature checks per client (one limiter for every provider's endpoint). */
   failures: FailureLimiter;
   bodyLimitBytes: number;
   payments: PaymentStarter;
+  /**
+   * The currency of the shop's order totals (SHOP_CURRENCY, lowercase). A payment the provider
+   * reports in another currency is refused with 422 rather than compared with a total in
+   * another unit. Unset: currencies are not checked (the original contract carries none).
+   */
+  shopCurrency?: string;
 }
 
 /**
- * POST /api/v1/webhooks/payment. Answers 200 only once the event is durably queued in Temporal
- * (a workflow started, or found already started with the same body); 409 when the event ID was
- * already received with another order or amount; 503 when Temporal can't be reached, so the
- * provider delivers again and nothing accepted is ever lost.
+ * POST to a provider's endpoint (the contract's /api/v1/webhooks/payment, Stripe's, a Standard
+ * Webhooks sender's). Answers 200 only once the event is durably queued in Temporal (a workflow
+ * started, or found already started with the same body); 409 when the event ID was already
+ * received with another order or amount; 422 for a payment in another currency than the shop's;
+ * 503 when Temporal can't be reached, so the provider delivers again and nothing accepted is
+ * ever lost. Register it once per provider.
  */
 export async function paymentWebhookRoutes(
   fastify: FastifyInstance,
@@ -72,14 +52,16 @@ export async function paymentWebhookRoutes(
   // content type claims, and parses it only after the signature holds.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
-  // Which secret verified a request, for the log lines of its handler.
-  const matchedSecrets = new WeakMap<FastifyRequest, MatchedSecret>();
+  const { provider } = options;
+  // What the signature check verified (which secret; the event ID of header-signed schemes),
+  // for the handler.
+  const verified = new WeakMap<FastifyRequest, Verified>();
 
   app.post(
-    PAYMENT_WEBHOOK_PATH,
+    provider.path,
     {
       bodyLimit: options.bodyLimitBytes,
-      schema: { body: notificationSchema },
+      schema: { body: provider.notification },
       // A client that keeps failing the signature check is refused before its body is buffered
       // or any HMAC computed. Only failures count, so the provider's bursts are never refused.
       onRequest: async (request) => {
@@ -100,7 +82,7 @@ export async function paymentWebhookRoutes(
       // they decoded and parsed, and the schema checks what they say.
       preValidation: async (request) => {
         const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-        const auth = options.verify(rawBody, request.raw.rawHeaders);
+        const auth = provider.verify(rawBody, request.raw.rawHeaders);
         if (!auth.ok) {
           if (options.failures.recordFailure(request.ip)) {
             request.log.warn(
@@ -110,22 +92,60 @@ export async function paymentWebhookRoutes(
           }
           throw new HttpError(401, auth.reason);
         }
-        matchedSecrets.set(request, auth.matchedSecret);
+        verified.set(request, auth);
         // Unchecked here: the route's schema checks it next, before the handler sees it.
         request.body = parseJson(rawBody) as typeof request.body;
       },
     },
     async (request, reply) => {
-      const matchedSecret = matchedSecrets.get(request);
+      const auth = verified.get(request);
+      const matchedSecret = auth?.matchedSecret;
       const notification = request.body;
       if (!notification.handled) {
         request.log.info(
-          { event: notification.event, matchedSecret },
+          {
+            provider: provider.name,
+            event: notification.event,
+            note: notification.note,
+            matchedSecret,
+          },
           'webhook ignored: event type not handled',
         );
         return reply.code(200).send({ status: 'ignored' });
       }
-      const { id: eventId, order_id: orderId, amount } = notification;
+      const providerEventId = notification.eventId ?? auth?.eventId ?? '';
+      if (!EVENT_ID_PATTERN.test(providerEventId)) {
+        throw new HttpError(
+          400,
+          'the event ID must be 1-200 characters of letters, digits and _ . : -',
+        );
+      }
+      const eventId = provider.qualifyEventId(providerEventId);
+      const { orderId, amount, currency } = notification;
+      if (
+        currency !== undefined &&
+        options.shopCurrency !== undefined &&
+        currency !== options.shopCurrency
+      ) {
+        // Not a 200: an amount in another unit must not pay (or be compared with) the order's
+        // total. Providers retry a refusal for days, so if SHOP_CURRENCY is what is wrong, fixing
+        // it lets the retries through; otherwise the payment is on the provider's dashboard.
+        request.log.error(
+          {
+            provider: provider.name,
+            eventId,
+            orderId,
+            amount,
+            currency,
+            shopCurrency: options.shopCurrency,
+          },
+          "webhook refused: payment in another currency than the shop's",
+        );
+        throw new HttpError(
+          422,
+          `the payment is in ${currency.toUpperCase()}, but this shop's orders are in ${options.shopCurrency.toUpperCase()} (SHOP_CURRENCY); it is not recorded`,
+        );
+      }
 
       let started: StartedPayment;
       try {
@@ -177,7 +197,7 @@ function checkDuplicate(
     eventId: string;
     orderId: number;
     amount: number;
-    matchedSecret: MatchedSecret | undefined;
+    matchedSecret: string | undefined;
   },
 ): void {
   const { workflowId, existing } = started;

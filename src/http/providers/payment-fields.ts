@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { MAX_INTEGER_COLUMN, MAX_ROW_ID } from '../../db/schema';
+
+/*
+ * The fields every provider's payment maps to, checked within the database's integer columns:
+ * a larger order ID names no order, and a larger amount could not be recorded on PostgreSQL (the
+ * payment workflow would retry forever). The range check comes first so that its limit, not
+ * the safe-integer one, is what the client is told.
+ */
+
+export const orderIdNumber = z.number().positive().max(MAX_ROW_ID).int();
+
+/**
+ * An order ID sent as text, as providers' string-only metadata carries it (Stripe's
+ * `metadata.order_id`): plain decimal digits, read as the number they spell.
+ */
+export const orderIdText = z
+  .string()
+  .regex(/^[1-9][0-9]{0,9}$/, 'must be the order ID: a positive whole number, as digits')
+  .transform(Number)
+  .pipe(orderIdNumber);
+
+/** In the currency's smallest unit (cents, yen), as every provider here reports amounts. */
+export const amountMinorUnits = z.number().positive().max(MAX_INTEGER_COLUMN).int();
+
+/** An ISO 4217 code in either case (Stripe sends lowercase), kept lowercase. */
+export const currencyCode = z
+  .string()
+  .regex(/^[A-Za-z]{3}$/, 'must be a three-letter ISO 4217 currency code')
+  .transform((code) => code.toLowerCase());
+
+/** An event type: any short text (every type is acknowledged; only some are acted on). */
+export const eventType = z.string().min(1).max(100);

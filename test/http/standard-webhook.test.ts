@@ -1,0 +1,363 @@
+import { generateKeyPairSync, sign } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { Webhook } from 'standardwebhooks';
+import {
+  createStandardVerifier,
+  parseStandardPublicKey,
+  parseStandardSecret,
+} from '../../src/http/providers/standard-signature';
+import {
+  deliverStandard,
+  standardHeaders,
+  standardPaymentEvent,
+  TEST_STANDARD_SECRET,
+} from '../support/providers';
+import {
+  buildWebhookApp,
+  recordingPaymentStarter,
+  type RecordingPaymentStarter,
+} from '../support/webhook';
+
+// The spec's reference library (`standardwebhooks`) signs every delivery here and gives its own
+// verdict; where it and our endpoint disagree, the library is right. `v1a` (ed25519), which the
+// library does not implement, is signed with node:crypto as the spec describes it.
+
+const NOW_S = 1_700_000_000;
+const OLD_SECRET = `whsec_${Buffer.from('the-secret-being-rotated-out').toString('base64')}`;
+const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+const PUBLIC_KEY = `whpk_${Buffer.from(publicKey.export({ format: 'jwk' }).x!, 'base64url').toString('base64')}`;
+
+let starter: RecordingPaymentStarter;
+let app: FastifyInstance;
+
+async function build(config: Record<string, unknown>) {
+  starter = recordingPaymentStarter();
+  app = await buildWebhookApp({
+    payments: starter,
+    now: () => NOW_S * 1000,
+    config: { SHOP_CURRENCY: 'jpy', ...config },
+  });
+}
+
+beforeEach(() =>
+  build({
+    STANDARD_WEBHOOK_SECRETS: [TEST_STANDARD_SECRET, OLD_SECRET],
+    STANDARD_WEBHOOK_PUBLIC_KEYS: [PUBLIC_KEY],
+  }),
+);
+afterEach(() => app.close());
+
+/** The reference library's verdict, at our clock (it reads the real one: faked for the call). */
+function libraryAccepts(
+  payload: string,
+  headers: Record<string, string>,
+  secret = TEST_STANDARD_SECRET,
+) {
+  const realNow = Date.now;
+  Date.now = () => NOW_S * 1000;
+  try {
+    new Webhook(secret).verify(payload, headers);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    Date.now = realNow;
+  }
+}
+
+const signed = (payload: string, options: Parameters<typeof standardHeaders>[1] = {}) =>
+  standardHeaders(payload, { timestamp: NOW_S, ...options });
+
+/** A v1a signature of the spec: ed25519 over `<id>.<timestamp>.<body>`, base64. */
+function v1a(id: string, timestamp: number, payload: string, key = privateKey): string {
+  return `v1a,${sign(null, Buffer.from(`${id}.${timestamp}.${payload}`), key).toString('base64')}`;
+}
+
+describe('Standard Webhooks signatures, as the reference library signs them', () => {
+  it('accepts a payment signed by the library and starts payment-standard~<webhook-id>', async () => {
+    const payload = JSON.stringify(standardPaymentEvent({ order_id: 42, amount: 5400 }));
+    const headers = signed(payload, { id: 'msg_2Lib' });
+    expect(libraryAccepts(payload, headers)).toBe(true);
+    const response = await deliverStandard(app, payload, headers);
+    expect([response.statusCode, response.json()]).toEqual([200, { status: 'accepted' }]);
+    expect(response.headers['x-workflow-id']).toBe('payment-standard~msg_2Lib');
+    expect(starter.starts).toEqual([{ eventId: 'standard~msg_2Lib', orderId: 42, amount: 5400 }]);
+  });
+
+  it('accepts timestamps up to five minutes either way, and refuses beyond, as the library does', async () => {
+    for (const [timestamp, accepted] of [
+      [NOW_S - 300, true],
+      [NOW_S + 300, true],
+      [NOW_S - 301, false],
+      [NOW_S + 301, false],
+    ] as const) {
+      const payload = JSON.stringify(standardPaymentEvent());
+      const headers = signed(payload, { timestamp });
+      expect(libraryAccepts(payload, headers)).toBe(accepted);
+      const response = await deliverStandard(app, payload, headers);
+      expect(response.statusCode).toBe(accepted ? 200 : 401);
+      if (!accepted) {
+        expect(response.json()).toEqual({
+          error: 'webhook-timestamp is outside the 300 s tolerance window',
+        });
+      }
+    }
+  });
+
+  it('refuses a tampered body, id or timestamp, and a signature under another secret', async () => {
+    const payload = JSON.stringify(standardPaymentEvent());
+    const headers = signed(payload, { id: 'msg_tamper' });
+    const other = `whsec_${Buffer.from('somebody-else-entirely').toString('base64')}`;
+    const cases: Array<[string, Record<string, string>]> = [
+      [payload.replace('5400', '5401'), headers],
+      [payload, { ...headers, 'webhook-id': 'msg_tamper2' }],
+      [payload, { ...headers, 'webhook-timestamp': String(NOW_S - 1) }],
+      [payload, signed(payload, { secret: other })],
+    ];
+    for (const [body, h] of cases) {
+      expect(libraryAccepts(body, h)).toBe(false);
+      const response = await deliverStandard(app, body, h);
+      expect([response.statusCode, response.json()]).toEqual([401, { error: 'invalid signature' }]);
+    }
+    expect(starter.starts).toEqual([]);
+  });
+
+  it('accepts any one valid signature of several (a rotation), under either configured secret', async () => {
+    const payload = JSON.stringify(standardPaymentEvent());
+    const headers = signed(payload, { id: 'msg_rot' });
+    const old = signed(payload, { id: 'msg_rot', secret: OLD_SECRET })['webhook-signature'];
+    const forged = `v1,${Buffer.alloc(32).toString('base64')}`;
+    for (const list of [
+      `${forged} ${headers['webhook-signature']}`,
+      `${old} ${forged}`,
+      `v2,abc ${headers['webhook-signature']}`,
+    ]) {
+      const h = { ...headers, 'webhook-signature': list };
+      expect((await deliverStandard(app, payload, h)).statusCode).toBe(200);
+    }
+    expect(
+      libraryAccepts(payload, {
+        ...headers,
+        'webhook-signature': `${forged} ${headers['webhook-signature']}`,
+      }),
+    ).toBe(true);
+  });
+
+  it('compares the base64 text as the library does: other padding bits are refused', async () => {
+    const payload = JSON.stringify(standardPaymentEvent());
+    const headers = signed(payload);
+    const good = headers['webhook-signature'].slice(3);
+    // The 43rd character carries 2 unused bits: another one of its group decodes to the same bytes.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    const last = alphabet.indexOf(good[42]!);
+    const sibling = alphabet[(last & ~3) | ((last + 1) & 3)]!;
+    const variant = `v1,${good.slice(0, 42)}${sibling}=`;
+    expect(Buffer.from(variant.slice(3), 'base64')).toEqual(Buffer.from(good, 'base64'));
+    const h = { ...headers, 'webhook-signature': variant };
+    expect(libraryAccepts(payload, h)).toBe(false);
+    expect((await deliverStandard(app, payload, h)).statusCode).toBe(401);
+  });
+
+  it('accepts a v1a (ed25519) signature under the configured public key', async () => {
+    const payload = JSON.stringify(standardPaymentEvent());
+    const h = { ...signed(payload, { id: 'msg_v1a' }) };
+    h['webhook-signature'] =
+      `v1,${Buffer.alloc(32).toString('base64')} ${v1a('msg_v1a', NOW_S, payload)}`;
+    expect((await deliverStandard(app, payload, h)).statusCode).toBe(200);
+    const verify = createStandardVerifier({
+      secrets: [],
+      publicKeys: [parseStandardPublicKey(PUBLIC_KEY)],
+      toleranceSeconds: 300,
+      now: () => NOW_S * 1000,
+    });
+    expect(verify(Buffer.from(payload), Object.entries(h).flat())).toEqual({
+      ok: true,
+      matchedSecret: 'public key current',
+      eventId: 'msg_v1a',
+    });
+  });
+
+  it('refuses a v1a under another key, over another body, or with no public key configured', async () => {
+    const payload = JSON.stringify(standardPaymentEvent());
+    const other = generateKeyPairSync('ed25519').privateKey;
+    const base = signed(payload, { id: 'msg_v1a_bad' });
+    for (const signature of [
+      v1a('msg_v1a_bad', NOW_S, payload, other),
+      v1a('msg_v1a_bad', NOW_S, `${payload} `),
+    ]) {
+      const response = await deliverStandard(app, payload, {
+        ...base,
+        'webhook-signature': signature,
+      });
+      expect([response.statusCode, response.json()]).toEqual([401, { error: 'invalid signature' }]);
+    }
+    await app.close();
+    await build({ STANDARD_WEBHOOK_SECRETS: [TEST_STANDARD_SECRET] });
+    const response = await deliverStandard(app, payload, {
+      ...base,
+      'webhook-signature': v1a('msg_v1a_bad', NOW_S, payload),
+    });
+    expect(response.statusCode).toBe(401);
+  });
+
+  it('serves the endpoint with public keys alone', async () => {
+    await app.close();
+    await build({ STANDARD_WEBHOOK_PUBLIC_KEYS: [PUBLIC_KEY] });
+    const payload = JSON.stringify(standardPaymentEvent());
+    const h = {
+      ...signed(payload, { id: 'msg_pk' }),
+      'webhook-signature': v1a('msg_pk', NOW_S, payload),
+    };
+    expect((await deliverStandard(app, payload, h)).statusCode).toBe(200);
+  });
+
+  it.each([
+    ['no webhook-id', { 'webhook-id': undefined }, 'missing webhook-id header'],
+    [
+      'no webhook-timestamp',
+      { 'webhook-timestamp': undefined },
+      'missing webhook-timestamp header',
+    ],
+    [
+      'no webhook-signature',
+      { 'webhook-signature': undefined },
+      'missing webhook-signature header',
+    ],
+    [
+      'a timestamp in milliseconds',
+      { 'webhook-timestamp': `${NOW_S}000` },
+      'webhook-timestamp must be a Unix time in seconds',
+    ],
+    [
+      'a timestamp that is not digits',
+      { 'webhook-timestamp': `${NOW_S}.5` },
+      'webhook-timestamp must be a Unix time in seconds',
+    ],
+    [
+      'a negative timestamp',
+      { 'webhook-timestamp': '-1' },
+      'webhook-timestamp must be a Unix time in seconds',
+    ],
+    [
+      'no signature of a known version',
+      { 'webhook-signature': 'v2,abc v1b,def' },
+      'webhook-signature has no v1 or v1a signature',
+    ],
+    [
+      'a v1a that is not 64 bytes',
+      { 'webhook-signature': 'v1a,abc' },
+      'webhook-signature has no v1 or v1a signature',
+    ],
+  ])('refuses %s with 401 and the reason', async (_name, change, reason) => {
+    const payload = JSON.stringify(standardPaymentEvent());
+    const headers: Record<string, string> = { ...signed(payload) };
+    for (const [name, value] of Object.entries(change)) {
+      if (value === undefined) delete headers[name];
+      else headers[name] = value;
+    }
+    const response = await deliverStandard(app, payload, headers);
+    expect([response.statusCode, response.json()]).toEqual([401, { error: reason }]);
+  });
+
+  it('reads a padded timestamp as its value, as the library does', async () => {
+    const payload = JSON.stringify(standardPaymentEvent());
+    const headers = { ...signed(payload), 'webhook-timestamp': `00${NOW_S}` };
+    expect(libraryAccepts(payload, headers)).toBe(true);
+    expect((await deliverStandard(app, payload, headers)).statusCode).toBe(200);
+  });
+
+  it('refuses a header sent twice', async () => {
+    const payload = JSON.stringify(standardPaymentEvent());
+    const headers = signed(payload);
+    const id = headers['webhook-id'];
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/v1/webhooks/standard',
+      payload,
+      headers: { ...headers, 'webhook-id': [id, id] },
+    });
+    expect([response.statusCode, response.json()]).toEqual([
+      401,
+      { error: 'exactly one webhook-id header is allowed' },
+    ]);
+  });
+});
+
+describe('Standard Webhooks events as payments', () => {
+  const deliver = (event: object, id?: string) => {
+    const payload = JSON.stringify(event);
+    return deliverStandard(app, payload, signed(payload, { id }));
+  };
+
+  it('takes the order ID as a number or as digits, and the currency in either case', async () => {
+    expect(
+      (await deliver(standardPaymentEvent({ order_id: '12', currency: 'JPY' }), 'msg_a'))
+        .statusCode,
+    ).toBe(200);
+    expect(starter.starts).toEqual([{ eventId: 'standard~msg_a', orderId: 12, amount: 5400 }]);
+  });
+
+  it('acknowledges other event types and ignores them', async () => {
+    const response = await deliver(standardPaymentEvent({}, 'payment.refunded'));
+    expect([response.statusCode, response.json()]).toEqual([200, { status: 'ignored' }]);
+    expect(starter.starts).toEqual([]);
+  });
+
+  it('refuses a payment in another currency with 422', async () => {
+    const response = await deliver(standardPaymentEvent({ currency: 'eur' }));
+    expect(response.statusCode).toBe(422);
+    expect(starter.starts).toEqual([]);
+  });
+
+  it.each([
+    ['no order ID', { order_id: undefined }, 'data.order_id: Invalid input'],
+    [
+      'a fractional amount',
+      { amount: 1.5 },
+      'data.amount: Invalid input: expected int, received number',
+    ],
+    [
+      'no currency',
+      { currency: undefined },
+      'data.currency: Invalid input: expected string, received undefined',
+    ],
+  ])('refuses %s with 400 and the field', async (_name, data, reason) => {
+    const response = await deliver(standardPaymentEvent(data));
+    expect([response.statusCode, response.json()]).toEqual([400, { error: reason }]);
+  });
+
+  it('refuses a webhook-id outside the event-ID alphabet with 400: it names the workflow', async () => {
+    const response = await deliver(standardPaymentEvent(), 'msg/1');
+    expect([response.statusCode, response.json()]).toEqual([
+      400,
+      { error: 'the event ID must be 1-200 characters of letters, digits and _ . : -' },
+    ]);
+  });
+
+  it('dedups on webhook-id: a redelivery is a duplicate, another body under it is 409', async () => {
+    const event = standardPaymentEvent();
+    expect((await deliver(event, 'msg_same')).json()).toEqual({ status: 'accepted' });
+    expect((await deliver(event, 'msg_same')).json()).toEqual({ status: 'accepted' });
+    expect((await deliver(standardPaymentEvent({ amount: 1 }), 'msg_same')).statusCode).toBe(409);
+    expect(starter.starts).toHaveLength(3);
+  });
+});
+
+describe('Standard Webhooks keys', () => {
+  it('reads a whsec_ secret as its base64 key, with or without the prefix, as the library does', () => {
+    const key = parseStandardSecret(TEST_STANDARD_SECRET);
+    expect(key.toString()).toBe('test-standard-webhooks-key-0001');
+    expect(parseStandardSecret(TEST_STANDARD_SECRET.slice('whsec_'.length))).toEqual(key);
+  });
+
+  it.each(['whsec_', 'whsec_not base64!', 'whsec_abc'])('refuses the secret %j', (secret) => {
+    expect(() => parseStandardSecret(secret)).toThrow(/whsec_ followed by the base64/);
+  });
+
+  it('refuses a public key that is not 32 bytes of base64', () => {
+    expect(() => parseStandardPublicKey(`whpk_${Buffer.alloc(31).toString('base64')}`)).toThrow(
+      /32-byte ed25519 public key/,
+    );
+    expect(() => parseStandardPublicKey(PUBLIC_KEY.slice('whpk_'.length))).not.toThrow();
+  });
+});

@@ -1,0 +1,348 @@
+import type { FastifyInstance } from 'fastify';
+import {
+  createStripeVerifier,
+  parseStripeSignature,
+} from '../../src/http/providers/stripe-signature';
+import { STRIPE_WEBHOOK_PATH } from '../../src/http/providers/stripe';
+import {
+  deliverStripe,
+  stripePaymentIntentEvent,
+  stripeSignature,
+  stripeWebhooks,
+  TEST_STRIPE_SECRET,
+} from '../support/providers';
+import {
+  buildWebhookApp,
+  recordingPaymentStarter,
+  type RecordingPaymentStarter,
+} from '../support/webhook';
+
+// Stripe's own library signs every delivery here; where it and our endpoint disagree, the
+// library is right. Its verifier (constructEvent) is asked too, so each case is the library's
+// verdict as well as ours.
+
+const NOW_S = 1_700_000_000;
+const OLD_SECRET = 'whsec_test_stripe_endpoint_secret_old0';
+
+let starter: RecordingPaymentStarter;
+let app: FastifyInstance;
+
+beforeEach(async () => {
+  starter = recordingPaymentStarter();
+  app = await buildWebhookApp({
+    payments: starter,
+    now: () => NOW_S * 1000,
+    config: { STRIPE_WEBHOOK_SECRETS: [TEST_STRIPE_SECRET, OLD_SECRET], SHOP_CURRENCY: 'jpy' },
+  });
+});
+afterEach(() => app.close());
+
+/** Stripe's own verdict on a delivery, at our clock, with one secret. */
+function libraryAccepts(payload: string, header: string, secret = TEST_STRIPE_SECRET): boolean {
+  try {
+    stripeWebhooks.constructEvent(payload, header, secret, 300, undefined, NOW_S * 1000);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('Stripe-Signature, as Stripe signs it', () => {
+  it('accepts a payment_intent.succeeded signed by the stripe library and starts payment-stripe~<evt id>', async () => {
+    const event = stripePaymentIntentEvent({ id: 'evt_1Lib', orderId: '42', amount: 5400 });
+    const payload = JSON.stringify(event, null, 2);
+    const header = stripeSignature(payload, { timestamp: NOW_S });
+    expect(libraryAccepts(payload, header)).toBe(true);
+
+    const response = await deliverStripe(app, payload, header);
+    expect([response.statusCode, response.json()]).toEqual([200, { status: 'accepted' }]);
+    expect(response.headers['x-workflow-id']).toBe('payment-stripe~evt_1Lib');
+    expect(starter.starts).toEqual([{ eventId: 'stripe~evt_1Lib', orderId: 42, amount: 5400 }]);
+  });
+
+  it('accepts a signature up to the 300 s tolerance old, and a later one (the library does too)', async () => {
+    for (const timestamp of [NOW_S - 300, NOW_S + 120]) {
+      const payload = JSON.stringify(stripePaymentIntentEvent());
+      const header = stripeSignature(payload, { timestamp });
+      expect(libraryAccepts(payload, header)).toBe(true);
+      expect((await deliverStripe(app, payload, header)).statusCode).toBe(200);
+    }
+  });
+
+  it('refuses an expired signature (301 s old) with a reason, as the library does', async () => {
+    const payload = JSON.stringify(stripePaymentIntentEvent());
+    const header = stripeSignature(payload, { timestamp: NOW_S - 301 });
+    expect(libraryAccepts(payload, header)).toBe(false);
+    const response = await deliverStripe(app, payload, header);
+    expect([response.statusCode, response.json()]).toEqual([
+      401,
+      { error: 'Stripe-Signature timestamp is older than the 300 s tolerance' },
+    ]);
+    expect(starter.starts).toEqual([]);
+  });
+
+  it('refuses a tampered body, a re-stamped t and a signature under another secret', async () => {
+    const payload = JSON.stringify(stripePaymentIntentEvent({ amount: 5400 }));
+    const header = stripeSignature(payload, { timestamp: NOW_S });
+    const tampered = payload.replace('5400', '5401');
+    const restamped = header.replace(`t=${NOW_S}`, `t=${NOW_S + 1}`);
+    const otherSecret = stripeSignature(payload, {
+      timestamp: NOW_S,
+      secret: 'whsec_someone_else',
+    });
+    const cases: Array<[string, string]> = [
+      [tampered, header],
+      [payload, restamped],
+      [payload, otherSecret],
+    ];
+    for (const [body, signature] of cases) {
+      expect(libraryAccepts(body, signature)).toBe(false);
+      const response = await deliverStripe(app, body, signature);
+      expect([response.statusCode, response.json()]).toEqual([401, { error: 'invalid signature' }]);
+    }
+    expect(starter.starts).toEqual([]);
+  });
+
+  it('accepts every v1 during a secret roll, and either configured secret', async () => {
+    const payload = JSON.stringify(stripePaymentIntentEvent());
+    const current = stripeSignature(payload, { timestamp: NOW_S });
+    const old = stripeSignature(payload, { timestamp: NOW_S, secret: OLD_SECRET });
+    const v1 = (header: string) => header.split(',')[1]!;
+    const forged = `v1=${'0'.repeat(64)}`;
+    // Stripe's header while both secrets are active: one v1 per secret, in any order.
+    for (const header of [
+      `t=${NOW_S},${v1(old)},${v1(current)}`,
+      `t=${NOW_S},${forged},${v1(current)}`,
+      old,
+    ]) {
+      expect((await deliverStripe(app, payload, header)).statusCode).toBe(200);
+    }
+    expect(libraryAccepts(payload, `t=${NOW_S},${forged},${v1(current)}`)).toBe(true);
+  });
+
+  it('ignores v0 (test-mode) signatures and unknown schemes: a v0 alone is refused', async () => {
+    const payload = JSON.stringify(stripePaymentIntentEvent());
+    const header = stripeSignature(payload, { timestamp: NOW_S });
+    const hex = header.split('v1=')[1]!;
+    const withV0 = `${header},v0=${'a'.repeat(64)},v2=zz`;
+    expect((await deliverStripe(app, payload, withV0)).statusCode).toBe(200);
+    const v0Only = `t=${NOW_S},v0=${hex}`;
+    expect(libraryAccepts(payload, v0Only)).toBe(false);
+    const response = await deliverStripe(app, payload, v0Only);
+    expect([response.statusCode, response.json()]).toEqual([
+      401,
+      { error: 'Stripe-Signature has no v1 signature' },
+    ]);
+  });
+
+  it.each([
+    ['a missing header', undefined, 'missing Stripe-Signature header'],
+    ['no timestamp', `v1=${'a'.repeat(64)}`, 'Stripe-Signature has no timestamp (t=)'],
+    [
+      'two timestamps',
+      `t=1,t=2,v1=${'a'.repeat(64)}`,
+      'Stripe-Signature has more than one timestamp (t=)',
+    ],
+    [
+      'a timestamp that is not digits',
+      `t=1e9,v1=${'a'.repeat(64)}`,
+      'Stripe-Signature t= must be a Unix time in seconds',
+    ],
+    [
+      'an empty timestamp',
+      `t=,v1=${'a'.repeat(64)}`,
+      'Stripe-Signature t= must be a Unix time in seconds',
+    ],
+    [
+      'uppercase hex (the library compares text)',
+      `t=${NOW_S},v1=${'A'.repeat(64)}`,
+      'invalid signature',
+    ],
+  ])('refuses %s with 401 and the reason', async (_name, header, reason) => {
+    const response = await deliverStripe(app, JSON.stringify(stripePaymentIntentEvent()), header);
+    expect([response.statusCode, response.json()]).toEqual([401, { error: reason }]);
+  });
+
+  it('refuses the header twice, even when both lines are right', async () => {
+    const payload = JSON.stringify(stripePaymentIntentEvent());
+    const header = stripeSignature(payload, { timestamp: NOW_S });
+    const response = await app.inject({
+      method: 'POST',
+      url: STRIPE_WEBHOOK_PATH,
+      payload,
+      headers: { 'stripe-signature': [header, header] },
+    });
+    expect([response.statusCode, response.json()]).toEqual([
+      401,
+      { error: 'exactly one Stripe-Signature header is allowed' },
+    ]);
+  });
+
+  it('verifies the raw bytes: the same event re-serialised is refused', async () => {
+    const event = stripePaymentIntentEvent();
+    const header = stripeSignature(JSON.stringify(event, null, 2), { timestamp: NOW_S });
+    expect((await deliverStripe(app, JSON.stringify(event), header)).statusCode).toBe(401);
+  });
+
+  it('reads t as the library does: padded digits stand for their value', () => {
+    expect(parseStripeSignature(`t=0${NOW_S},v1=${'b'.repeat(64)}`)).toEqual({
+      ok: true,
+      timestamp: NOW_S,
+      signatures: [Buffer.from('b'.repeat(64), 'hex')],
+    });
+    const payload = '{}';
+    const header = stripeSignature(payload, { timestamp: NOW_S }).replace('t=', 't=00');
+    const verify = createStripeVerifier({
+      secrets: [TEST_STRIPE_SECRET],
+      toleranceSeconds: 300,
+      now: () => NOW_S * 1000,
+    });
+    expect(libraryAccepts(payload, header)).toBe(true);
+    expect(verify(Buffer.from(payload), ['Stripe-Signature', header])).toEqual({
+      ok: true,
+      matchedSecret: 'current',
+    });
+  });
+
+  it('names the secret that verified it: the current one, or one being rolled out', () => {
+    const verify = createStripeVerifier({
+      secrets: [TEST_STRIPE_SECRET, OLD_SECRET],
+      toleranceSeconds: 300,
+      now: () => NOW_S * 1000,
+    });
+    const header = stripeSignature('{}', { timestamp: NOW_S, secret: OLD_SECRET });
+    expect(verify(Buffer.from('{}'), ['stripe-signature', header])).toEqual({
+      ok: true,
+      matchedSecret: 'previous-1',
+    });
+  });
+
+  it('takes the tolerance it is given', () => {
+    const verify = createStripeVerifier({
+      secrets: [TEST_STRIPE_SECRET],
+      toleranceSeconds: 10,
+      now: () => NOW_S * 1000,
+    });
+    const at = (timestamp: number) =>
+      verify(Buffer.from('{}'), ['stripe-signature', stripeSignature('{}', { timestamp })]).ok;
+    expect([at(NOW_S - 10), at(NOW_S - 11)]).toEqual([true, false]);
+  });
+});
+
+describe('Stripe events as payments', () => {
+  const deliver = (event: object) => {
+    const payload = JSON.stringify(event);
+    return deliverStripe(app, payload, stripeSignature(payload, { timestamp: NOW_S }));
+  };
+
+  it('maps amount_received, the lowercase currency and metadata.order_id (a string)', async () => {
+    const event = stripePaymentIntentEvent({ id: 'evt_map', orderId: '7' });
+    event.data.object.amount = 9000;
+    event.data.object.amount_received = 4500;
+    expect((await deliver(event)).statusCode).toBe(200);
+    expect(starter.starts).toEqual([{ eventId: 'stripe~evt_map', orderId: 7, amount: 4500 }]);
+  });
+
+  it.each([
+    'payment_intent.created',
+    'charge.succeeded',
+    'checkout.session.completed',
+    'payment_intent.payment_failed',
+  ])('acknowledges %s and ignores it', async (type) => {
+    const response = await deliver(stripePaymentIntentEvent({ type }));
+    expect([response.statusCode, response.json()]).toEqual([200, { status: 'ignored' }]);
+    expect(response.headers['x-workflow-id']).toBeUndefined();
+    expect(starter.starts).toEqual([]);
+  });
+
+  it('ignores a PaymentIntent without metadata.order_id: not a payment of this shop', async () => {
+    const response = await deliver(stripePaymentIntentEvent({ orderId: null }));
+    expect([response.statusCode, response.json()]).toEqual([200, { status: 'ignored' }]);
+    expect(starter.starts).toEqual([]);
+  });
+
+  it('refuses a payment in another currency than the shop’s with 422, starting nothing', async () => {
+    const response = await deliver(stripePaymentIntentEvent({ currency: 'usd' }));
+    expect([response.statusCode, response.json()]).toEqual([
+      422,
+      {
+        error:
+          "the payment is in USD, but this shop's orders are in JPY (SHOP_CURRENCY); it is not recorded",
+      },
+    ]);
+    expect(starter.starts).toEqual([]);
+  });
+
+  it('takes the currency in either case', async () => {
+    expect((await deliver(stripePaymentIntentEvent({ currency: 'JPY' }))).statusCode).toBe(200);
+  });
+
+  it.each([
+    [
+      'an order ID that is not digits',
+      { orderId: 'ord_12' },
+      'data.object.metadata.order_id: must be the order ID: a positive whole number, as digits',
+    ],
+    [
+      'order ID 0',
+      { orderId: '0' },
+      'data.object.metadata.order_id: must be the order ID: a positive whole number, as digits',
+    ],
+    [
+      'an order ID beyond the column',
+      { orderId: '2147483648' },
+      'data.object.metadata.order_id: Too big: expected number to be <=2147483647',
+    ],
+    [
+      'a zero amount',
+      { amount: 0 },
+      'data.object.amount_received: Too small: expected number to be >0',
+    ],
+    [
+      'a currency that is no code',
+      { currency: 'yen!' },
+      'data.object.currency: must be a three-letter ISO 4217 currency code',
+    ],
+    [
+      'an event ID outside the safe alphabet',
+      { id: 'evt/1' },
+      'id: id must be 1-200 characters of letters, digits and _ . : -',
+    ],
+  ])('refuses %s with 400 and the field', async (_name, overrides, reason) => {
+    const response = await deliver(stripePaymentIntentEvent(overrides));
+    expect([response.statusCode, response.json()]).toEqual([400, { error: reason }]);
+    expect(starter.starts).toEqual([]);
+  });
+
+  it('refuses a body that is not an event with 400', async () => {
+    expect((await deliver({ object: 'event' })).statusCode).toBe(400);
+    const payload = 'not json';
+    const response = await deliverStripe(
+      app,
+      payload,
+      stripeSignature(payload, { timestamp: NOW_S }),
+    );
+    expect([response.statusCode, response.json()]).toEqual([
+      400,
+      { error: 'body is not valid JSON' },
+    ]);
+  });
+
+  it('answers a redelivery as a duplicate, and the same ID with another amount 409', async () => {
+    const event = stripePaymentIntentEvent({ id: 'evt_twice' });
+    expect((await deliver(event)).json()).toEqual({ status: 'accepted' });
+    expect((await deliver(event)).json()).toEqual({ status: 'accepted' });
+    event.data.object.amount_received = 1;
+    expect((await deliver(event)).statusCode).toBe(409);
+  });
+});
+
+describe('the Stripe endpoint without a secret', () => {
+  it('is not served (404): an unconfigured provider authenticates nothing', async () => {
+    const bare = await buildWebhookApp({ payments: recordingPaymentStarter() });
+    const payload = JSON.stringify(stripePaymentIntentEvent());
+    const response = await deliverStripe(bare, payload, stripeSignature(payload));
+    expect(response.statusCode).toBe(404);
+    await bare.close();
+  });
+});
