@@ -75,6 +75,9 @@ const production = loadConfig({
   ORDERS_API_KEYS: 'shop:0123456789abcdef0123456789abcdef:orders:read+orders:write',
   PAYLOAD_ENCRYPTION_KEY: `k1:${Buffer.alloc(32, 9).toString('base64')}`,
   CODEC_AUTH_TOKEN: 'a-long-random-codec-token',
+  STRIPE_WEBHOOK_SECRETS: 'whsec_a_real_stripe_endpoint_secret_01',
+  STANDARD_WEBHOOK_SECRETS: `whsec_${Buffer.alloc(24, 7).toString('base64')}`,
+  SHOP_CURRENCY: 'jpy',
 });
 
 const rows = endpointTable();
@@ -105,6 +108,8 @@ it('reads a row for each endpoint the issue names', () => {
   expect(listed).toEqual(
     expect.arrayContaining([
       'public POST /api/v1/webhooks/payment',
+      'public POST /api/v1/webhooks/stripe',
+      'public POST /api/v1/webhooks/standard',
       'public POST /api/v1/orders',
       'public GET /api/v1/orders/:id',
       'public GET /healthz',

@@ -22,6 +22,8 @@ export type StripeSignatureHeader =
 // A v1 signature is the lowercase hex HMAC-SHA256 Stripe sends; Stripe's library compares the
 // hex text, so an uppercase digit matches nothing there, and nothing here.
 const V1_SIGNATURE = /^[0-9a-f]{64}$/;
+// eslint-disable-next-line no-control-regex
+const NON_ASCII = /[^\x00-\x7f]/;
 
 /**
  * Reads `t=<unix>,v1=<hex>[,v1=<hex>…][,v0=…]` as Stripe's library does: items split on `,`,
@@ -34,14 +36,21 @@ export function parseStripeSignature(value: string): StripeSignatureHeader {
   const timestamps: string[] = [];
   const signatures: Buffer[] = [];
   let v1Count = 0;
+  let unreadableV1 = false;
   for (const item of value.split(',')) {
-    const [key, text = ''] = item.split('=');
-    if (key === 't') timestamps.push(text);
+    const [key, text] = item.split('=');
+    if (key === 't') timestamps.push(text ?? '');
     if (key === 'v1') {
       v1Count += 1;
-      if (V1_SIGNATURE.test(text)) signatures.push(Buffer.from(text, 'hex'));
+      // Stripe's library throws on these, refusing the whole header, where it merely skips
+      // other malformed v1 values: a missing or empty value, or 64 characters that are not
+      // all ASCII (their UTF-8 is longer than its digest's). So do we: the library wins.
+      if (text === undefined || text === '' || (text.length === 64 && NON_ASCII.test(text))) {
+        unreadableV1 = true;
+      } else if (V1_SIGNATURE.test(text)) signatures.push(Buffer.from(text, 'hex'));
     }
   }
+  if (unreadableV1) return { ok: false, reason: 'Stripe-Signature has a v1 that is no signature' };
   if (timestamps.length !== 1) {
     return {
       ok: false,

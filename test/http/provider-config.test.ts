@@ -1,0 +1,168 @@
+import { generateKeyPairSync } from 'node:crypto';
+import {
+  ConfigError,
+  DEV_STANDARD_WEBHOOK_SECRET,
+  DEV_STRIPE_WEBHOOK_SECRET,
+  loadConfig,
+} from '../../src/config';
+import { TEST_STANDARD_SECRET, TEST_STRIPE_SECRET } from '../support/providers';
+
+const production = {
+  NODE_ENV: 'production',
+  TEMPORAL_ADDRESS: 'temporal.internal:7233',
+  PAYMENT_WEBHOOK_SECRET: 'a-real-provider-secret-0123456789',
+  SMTP_URL: 'smtp://mail.internal:587',
+  WAREHOUSE_API_URL: 'https://warehouse.example.com',
+};
+const publicKey = `whpk_${Buffer.from(
+  generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!,
+  'base64url',
+).toString('base64')}`;
+
+function problems(env: NodeJS.ProcessEnv): string[] {
+  try {
+    loadConfig(env);
+    return [];
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    return error.problems;
+  }
+}
+
+describe('provider settings', () => {
+  it('serves Stripe and Standard Webhooks on public dev secrets in development, in yen', () => {
+    const config = loadConfig({});
+    expect(config.STRIPE_WEBHOOK_SECRETS).toEqual([DEV_STRIPE_WEBHOOK_SECRET]);
+    expect(config.STANDARD_WEBHOOK_SECRETS).toEqual([DEV_STANDARD_WEBHOOK_SECRET]);
+    expect(config.STANDARD_WEBHOOK_PUBLIC_KEYS).toEqual([]);
+    expect(config.STRIPE_WEBHOOK_TOLERANCE_SECONDS).toBe(300);
+    expect(config.STANDARD_WEBHOOK_TOLERANCE_SECONDS).toBe(300);
+    expect(config.SHOP_CURRENCY).toBe('jpy');
+  });
+
+  it('serves neither in production unless configured', () => {
+    const config = loadConfig(production);
+    expect([config.STRIPE_WEBHOOK_SECRETS, config.STANDARD_WEBHOOK_SECRETS]).toEqual([[], []]);
+  });
+
+  it('takes comma-separated secrets, current first, and the shop currency in either case', () => {
+    const config = loadConfig({
+      ...production,
+      STRIPE_WEBHOOK_SECRETS: ` ${TEST_STRIPE_SECRET} , whsec_the_one_being_rolled_out_01 `,
+      STANDARD_WEBHOOK_SECRETS: TEST_STANDARD_SECRET,
+      STANDARD_WEBHOOK_PUBLIC_KEYS: publicKey,
+      SHOP_CURRENCY: 'EUR',
+    });
+    expect(config.STRIPE_WEBHOOK_SECRETS).toEqual([
+      TEST_STRIPE_SECRET,
+      'whsec_the_one_being_rolled_out_01',
+    ]);
+    expect(config.STANDARD_WEBHOOK_SECRETS).toEqual([TEST_STANDARD_SECRET]);
+    expect(config.STANDARD_WEBHOOK_PUBLIC_KEYS).toEqual([publicKey]);
+    expect(config.SHOP_CURRENCY).toBe('eur');
+  });
+
+  it('needs no dev secret for Standard Webhooks when only public keys are configured', () => {
+    const config = loadConfig({ STANDARD_WEBHOOK_PUBLIC_KEYS: publicKey });
+    expect(config.STANDARD_WEBHOOK_SECRETS).toEqual([]);
+  });
+
+  it.each([
+    [
+      'an API key given as the Stripe secret',
+      { STRIPE_WEBHOOK_SECRETS: 'sk_live_0123456789abcdef' },
+      "STRIPE_WEBHOOK_SECRETS: entry 1: must be the endpoint's signing secret, whsec_… (not an API key, sk_…)",
+    ],
+    [
+      'a bare prefix',
+      { STRIPE_WEBHOOK_SECRETS: `${TEST_STRIPE_SECRET},whsec_` },
+      "STRIPE_WEBHOOK_SECRETS: entry 2: must be the endpoint's signing secret, whsec_… (not an API key, sk_…)",
+    ],
+    [
+      'a secret listed twice',
+      { STRIPE_WEBHOOK_SECRETS: `${TEST_STRIPE_SECRET},${TEST_STRIPE_SECRET}` },
+      'STRIPE_WEBHOOK_SECRETS: entry 2: is listed twice',
+    ],
+    [
+      'a Standard secret that is not base64',
+      { STANDARD_WEBHOOK_SECRETS: 'whsec_not base64' },
+      'STANDARD_WEBHOOK_SECRETS: entry 1: must be whsec_ followed by the base64 of the key (e.g. whsec_MfKQ9r8G…)',
+    ],
+    [
+      'a public key that is no ed25519 key',
+      { STANDARD_WEBHOOK_PUBLIC_KEYS: 'whpk_AAAA' },
+      'STANDARD_WEBHOOK_PUBLIC_KEYS: entry 1: must be whpk_ followed by the base64 of a 32-byte ed25519 public key',
+    ],
+    [
+      'a tolerance of 0',
+      { STRIPE_WEBHOOK_TOLERANCE_SECONDS: '0' },
+      'STRIPE_WEBHOOK_TOLERANCE_SECONDS: Too small: expected number to be >=1',
+    ],
+    [
+      'a tolerance over an hour',
+      { STANDARD_WEBHOOK_TOLERANCE_SECONDS: '3601' },
+      'STANDARD_WEBHOOK_TOLERANCE_SECONDS: must be at most 3600: a wider window lets a leaked request be replayed for longer',
+    ],
+    [
+      'a currency that is no ISO code',
+      { SHOP_CURRENCY: 'euro' },
+      'SHOP_CURRENCY: must be a three-letter ISO 4217 code (e.g. jpy, eur, usd)',
+    ],
+  ])('refuses %s, naming the entry and never the value', (_name, env, problem) => {
+    const found = problems(env);
+    expect(found).toEqual([problem]);
+    expect(found.join()).not.toContain(TEST_STRIPE_SECRET);
+  });
+
+  it.each([
+    [
+      'the dev Stripe secret',
+      { STRIPE_WEBHOOK_SECRETS: DEV_STRIPE_WEBHOOK_SECRET, SHOP_CURRENCY: 'jpy' },
+      'STRIPE_WEBHOOK_SECRETS',
+    ],
+    [
+      'a short Stripe secret',
+      { STRIPE_WEBHOOK_SECRETS: 'whsec_short', SHOP_CURRENCY: 'jpy' },
+      'STRIPE_WEBHOOK_SECRETS',
+    ],
+    [
+      'the dev Standard secret',
+      { STANDARD_WEBHOOK_SECRETS: DEV_STANDARD_WEBHOOK_SECRET, SHOP_CURRENCY: 'jpy' },
+      'STANDARD_WEBHOOK_SECRETS',
+    ],
+    [
+      'a Standard key under 16 bytes',
+      {
+        STANDARD_WEBHOOK_SECRETS: `whsec_${Buffer.alloc(15, 1).toString('base64')}`,
+        SHOP_CURRENCY: 'jpy',
+      },
+      'STANDARD_WEBHOOK_SECRETS',
+    ],
+    [
+      'a Stripe endpoint without SHOP_CURRENCY',
+      { STRIPE_WEBHOOK_SECRETS: TEST_STRIPE_SECRET },
+      'SHOP_CURRENCY',
+    ],
+    [
+      'a Standard sender without SHOP_CURRENCY',
+      { STANDARD_WEBHOOK_PUBLIC_KEYS: publicKey },
+      'SHOP_CURRENCY',
+    ],
+  ])('refuses %s in production', (_name, env, variable) => {
+    const found = problems({ ...production, ...env });
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(new RegExp(`^${variable}: `));
+    expect(problems({ ...env, SHOP_CURRENCY: 'jpy' })).toEqual([]);
+  });
+
+  it('accepts real-looking secrets in production', () => {
+    expect(
+      problems({
+        ...production,
+        STRIPE_WEBHOOK_SECRETS: TEST_STRIPE_SECRET,
+        STANDARD_WEBHOOK_SECRETS: TEST_STANDARD_SECRET,
+        SHOP_CURRENCY: 'usd',
+      }),
+    ).toEqual([]);
+  });
+});
