@@ -1,16 +1,27 @@
 import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config';
 import { localHttpUrl } from '../src/net/addresses';
-import { signBody } from '../src/http/signature';
-import { PAYMENT_WEBHOOK_PATH } from '../src/http/routes/payment-webhook';
-import { paymentWorkflowId } from '../src/shared/constants';
+import {
+  type DeliveryOptions,
+  type ProviderEvent,
+  type ProviderName,
+  type ProviderPlayer,
+  providerPlayer,
+  PROVIDERS,
+  type Reply,
+} from './providers/player';
 
 /**
- * `npm run demo`: plays a payment provider against the stack that `npm start` runs. Creates an
- * order, delivers its payment webhook twice (a duplicate, as providers do), an event we ignore
- * and a forged one, then shows that one payment and one shipment came out of it.
+ * `npm run demo [-- --provider payment|stripe|standard]`: plays a payment provider against the
+ * stack that `npm start` runs. Creates an order, delivers its payment the way that provider does
+ * (twice, out of order, with events we ignore, a replay and a forgery), then shows that one
+ * payment and one shipment came out of it.
  */
 const config = loadConfig();
+const { values: args } = parseArgs({
+  options: { provider: { type: 'string', default: 'payment' } },
+});
 const baseUrl = process.env.DEMO_BASE_URL ?? localHttpUrl(config.HOST, config.PORT);
 // Without ORDERS_API_KEYS, `npm start` on loopback serves the orders API without a key; with
 // keys, the demo needs one with orders:write and orders:read.
@@ -22,6 +33,10 @@ const uiBase =
   `http://localhost:${config.TEMPORAL_UI_PORT}`;
 
 async function main(): Promise<void> {
+  if (!(PROVIDERS as readonly string[]).includes(args.provider)) {
+    throw new Error(`--provider must be one of ${PROVIDERS.join(', ')}`);
+  }
+  const player = providerPlayer(args.provider as ProviderName, baseUrl, config);
   const suffix = randomBytes(4).toString('hex');
 
   const orderResponse = await post(
@@ -36,23 +51,19 @@ async function main(): Promise<void> {
   if (orderResponse.status !== 201)
     throw new Error(`could not create an order: ${orderResponse.status} ${orderResponse.text}`);
   const order = JSON.parse(orderResponse.text) as { id: number };
-  console.log(`Created order ${order.id} (amount 5400).\n`);
+  const currency = player.name === 'payment' ? '' : ` ${config.SHOP_CURRENCY.toUpperCase()}`;
+  console.log(`Created order ${order.id} (amount 5400${currency}).\n`);
 
-  const eventId = `evt_demo_${suffix}`;
-  const payment = { id: eventId, event: 'payment.succeeded', order_id: order.id, amount: 5400 };
-  const deliveries: Array<[string, () => Promise<Reply>]> = [
-    ['payment.succeeded', () => sendWebhook(payment)],
-    ['same event again (provider retry)', () => sendWebhook(payment)],
-    [
-      'payment.refunded (not handled)',
-      () => sendWebhook({ ...payment, id: `${eventId}_r`, event: 'payment.refunded' }),
-    ],
-    ['forged signature', () => sendWebhook(payment, 'f'.repeat(64))],
-  ];
-  console.log('Webhook deliveries:');
+  const { payment, deliveries } = scenario(player, order.id);
+  console.log(
+    player.name === 'payment' ? 'Webhook deliveries:' : `Webhook deliveries (POST ${player.path}):`,
+  );
+  const width = player.name === 'payment' ? 36 : 56;
   for (const [label, send] of deliveries) {
-    const reply = await send();
-    console.log(`  ${label.padEnd(36)} -> ${reply.status} ${reply.text}`);
+    const replies = await send();
+    console.log(
+      `  ${label.padEnd(width)} -> ${replies.map((r) => `${r.status} ${r.text}`).join(' | ')}`,
+    );
   }
 
   const final = await waitForShipment(order.id);
@@ -63,13 +74,68 @@ async function main(): Promise<void> {
   if (warehouse !== undefined)
     console.log(`Warehouse simulator: ${warehouse} shipment request(s) for order ${order.id}`);
   console.log(
-    `\nSee the workflow in the Temporal Web UI:\n  ${uiBase}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows/${paymentWorkflowId(eventId)}`,
+    `\nSee the workflow in the Temporal Web UI:\n  ${uiBase}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows/${encodeURIComponent(player.workflowId(payment))}`,
   );
 }
 
-interface Reply {
-  status: number;
-  text: string;
+type Delivery = [label: string, send: () => Promise<Reply[]>];
+
+/**
+ * What the provider sends for one payment. The contract's provider: the event, its retry, an
+ * event type we ignore, a forgery. Stripe and Standard Webhooks, as they behave for real: the
+ * same event twice at once, other events of the payment arriving after it (out of order), a
+ * redelivery later, signed afresh, a replay of an old signature, a forgery, and a payment in
+ * another currency than the shop's.
+ */
+function scenario(
+  player: ProviderPlayer,
+  orderId: number,
+): { payment: ProviderEvent; deliveries: Delivery[] } {
+  const payment = player.payment(orderId, 5400);
+  const once = (event: ProviderEvent, options?: DeliveryOptions) => async () => [
+    await player.deliver(event, options),
+  ];
+  if (player.name === 'payment') {
+    return {
+      payment,
+      deliveries: [
+        ['payment.succeeded', once(payment)],
+        ['same event again (provider retry)', once(payment)],
+        ['payment.refunded (not handled)', once(player.other('payment.refunded', orderId, 5400))],
+        ['forged signature', once(payment, { forged: true })],
+      ],
+    };
+  }
+  const [paid, created, related] =
+    player.name === 'stripe'
+      ? ['payment_intent.succeeded', 'payment_intent.created', 'charge.succeeded']
+      : ['payment.succeeded', 'payment.created', 'payment.captured'];
+  const tenMinutesAgo = Math.floor(Date.now() / 1000) - 600;
+  const otherCurrency = config.SHOP_CURRENCY === 'usd' ? 'eur' : 'usd';
+  return {
+    payment,
+    deliveries: [
+      [
+        `${paid}, twice at once`,
+        () => Promise.all([player.deliver(payment), player.deliver(payment)]),
+      ],
+      [`${created} (late, out of order)`, once(player.other(created, orderId, 5400))],
+      [`${related} (not handled)`, once(player.other(related, orderId, 5400))],
+      [
+        `${paid} redelivered 2 s later, signed afresh`,
+        async () => {
+          await new Promise((resolve) => setTimeout(resolve, 2000));
+          return [await player.deliver(payment)];
+        },
+      ],
+      ['replay of a delivery signed 10 minutes ago', once(payment, { signedAt: tenMinutesAgo })],
+      ['forged signature', once(payment, { forged: true })],
+      [
+        `${paid} in ${otherCurrency.toUpperCase()}`,
+        once(player.payment(orderId, 5400, otherCurrency)),
+      ],
+    ],
+  };
 }
 
 async function post(
@@ -81,19 +147,6 @@ async function post(
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
-  });
-  return { status: response.status, text: await response.text() };
-}
-
-async function sendWebhook(payload: unknown, forcedSignature?: string): Promise<Reply> {
-  const raw = JSON.stringify(payload);
-  const response = await fetch(new URL(PAYMENT_WEBHOOK_PATH, baseUrl), {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'x-payment-signature': forcedSignature ?? signBody(raw, config.PAYMENT_WEBHOOK_SECRET),
-    },
-    body: raw,
   });
   return { status: response.status, text: await response.text() };
 }

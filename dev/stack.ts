@@ -18,6 +18,7 @@ import { databaseReadiness, temporalReadiness } from '../src/http/health';
 import { createHttpMetrics } from '../src/http/metrics';
 import { ordersApiAccess } from '../src/http/orders-auth';
 import { PAYMENT_WEBHOOK_PATH } from '../src/http/routes/payment-webhook';
+import { providerLines } from './providers/banner';
 import { createLogger } from '../src/logger';
 import { startWatchdogFromConfig } from '../src/monitoring';
 import { findNpmLauncher, watchLauncher } from './process/launcher';
@@ -252,6 +253,7 @@ async function main(): Promise<void> {
         'Order payments is running:',
         `  API              ${ordersApi.kind === 'off' ? '(ORDERS_API=off)' : `${apiUrl}/api/v1/orders (${ordersApi.kind === 'open' ? 'no key needed: development on loopback' : 'API key required'})`}`,
         `  Payment webhook  ${apiUrl}${PAYMENT_WEBHOOK_PATH}`,
+        ...providerLines(config, apiUrl),
         `  Temporal         ${temporalAddress} (namespace ${config.TEMPORAL_NAMESPACE}; ${config.temporalConnection.summary})`,
         `  Temporal Web UI  ${uiUrl ?? '(not available: see docs/temporal-servers.md)'}`,
         `  Warehouse API    ${warehouseUrl}${config.WAREHOUSE_API_URL ? '' : ' (simulator)'}`,
@@ -261,7 +263,7 @@ async function main(): Promise<void> {
         `  Metrics          ${adminUrl ? `${adminUrl}/metrics` : '(ADMIN_ADDRESS=off)'}${workerMetricsAddress ? `, worker http://${workerMetricsAddress}/metrics` : ''}`,
         `  Health           ${apiUrl}/healthz${adminUrl ? `, ${adminUrl}/readyz` : ''}   Check it all: npm run doctor`,
         '',
-        'Try it: npm run demo   (in another terminal)   Stop: Ctrl-C',
+        'Try it: npm run demo [-- --provider stripe|standard]   (in another terminal)   Stop: Ctrl-C',
         '',
       ].join('\n'),
     );
