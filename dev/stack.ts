@@ -34,6 +34,15 @@ import {
 } from '../src/temporal/runtime';
 import { nativeConnectionOptions } from '../src/temporal/connection';
 import { STOCK_AGGREGATION_SCHEDULE_ID } from '../src/temporal/schedules';
+import {
+  describeDeployment,
+  openRunsOn,
+  setCurrentBuild,
+  versionString,
+  waitForBuild,
+} from '../src/temporal/deployments';
+import type { WorkerDeployment } from '../src/workers/deployment';
+import { loadVersionedWorkflowCode } from '../src/workers/workflow-bundle';
 import { ensureTemporalSetup, temporalSetupReadiness } from '../src/temporal/setup';
 import { type Cleanup, startLocalPartners } from './partners';
 import {
@@ -144,6 +153,8 @@ async function main(): Promise<void> {
       nativeConnectionOptions(config.temporalConnection, { address: temporalAddress }),
     );
     cleanups.push({ name: 'worker connection', run: () => connection.close() });
+    // Bundled once for both workers: one code, one build (src/workers/deployment.ts).
+    const workflowCode = await loadVersionedWorkflowCode(config);
     const worker = await createPaymentWorker({
       dataConverter,
       connection,
@@ -154,6 +165,8 @@ async function main(): Promise<void> {
         smtpUrl,
       }),
       ...workerSettingsFromConfig(config),
+      workflowCode: workflowCode.code,
+      deployment: workflowCode.deployment,
     });
     const workerRun = worker.run();
     cleanups.push({
@@ -174,6 +187,8 @@ async function main(): Promise<void> {
         temporalUiUrl: config.TEMPORAL_UI_URL ?? uiUrl,
       }),
       ...heavyWorkerSettingsFromConfig(config),
+      workflowCode: workflowCode.code,
+      deployment: workflowCode.deployment,
     });
     const heavyWorkerRun = heavyWorker.run();
     // A heavy worker that dies leaves payments running; its work waits for the next start.
@@ -193,6 +208,9 @@ async function main(): Promise<void> {
       settings: config.temporalConnection,
     });
     cleanups.push({ name: 'client connection', run: () => client.connection.close() });
+    if (workflowCode.deployment.useWorkerVersioning) {
+      await makeDevBuildCurrent(client, workflowCode.deployment, logger);
+    }
     // What `npm run temporal:setup` does, on the embedded dev server and a cluster alike: the
     // starter and the workflows set OrderId and PaymentEventId, which the server must know.
     const setup = await ensureTemporalSetup({
@@ -272,6 +290,35 @@ async function main(): Promise<void> {
     if (stopping) return;
     logger.error({ err }, 'failed to start');
     await stop(1);
+  }
+}
+
+/**
+ * The dev stack runs one build, the code being edited: it becomes current at every start, before
+ * the webhook takes payments, so new runs go to it (in production the operator decides, with
+ * `npm run deployment`). Runs pinned to an earlier build whose code is gone (a restart after an
+ * edit, with ./data kept) are named in the log: no worker here runs them any more.
+ */
+async function makeDevBuildCurrent(
+  client: ReturnType<typeof createLazyClient>,
+  deployment: WorkerDeployment,
+  logger: ReturnType<typeof createLogger>,
+): Promise<void> {
+  await waitForBuild(client, deployment);
+  const before = await describeDeployment(client, deployment.deploymentName);
+  if (before?.current !== deployment.buildId) {
+    await setCurrentBuild(client, deployment, { identity: 'npm start' });
+  }
+  logger.info({ version: versionString(deployment) }, 'worker deployment: this build is current');
+  for (const build of before?.builds ?? []) {
+    if (build.buildId === deployment.buildId) continue;
+    const open = await openRunsOn(client, { ...deployment, buildId: build.buildId });
+    if (open > 0) {
+      logger.warn(
+        { buildId: build.buildId, openRuns: open },
+        'runs pinned to an earlier build stay open: no worker of that build runs here (see docs/deploys.md, "In development")',
+      );
+    }
   }
 }
 

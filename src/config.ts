@@ -225,6 +225,32 @@ const schema = z
     WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: z.coerce.number().int().min(2).max(10_000).default(40),
     /** A prebuilt workflow bundle (npm run build); unset: dist/workflow-bundle.js next to a compiled worker, else bundled at start. */
     WORKFLOW_BUNDLE_PATH: blankToUndefined,
+    /** The Worker Deployment every worker of this app belongs to (docs/deploys.md); no `.` or `:`. */
+    WORKER_DEPLOYMENT_NAME: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,100}$/, {
+        message: 'must be 1-100 letters, digits, - or _ (the server refuses . and :)',
+      })
+      .default('order-payments'),
+    /** This build's ID; unset: the first 12 hex digits of the workflow bundle's SHA-256. */
+    WORKER_BUILD_ID: blankToUndefined.pipe(
+      z
+        .string()
+        .regex(/^[A-Za-z0-9_-]{1,64}$/, {
+          message: 'must be 1-64 letters, digits, - or _ (e.g. a commit hash or image tag)',
+        })
+        .optional(),
+    ),
+    /** `off`: workers poll unversioned, for a server without Worker Deployments (before 1.28). */
+    WORKER_VERSIONING: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
+    /**
+     * What a standalone worker does with its build on the server: `if-none` makes it current when
+     * the deployment has no current build yet (the first start), `never` leaves that to the
+     * operator (`npm run deployment -- current`). `npm start` always makes its build current.
+     */
+    WORKER_SET_CURRENT: z
+      .enum(['if-none', 'never'], { message: 'must be if-none or never' })
+      .default('if-none'),
     /** host:port of the worker's Prometheus endpoint (/metrics), or off. Unset: off; `npm start` uses 127.0.0.1:9464. */
     WORKER_METRICS_ADDRESS: blankToUndefined.pipe(
       z

@@ -6,12 +6,15 @@ import { abortOnShutdownSignal, whenAborted } from './process/shutdown';
 import { HEAVY_TASK_QUEUE } from './shared/constants';
 import { dataConverterFor } from './temporal/data-converter';
 import { installTemporalRuntime } from './temporal/runtime';
+import { versionString } from './temporal/deployments';
 import { connectWorker } from './temporal/worker-connection';
+import { claimCurrentIfNone } from './workers/deployment';
 import {
   createHeavyWorker,
   heavyActivityDepsFromConfig,
   heavyWorkerSettingsFromConfig,
 } from './workers/heavy';
+import { loadVersionedWorkflowCode } from './workers/workflow-bundle';
 
 /**
  * The heavy worker (task queue `heavy`), production entry: `node dist/heavy-worker.js` (or
@@ -40,6 +43,8 @@ async function main(): Promise<void> {
   }
   const db = createDatabase(config.DATABASE_URL);
   try {
+    // The payments worker's bundle, so the same build: a pinned order's invoice runs here.
+    const workflowCode = await loadVersionedWorkflowCode(config);
     const worker = await createHeavyWorker({
       dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
       connection,
@@ -48,11 +53,15 @@ async function main(): Promise<void> {
         temporalUiUrl: config.TEMPORAL_UI_URL,
       }),
       ...heavyWorkerSettingsFromConfig(config),
+      workflowCode: workflowCode.code,
+      deployment: workflowCode.deployment,
     });
     logger.info(
       {
         taskQueue: HEAVY_TASK_QUEUE,
         namespace: config.TEMPORAL_NAMESPACE,
+        version: versionString(workflowCode.deployment),
+        versioning: config.WORKER_VERSIONING,
         maxConcurrentActivities: config.HEAVY_WORKER_MAX_CONCURRENT_ACTIVITIES,
         invoiceDir: config.INVOICE_DIR,
         exportDir: config.EXPORT_DIR,
@@ -60,6 +69,7 @@ async function main(): Promise<void> {
       'heavy worker started',
     );
     const running = worker.run();
+    claimCurrentIfNone(config, connection, workflowCode.deployment, logger);
     whenAborted(stopping, () => {
       logger.info(
         { signal: stopping.reason },

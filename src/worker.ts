@@ -8,6 +8,7 @@ import { abortOnShutdownSignal, whenAborted } from './process/shutdown';
 import { PAYMENTS_TASK_QUEUE } from './shared/constants';
 import { dataConverterFor } from './temporal/data-converter';
 import { installTemporalRuntime, metricsAddressFrom } from './temporal/runtime';
+import { versionString } from './temporal/deployments';
 import { temporalSetupReadiness } from './temporal/setup';
 import { connectWorker } from './temporal/worker-connection';
 import {
@@ -16,6 +17,8 @@ import {
   PAYMENTS_WORKER_SHUTDOWN_GRACE_MS,
   workerSettingsFromConfig,
 } from './workers/payments';
+import { claimCurrentIfNone } from './workers/deployment';
+import { loadVersionedWorkflowCode } from './workers/workflow-bundle';
 
 /**
  * The payment worker (task queue `payments`), production entry: `node dist/worker.js` (or
@@ -56,6 +59,7 @@ async function main(): Promise<void> {
   readiness.push(temporalSetupReadiness(connection, config.TEMPORAL_NAMESPACE));
   const db = createDatabase(config.DATABASE_URL, { poolMax: config.DATABASE_POOL_MAX });
   try {
+    const workflowCode = await loadVersionedWorkflowCode(config);
     const worker = await createPaymentWorker({
       dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
       connection,
@@ -66,13 +70,17 @@ async function main(): Promise<void> {
         smtpUrl: config.SMTP_URL,
       }),
       ...settings,
+      workflowCode: workflowCode.code,
+      deployment: workflowCode.deployment,
     });
     workers.push(worker);
     logger.info(
       {
         taskQueue: PAYMENTS_TASK_QUEUE,
         namespace: config.TEMPORAL_NAMESPACE,
-        workflowBundle: settings.workflowBundlePath ?? '(bundled from source)',
+        workflowBundle: workflowCode.origin,
+        version: versionString(workflowCode.deployment),
+        versioning: config.WORKER_VERSIONING,
         maxConcurrentActivities: settings.maxConcurrentActivities,
         maxConcurrentWorkflowTasks: settings.maxConcurrentWorkflowTasks,
         metrics: metricsAddress ? `http://${metricsAddress}/metrics` : 'off',
@@ -81,6 +89,7 @@ async function main(): Promise<void> {
       'worker started',
     );
     const running = worker.run();
+    claimCurrentIfNone(config, connection, workflowCode.deployment, logger);
     whenAborted(stopping, () => {
       logger.info(
         { signal: stopping.reason, graceSeconds: PAYMENTS_WORKER_SHUTDOWN_GRACE_MS / 1000 },

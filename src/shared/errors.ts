@@ -22,8 +22,8 @@ export const FailureType = {
   /** The alert sink asked us to slow down (429). */
   AlertSinkRateLimited: 'AlertSinkRateLimited',
   /**
-   * A step used up its retry budget: alert delivery after MaxExceptions real failures, or a step
-   * of the legacy workflow-side loop (tries, exceptions or deadline). The last failure is its cause.
+   * Alert delivery used up its MaxExceptions: three real failures across its attempts. The last
+   * failure is its cause.
    */
   RetriesExhausted: 'RetriesExhausted',
   /** The order could not be handed to the warehouse; compensation ran (shipment_status = failed). */
@@ -53,15 +53,6 @@ export const NON_RETRYABLE_FAILURE_TYPES: readonly FailureType[] = [
   FailureType.WarehouseRejected,
   FailureType.AlertSinkRejected,
   FailureType.MailRejected,
-];
-
-/**
- * Failure types that mean "wait as told, then try again": they are not counted as exceptions
- * (the activities set `nextRetryDelay` from them; the legacy loop reads them here).
- */
-export const RATE_LIMITED_FAILURE_TYPES: readonly FailureType[] = [
-  FailureType.WarehouseRateLimited,
-  FailureType.AlertSinkRateLimited,
 ];
 
 /** Details carried by rate-limit failures, so workflows can read the wait without parsing text. */

@@ -51,13 +51,13 @@ export type OrderWorkflow = (input: OrderWorkflowInput) => Promise<OrderWorkflow
 /**
  * What a FulfilmentFailed failure carries in its details: enough to read the cause without the
  * history. `reason` is why retrying stopped: the seed's Tries (`max_attempts`), retryUntil
- * (`deadline`), a 4xx (`non_retryable`), or a legacy budget's `max_exceptions`.
+ * (`deadline`), or a 4xx (`non_retryable`).
  */
 export interface FulfilmentFailedDetails {
   orderId: number;
   eventId: string;
   step: string;
-  reason: 'max_attempts' | 'deadline' | 'non_retryable' | 'max_exceptions' | 'other';
+  reason: 'max_attempts' | 'deadline' | 'non_retryable' | 'other';
   attempts: number | undefined;
   lastFailureType: string | undefined;
   lastFailureMessage: string;

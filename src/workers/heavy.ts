@@ -3,6 +3,7 @@ import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/w
 import { createHeavyActivities, type HeavyActivityDeps } from '../activities/heavy';
 import type { Config } from '../config';
 import {
+  createAlertDeliveriesRepository,
   createOrderExportRepository,
   createOrdersRepository,
   createPaymentsRepository,
@@ -10,6 +11,7 @@ import {
   type DatabaseHandle,
 } from '../db';
 import { HEAVY_TASK_QUEUE } from '../shared/constants';
+import { workerDeploymentOptions, type WorkerDeployment } from './deployment';
 import { resolveWorkflowBundlePath, workflowCodeOptions } from './payments';
 
 /** Activities one heavy worker runs at once unless told otherwise (HEAVY_WORKER_MAX_CONCURRENT_ACTIVITIES). */
@@ -33,6 +35,13 @@ export interface HeavyWorkerOptions {
   maxConcurrentActivities?: number;
   /** The prebuilt bundle the payment worker loads too (`npm run build`); unset: bundled from source. */
   workflowBundlePath?: string;
+  /** The bundle's code, already loaded; wins over workflowBundlePath. */
+  workflowCode?: string;
+  /**
+   * The build this worker declares: the payments worker's, since it runs the same bundle, so a
+   * pinned order's invoice child runs on the order's build. Unset: unversioned (tests).
+   */
+  deployment?: WorkerDeployment;
   taskQueue?: string;
   /** Payload encryption, the same as the payment worker's (src/temporal/data-converter.ts). */
   dataConverter?: DataConverter;
@@ -52,7 +61,8 @@ export async function createHeavyWorker(options: HeavyWorkerOptions): Promise<Wo
     namespace: options.namespace,
     taskQueue: options.taskQueue ?? HEAVY_TASK_QUEUE,
     // The payment worker's workflow code, failure-alert interceptor included: one bundle for both.
-    ...workflowCodeOptions(options.workflowBundlePath),
+    ...workflowCodeOptions(options.workflowBundlePath, options.workflowCode),
+    workerDeploymentOptions: options.deployment && workerDeploymentOptions(options.deployment),
     dataConverter: options.dataConverter,
     activities: createHeavyActivities(options.activities),
     maxConcurrentActivityTaskExecutions:
@@ -87,6 +97,10 @@ export function heavyActivityDepsFromConfig(
     invoiceDelayMs: config.INVOICE_DELAY_MS,
     stock: createStockRepository(db.db),
     stockAggregationDelayMs: config.STOCK_AGGREGATION_DELAY_MS,
-    alerts: { alertWebhookUrl: config.ALERT_WEBHOOK_URL, temporalUiUrl: urls.temporalUiUrl },
+    alerts: {
+      alertWebhookUrl: config.ALERT_WEBHOOK_URL,
+      temporalUiUrl: urls.temporalUiUrl,
+      deliveries: createAlertDeliveriesRepository(db.db),
+    },
   };
 }

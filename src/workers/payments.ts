@@ -9,12 +9,14 @@ import { createMailPool } from '../activities/mail-activities';
 import { createWarehouseClient } from '../activities/warehouse-client';
 import type { Config } from '../config';
 import {
+  createAlertDeliveriesRepository,
   createLoyaltyRepository,
   createOrdersRepository,
   createPaymentsRepository,
   type DatabaseHandle,
 } from '../db';
 import { PAYMENTS_TASK_QUEUE } from '../shared/constants';
+import { workerDeploymentOptions, type WorkerDeployment } from './deployment';
 
 export type WorkerActivityDeps = Omit<ActivityDeps, 'client'>;
 
@@ -62,6 +64,13 @@ export interface PaymentWorkerOptions {
   taskQueue?: string;
   /** A bundle built by `npm run build` (no webpack at start-up); unset: bundled from source. */
   workflowBundlePath?: string;
+  /** The bundle's code, already loaded (loadVersionedWorkflowCode); wins over workflowBundlePath. */
+  workflowCode?: string;
+  /**
+   * The build this worker declares (Worker Versioning, ./deployment.ts). Every process entry sets
+   * it; unset, the worker is unversioned (tests on the time-skipping server, which has none).
+   */
+  deployment?: WorkerDeployment;
   /** Activity slots (default: the SDK's, 100). */
   maxConcurrentActivities?: number;
   /** Workflow task slots (default: the SDK's, 40). */
@@ -86,7 +95,8 @@ export async function createPaymentWorker(options: PaymentWorkerOptions): Promis
       connection: options.connection,
       namespace: options.namespace,
       taskQueue: options.taskQueue ?? PAYMENTS_TASK_QUEUE,
-      ...workflowCodeOptions(options.workflowBundlePath),
+      ...workflowCodeOptions(options.workflowBundlePath, options.workflowCode),
+      workerDeploymentOptions: options.deployment && workerDeploymentOptions(options.deployment),
       dataConverter: options.dataConverter,
       activities: createActivities({
         ...options.activities,
@@ -121,8 +131,10 @@ export async function createPaymentWorker(options: PaymentWorkerOptions): Promis
  */
 export function workflowCodeOptions(
   bundlePath: string | undefined,
+  code?: string,
 ): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'interceptors'> {
   const activity = crashPointInterceptors;
+  if (code !== undefined) return { workflowBundle: { code }, interceptors: { activity } };
   if (bundlePath) return { workflowBundle: { codePath: bundlePath }, interceptors: { activity } };
   return {
     workflowsPath: PAYMENT_WORKFLOW_MODULES.workflowsPath,
@@ -189,6 +201,10 @@ export function activityDepsFromConfig(
       baseUrl: urls.warehouseUrl,
       timeoutMs: config.WAREHOUSE_TIMEOUT_MS,
     }),
-    alerts: { alertWebhookUrl: config.ALERT_WEBHOOK_URL, temporalUiUrl: urls.temporalUiUrl },
+    alerts: {
+      alertWebhookUrl: config.ALERT_WEBHOOK_URL,
+      temporalUiUrl: urls.temporalUiUrl,
+      deliveries: createAlertDeliveriesRepository(db.db),
+    },
   };
 }

@@ -1,17 +1,7 @@
-import {
-  ActivityFailure,
-  ApplicationFailure,
-  isCancellation,
-  log,
-  patched,
-  proxyActivities,
-} from '@temporalio/workflow';
+import { ActivityFailure, isCancellation, log, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { AlertDelivery, Alert } from '../shared/alert';
-import { FailureType } from '../shared/errors';
 import { RetryPolicies } from '../shared/retry-policies';
-import { RetryBudgets } from './legacy/retry-budget';
-import { withRetryBudget } from './legacy/retry-budget-loop';
 
 // Tries(25) + MaxExceptions(3), within an hour: the server schedules the attempts, the activity
 // counts real failures across them and waits out rate limits (src/shared/retry-policies.ts).
@@ -33,9 +23,6 @@ export async function alertWorkflow(alert: Alert): Promise<AlertDelivery> {
     alert: true,
     ...alert,
   });
-  // Patch 'alert-delivery-retry-policy' (2026-12-01): the server's retries replace the
-  // workflow-side loop; runs started before the deploy finish on the loop (src/workflows/legacy).
-  if (!patched('alert-delivery-retry-policy')) return legacyDelivery(alert);
   try {
     return await deliverAlert(alert);
   } catch (err) {
@@ -45,28 +32,6 @@ export async function alertWorkflow(alert: Alert): Promise<AlertDelivery> {
       runId: alert.runId,
       reason: err.cause?.message ?? err.message,
       retryState: err.retryState,
-    });
-    return { delivered: false };
-  }
-}
-
-/** LEGACY (see ./legacy/retry-budget-loop.ts): the delivery of runs started before 2026-12-01. */
-async function legacyDelivery(alert: Alert): Promise<AlertDelivery> {
-  try {
-    return await withRetryBudget(
-      'deliver-alert',
-      RetryBudgets.alertDelivery,
-      { startToCloseTimeout: '10 seconds' },
-      'deliverAlert',
-      alert,
-    );
-  } catch (err) {
-    if (!(err instanceof ApplicationFailure) || err.type !== FailureType.RetriesExhausted)
-      throw err;
-    log.error('alert could not be delivered to the sink; it stays in the log', {
-      workflowId: alert.workflowId,
-      runId: alert.runId,
-      reason: err.message,
     });
     return { delivered: false };
   }

@@ -4,11 +4,9 @@ import {
   continueAsNew,
   isCancellation,
   log,
-  patched,
   proxyActivities,
   setHandler,
   startChild,
-  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -23,12 +21,9 @@ import {
   type OrderWorkflowResult,
 } from '../shared/order';
 import { RetryPolicies } from '../shared/retry-policies';
-import { OrderIdSearchAttribute } from '../shared/search-attributes';
 import type { alertWorkflow } from './alert';
 import { startInvoiceWorkflow } from './invoice';
 import { localStep } from './local-step';
-import { RetryBudgets } from './legacy/retry-budget';
-import { withRetryBudget, type RetriesExhaustedDetails } from './legacy/retry-budget-loop';
 
 // One proxy per activity, each with its own Web UI summary (metadata, not matched on replay),
 // and the retry preset of its kind of call (src/shared/retry-policies.ts says why each).
@@ -36,50 +31,20 @@ import { withRetryBudget, type RetriesExhaustedDetails } from './legacy/retry-bu
 // The database steps take milliseconds, so they run as local activities (./local-step.ts): in
 // the worker, inside the workflow task that follows the previous step, each recorded as a marker
 // that names its activity type. Each saves an activity task and a workflow task. Same presets.
-const summaries = {
-  setShipmentStatus: 'Record the shipment status on the order',
-  requestRefundReview: 'Flag the order for a refund review (double charge or wrong amount)',
-  awardLoyaltyPoints: 'Award the loyalty points for the order',
-} as const;
-const localSteps = {
+const steps = {
   setShipmentStatus: localStep('setShipmentStatus', {
     ...RetryPolicies.databaseStep,
-    summary: summaries.setShipmentStatus,
+    summary: 'Record the shipment status on the order',
   }),
   requestRefundReview: localStep('requestRefundReview', {
     ...RetryPolicies.databaseStep,
-    summary: summaries.requestRefundReview,
+    summary: 'Flag the order for a refund review (double charge or wrong amount)',
   }),
   awardLoyaltyPoints: localStep('awardLoyaltyPoints', {
     ...RetryPolicies.databaseStep,
-    summary: summaries.awardLoyaltyPoints,
+    summary: 'Award the loyalty points for the order',
   }),
 };
-// LEGACY: the same steps as activities, for runs started before patch 'local-order-steps'.
-const activitySteps: typeof localSteps = {
-  setShipmentStatus: proxyActivities<Activities>({
-    ...RetryPolicies.databaseStep,
-    summary: summaries.setShipmentStatus,
-  }).setShipmentStatus,
-  requestRefundReview: proxyActivities<Activities>({
-    ...RetryPolicies.databaseStep,
-    summary: summaries.requestRefundReview,
-  }).requestRefundReview,
-  awardLoyaltyPoints: proxyActivities<Activities>({
-    ...RetryPolicies.databaseStep,
-    summary: summaries.awardLoyaltyPoints,
-  }).awardLoyaltyPoints,
-};
-
-/**
- * How this run does its steps, decided once when it starts (patch 'local-order-steps'): local
- * activities and none of the older patches' markers, or the code of the deploy it started under.
- */
-interface Plan {
-  steps: typeof localSteps;
-  /** The run started before 'local-order-steps': the older patches still decide. */
-  legacy: boolean;
-}
 const { sendOrderConfirmation } = proxyActivities<Activities>({
   ...RetryPolicies.confirmationMail,
   summary: 'Send the order confirmation mail',
@@ -91,6 +56,18 @@ const { notifyWarehouse } = proxyActivities<Activities>({
   summary: 'Ask the warehouse to ship the order',
 });
 
+// PINNED (the workers' default for every workflow, src/workers/deployment.ts; not annotated here
+// because the server refuses a workflow's own behaviour from an unversioned worker, which tests on
+// the time-skipping server are): a run finishes on the build that started it, so a deploy never
+// makes this code replay a history another build wrote, and a change here needs no patched() (docs/deploys.md). A run is
+// short: it completes once no event is pending, and its retry policies bound its waits (the
+// warehouse's 30 minutes, the mail's 2 hours; a day only through a database outage). An order
+// parked in the warehouse backoff during a deploy keeps its retries on the old build's workers
+// (they serve its activities too), which stop once the drain check shows no open run; the next
+// payment for the order starts a new run on the current build. A run only continues-as-new while events are still queued, and
+// server 1.29 keeps that next run on the same build (it has no upgrade on continue-as-new), so a
+// busy order moves to the new build when its queue empties, not before.
+
 /**
  * The entity workflow of one order (ID `order-<id>`): every effect on the order runs here, one
  * at a time. Started (or fed, when running) by signal-with-start from the payment workflows;
@@ -98,32 +75,6 @@ const { notifyWarehouse } = proxyActivities<Activities>({
  * The first payment fulfils the order; any further one is a double charge, flagged for review.
  */
 export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWorkflowResult> {
-  // Patch 'local-order-steps' (2026-12-01): the database steps as local activities (markers
-  // instead of scheduled activities: new commands), the invoice started beside the confirmation
-  // mail instead of after the loyalty points, and, for runs that start on this code, none
-  // of the older patches' markers and search-attribute upserts (each patch() records a marker and
-  // upserts TemporalChangeVersion): such a run takes every newer path, and its OrderId is set by
-  // the signal-with-start that starts it. A run started before the deploy replays and finishes
-  // on the code it started with. It can go once no order run from before the deploy is open
-  // (hours at most; check first, see docs/deploys.md), together with the older patches.
-  const plan: Plan = patched('local-order-steps')
-    ? { steps: localSteps, legacy: false }
-    : { steps: activitySteps, legacy: true };
-  // Patch 'search-attributes-v1' (2026-11-29): tag the run with its order, so the Web UI and
-  // `temporal workflow list --query 'OrderId = 12'` find it. The upsert is a new command: a run
-  // started before the deploy must not issue it when a new worker replays it. It can go once no
-  // order run started before the deploy is open (runs last hours at most, so from 2026-12-06 if
-  // deployed by 2026-11-29; check first, see docs/deploys.md): deprecatePatch, then delete.
-  if (plan.legacy && patched('search-attributes-v1')) {
-    upsertSearchAttributes([{ key: OrderIdSearchAttribute, value: input.orderId }]);
-  } else if (
-    !plan.legacy &&
-    workflowInfo().typedSearchAttributes.get(OrderIdSearchAttribute) === undefined
-  ) {
-    // Started without it (by a worker of the previous deploy, during a rolling deploy): tag it
-    // here. Decided on what the run was started with, so a replay decides the same.
-    upsertSearchAttributes([{ key: OrderIdSearchAttribute, value: input.orderId }]);
-  }
   const pending: OrderPaymentEvent[] = [...(input.pending ?? [])];
   // Handover activities are at-least-once: the same event may be signalled twice.
   const seen = new Set<string>(input.seenEventIds ?? pending.map((e) => e.eventId));
@@ -152,10 +103,10 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     current = event.eventId;
     try {
       if (event.firstForOrder) {
-        await fulfil(plan, input.orderId, event);
+        await fulfil(input.orderId, event);
         processed.push({ eventId: event.eventId, outcome: 'fulfilled' });
       } else {
-        await flagForRefundReview(plan, input.orderId, event);
+        await flagForRefundReview(input.orderId, event);
         processed.push({ eventId: event.eventId, outcome: 'refund_review' });
       }
     } catch (err) {
@@ -168,7 +119,8 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     // failure must stay on this run, where `ops retry` resets to the step that failed.
     if (workflowInfo().continueAsNewSuggested && pending.length > 0 && failures.length === 0) {
       // The next run starts with this run's search attributes (the server carries them over),
-      // so it is tagged with its order from the start.
+      // so it is tagged with its order from the start. It stays on this run's build: server
+      // 1.29 keeps a pinned run's continue-as-new on its version (see the note above).
       await continueAsNew<typeof orderWorkflow>({
         orderId: input.orderId,
         pending,
@@ -204,12 +156,7 @@ function eventFailure(orderId: number, event: OrderPaymentEvent, err: unknown): 
  * Fulfils a paid order: the warehouse notification, retried by the server until its policy
  * gives up (compensating then), then the confirmation mail and the loyalty points.
  */
-async function fulfil(plan: Plan, orderId: number, event: OrderPaymentEvent): Promise<void> {
-  // Patch 'warehouse-retry-policy' (2026-12-01): one activity whose attempts the server
-  // schedules replaces the workflow-side loop of one activity per attempt. A run that started
-  // its warehouse step before the deploy replays and finishes on the loop (src/workflows/legacy).
-  // Runs that start on 'local-order-steps' code always take the new path (and record no marker).
-  if (plan.legacy && !patched('warehouse-retry-policy')) return legacyFulfil(plan, orderId, event);
+async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<void> {
   try {
     await notifyWarehouse({ orderId });
   } catch (err) {
@@ -225,7 +172,7 @@ async function fulfil(plan: Plan, orderId: number, event: OrderPaymentEvent): Pr
         cause instanceof ApplicationFailure ? (cause.type ?? undefined) : cause?.name,
       lastFailureMessage: cause?.message ?? err.message,
     };
-    await compensateFailedFulfilment(plan, orderId, details);
+    await compensateFailedFulfilment(orderId, details);
     throw ApplicationFailure.create({
       type: FailureType.FulfilmentFailed,
       message: `order ${orderId} could not be handed to the warehouse (${details.reason}): ${details.lastFailureMessage}`,
@@ -234,16 +181,15 @@ async function fulfil(plan: Plan, orderId: number, event: OrderPaymentEvent): Pr
       cause: err,
     });
   }
-  await afterWarehouseNotified(plan, orderId);
+  await afterWarehouseNotified(orderId);
 }
 
 /** The seed's failed(): leave the order in a state people can see and act on. */
 async function compensateFailedFulfilment(
-  plan: Plan,
   orderId: number,
   details: FulfilmentFailedDetails,
 ): Promise<void> {
-  await plan.steps.setShipmentStatus({ orderId, status: 'failed' });
+  await steps.setShipmentStatus({ orderId, status: 'failed' });
   log.error('fulfilment failed; order marked shipment_status=failed', { ...details });
 }
 
@@ -269,35 +215,24 @@ function attemptsOf(cause: Error | undefined): number | undefined {
 }
 
 /** The steps after the warehouse took the order. */
-async function afterWarehouseNotified(plan: Plan, orderId: number): Promise<void> {
-  await plan.steps.setShipmentStatus({ orderId, status: 'requested' });
-  if (!plan.legacy) {
-    // 'local-order-steps': the invoice (an abandoned child on `heavy`) starts as soon as the
-    // warehouse took the order, beside the mail, so the workflow task its start costs runs while
-    // the mail is sent instead of after the loyalty points (one round trip less before the run
-    // completes). The child is started before the run may complete: the server drops an
-    // abandoned child whose start is still pending when its parent closes.
-    const invoice = startInvoiceWorkflow(orderId);
-    // Awaited below; handled now, so a failed start is not an unhandled rejection meanwhile.
-    invoice.catch(() => undefined);
-    try {
-      // Both run only here, one at a time per order: the mail's send-then-stamp guard and the
-      // ledger's unique key never race with another run for the same order.
-      await sendOrderConfirmation({ orderId });
-      await plan.steps.awardLoyaltyPoints({ orderId });
-    } finally {
-      await invoice;
-    }
-    return;
+async function afterWarehouseNotified(orderId: number): Promise<void> {
+  await steps.setShipmentStatus({ orderId, status: 'requested' });
+  // The invoice (an abandoned child on `heavy`) starts as soon as the warehouse took the order,
+  // beside the mail, so the workflow task its start costs runs while the mail is sent instead of
+  // after the loyalty points (one round trip less before the run completes). The child is
+  // started before the run may complete: the server drops an abandoned child whose start is
+  // still pending when its parent closes.
+  const invoice = startInvoiceWorkflow(orderId);
+  // Awaited below; handled now, so a failed start is not an unhandled rejection meanwhile.
+  invoice.catch(() => undefined);
+  try {
+    // Both run only here, one at a time per order: the mail's send-then-stamp guard and the
+    // ledger's unique key never race with another run for the same order.
+    await sendOrderConfirmation({ orderId });
+    await steps.awardLoyaltyPoints({ orderId });
+  } finally {
+    await invoice;
   }
-  await sendOrderConfirmation({ orderId });
-  await plan.steps.awardLoyaltyPoints({ orderId });
-  // Patch 'invoice-after-fulfilment' (2026-11-29): starting the invoice (an abandoned child on
-  // task queue `heavy`) is a new command. An order workflow that ran this step before the deploy
-  // must not issue it on replay, or its history no longer matches (non-determinism). Once no
-  // order workflow from before the deploy is open and no committed replay history predates it,
-  // swap this for deprecatePatch('invoice-after-fulfilment'), and drop that a deploy later.
-  if (!plan.legacy || patched('invoice-after-fulfilment')) await startInvoiceWorkflow(orderId);
 }
 
 /**
@@ -305,12 +240,8 @@ async function afterWarehouseNotified(plan: Plan, orderId: number): Promise<void
  * amount is not the order's total (the order stays pending for the right payment). Keep it, flag
  * the order, tell a person. Both take the same steps, so histories match either way on replay.
  */
-async function flagForRefundReview(
-  plan: Plan,
-  orderId: number,
-  event: OrderPaymentEvent,
-): Promise<void> {
-  await plan.steps.requestRefundReview({ orderId, eventId: event.eventId });
+async function flagForRefundReview(orderId: number, event: OrderPaymentEvent): Promise<void> {
+  await steps.requestRefundReview({ orderId, eventId: event.eventId });
   const info = workflowInfo();
   const alert: Alert = {
     kind: 'refund_review',
@@ -351,31 +282,4 @@ async function flagForRefundReview(
       error: String(err),
     });
   }
-}
-
-/** LEGACY (see ./legacy/retry-budget-loop.ts): the fulfilment of runs started before 2026-12-01. */
-async function legacyFulfil(plan: Plan, orderId: number, event: OrderPaymentEvent): Promise<void> {
-  try {
-    await withRetryBudget(
-      'notify-warehouse',
-      RetryBudgets.warehouseNotification,
-      { startToCloseTimeout: '8 seconds', heartbeatTimeout: '3 seconds' },
-      'notifyWarehouse',
-      { orderId },
-    );
-  } catch (err) {
-    if (!(err instanceof ApplicationFailure) || err.type !== FailureType.RetriesExhausted)
-      throw err;
-    const budget = err.details?.[0] as RetriesExhaustedDetails;
-    const details: FulfilmentFailedDetails = { orderId, eventId: event.eventId, ...budget };
-    await compensateFailedFulfilment(plan, orderId, details);
-    throw ApplicationFailure.create({
-      type: FailureType.FulfilmentFailed,
-      message: `order ${orderId} could not be handed to the warehouse: ${err.message}`,
-      details: [details],
-      nonRetryable: true,
-      cause: err,
-    });
-  }
-  await afterWarehouseNotified(plan, orderId);
 }

@@ -36,9 +36,14 @@ afterAll(async () => {
   await env?.teardown();
 });
 
+// Every worker process here declares one build, and so does the in-process successor below: the
+// first to poll makes it current, and a run started by one of them is pinned to it.
+const BUILD_ID = 'worker-process-test';
+
 function workerEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH,
+    WORKER_BUILD_ID: BUILD_ID,
     NODE_ENV: 'development',
     LOG_LEVEL: 'info',
     TEMPORAL_ADDRESS: env.address,
@@ -146,11 +151,17 @@ describe('worker process', () => {
       `${worker.child.pid}@${hostname()}`,
     );
 
-    // Another worker picks up the rest: the order completes, with that one warehouse call.
+    // Another worker of the same build picks up the rest (the run is pinned to that build): the
+    // order completes, with that one warehouse call.
     const successor: Worker = await createPaymentWorker({
       connection: env.nativeConnection,
       namespace: env.namespace ?? 'default',
       activities: testActivityDeps(db, partners),
+      deployment: {
+        deploymentName: 'order-payments',
+        buildId: BUILD_ID,
+        useWorkerVersioning: true,
+      },
     });
     await successor.runUntil(async () => {
       await payment.result();

@@ -6,51 +6,57 @@ import type { ManifestEntry } from '../../dev/record-histories';
 import { historyFromJson } from './history-json';
 import { workflowBundle } from '../support/bundles';
 
-// Safe deploys: every history committed under test/replay/histories/<set>/ (recorded from real
-// runs by `npm run record-histories -- <set>`) must replay against the workflow code as it is
-// now. A change that would make a running workflow issue different commands (a reordered or
-// removed activity, a new timer, an unguarded upsert) fails here instead of in production,
-// where it would leave the in-flight runs stuck on a non-determinism error.
+// The replay gate: the histories of this build, committed under test/replay/histories/<set>/
+// (recorded from real runs by `npm run record-histories -- <set>`), must replay against the
+// workflow code as it is now. Every workflow is PINNED (src/workers/deployment.ts), so a run
+// only ever replays on the build that started it: a change that makes a workflow issue other
+// commands is a new build (record a new set, retire the old one to previous-build/), and the
+// test of previous-build/ shows that such a change is detected, not waved through.
 //
 // Each replay runs inside its test, not in a beforeAll: npm run mutate counts only what a test
 // runs as that test's coverage, and runs a mutant against the tests that covered it.
 
 const HISTORIES_DIR = path.join(__dirname, 'histories');
+/** The set of the build before this one: its runs finish on their own build, never here. */
+const PREVIOUS_BUILD_DIR = path.join(__dirname, 'previous-build');
 
 interface HistoryCase extends ManifestEntry {
   set: string;
 }
 
 /** Every set's manifest, read while jest collects the tests (test.each needs the list). */
-function committedHistories(): HistoryCase[] {
-  const sets = readdirSync(HISTORIES_DIR, { withFileTypes: true })
+function committedHistories(dir: string): HistoryCase[] {
+  const sets = readdirSync(dir, { withFileTypes: true })
     .filter((entry) => entry.isDirectory())
     .map((entry) => entry.name)
     .sort();
   return sets.flatMap((set) => {
     const manifest = JSON.parse(
-      readFileSync(path.join(HISTORIES_DIR, set, 'manifest.json'), 'utf8'),
+      readFileSync(path.join(dir, set, 'manifest.json'), 'utf8'),
     ) as ManifestEntry[];
     return manifest.map((entry) => ({ ...entry, set }));
   });
 }
 
-const histories = committedHistories();
+const histories = committedHistories(HISTORIES_DIR);
 const sets = [...new Set(histories.map((h) => h.set))];
+const previousBuild = committedHistories(PREVIOUS_BUILD_DIR);
 
 /**
  * Replays one set's histories against `bundle`: one replay worker per set, since workflow IDs
  * (order-1…) repeat across sets, not within one. Returns the histories that failed, with why.
  */
-async function replaySet(bundle: WorkflowBundleWithSourceMap, set: string): Promise<string[]> {
-  const inSet = histories.filter((h) => h.set === set);
+async function replaySet(
+  bundle: WorkflowBundleWithSourceMap,
+  set: string,
+  from: { dir: string; cases: HistoryCase[] } = { dir: HISTORIES_DIR, cases: histories },
+): Promise<string[]> {
+  const inSet = from.cases.filter((h) => h.set === set);
   const replayed = Worker.runReplayHistories(
     { workflowBundle: bundle, replayName: `replay-${set}` },
     inSet.map((h) => ({
       workflowId: h.workflowId,
-      history: historyFromJson(
-        JSON.parse(readFileSync(path.join(HISTORIES_DIR, set, h.file), 'utf8')),
-      ),
+      history: historyFromJson(JSON.parse(readFileSync(path.join(from.dir, set, h.file), 'utf8'))),
     })),
   );
   const failed: string[] = [];
@@ -92,8 +98,8 @@ function retunedBundle(): Promise<WorkflowBundleWithSourceMap> {
 }
 
 describe('committed workflow histories', () => {
-  it('exist, at least two sets (before and after the last patched change)', () => {
-    expect(sets.length).toBeGreaterThanOrEqual(2);
+  it("exist: one set, this build's", () => {
+    expect(sets).toHaveLength(1);
   });
 
   it('are each listed in their set manifest, and every listed file is there', () => {
@@ -125,4 +131,20 @@ describe('committed workflow histories', () => {
     for (const set of sets) failed.push(...(await replaySet(bundle, set)));
     expect(failed).toEqual([]);
   }, 180_000);
+
+  it("of the previous build (patched() markers, payment steps as activities) are reported as non-deterministic against this build's code, except the unchanged stock workflow", async () => {
+    expect(previousBuild.length).toBeGreaterThan(0);
+    const failed = await replaySet(await workflowBundle(), 'v5', {
+      dir: PREVIOUS_BUILD_DIR,
+      cases: previousBuild,
+    });
+    const changed = previousBuild.filter((h) => h.workflowType !== 'aggregateStockWorkflow');
+    expect(failed).toHaveLength(changed.length);
+    for (const failure of failed) {
+      expect(failure).toMatch(/: DeterminismViolationError: .*\[TMPRL1100\] Nondeterminism error/);
+    }
+    expect(failed.join('\n')).toMatch(
+      /Non-deprecated patch marker encountered for change local-order-steps/,
+    );
+  }, 120_000);
 });

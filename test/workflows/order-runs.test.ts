@@ -67,7 +67,7 @@ function handOver(
   taskQueue: string,
   workflowId: string,
   paymentEvent: OrderPaymentEvent,
-  options: { input?: Partial<OrderWorkflowInput>; tagged?: boolean } = {},
+  options: { input?: Partial<OrderWorkflowInput> } = {},
 ) {
   return env.client.workflow.signalWithStart('orderWorkflow', {
     workflowId,
@@ -75,9 +75,8 @@ function handOver(
     args: [{ orderId: 12, ...options.input }],
     signal: paymentRecordedSignal,
     signalArgs: [paymentEvent],
-    // The hand-over activity tags the run with its order at start; a worker of an older deploy
-    // did not.
-    typedSearchAttributes: options.tagged ? [{ key: OrderIdSearchAttribute, value: 12 }] : [],
+    // The hand-over activity tags the run with its order at start.
+    typedSearchAttributes: [{ key: OrderIdSearchAttribute, value: 12 }],
     workflowExecutionTimeout: '1 day',
   });
 }
@@ -111,16 +110,6 @@ describe('orderWorkflow, one run', () => {
   });
   afterEach(async () => {
     await env?.teardown();
-  });
-
-  it('tags a run started without its OrderId (by a worker of the previous deploy) with it', async () => {
-    const workflowId = `order-12-${randomUUID()}`;
-    const attributes = await withWorker(env, {}, async (taskQueue) => {
-      const handle = await handOver(env, taskQueue, workflowId, event(), { tagged: false });
-      await handle.result();
-      return (await handle.describe()).typedSearchAttributes;
-    });
-    expect(attributes.get(OrderIdSearchAttribute)).toBe(12);
   });
 
   it('does the events the previous run handed on first, then those signalled, all in this run', async () => {
@@ -301,7 +290,7 @@ describe('orderWorkflow, across runs (a server that suggests continue-as-new aft
         },
       },
       async (taskQueue, calls) => {
-        const handle = await handOver(env, taskQueue, workflowId, paid, { tagged: true });
+        const handle = await handOver(env, taskQueue, workflowId, paid);
         const result = await handle.result();
         for (const e of doubleCharges) {
           await env.client.workflow.getHandle(refundReviewAlertWorkflowId(12, e.eventId)).result();
@@ -350,7 +339,7 @@ describe('orderWorkflow, across runs (a server that suggests continue-as-new aft
         },
       },
       async (taskQueue, calls) => {
-        const handle = await handOver(env, taskQueue, workflowId, event(), { tagged: true });
+        const handle = await handOver(env, taskQueue, workflowId, event());
         const failure = await failureOf(handle);
         await env.client.workflow
           .getHandle(refundReviewAlertWorkflowId(12, doubleCharge.eventId))

@@ -19,6 +19,7 @@ const testFiles = {
   ],
   intake: [
     '<rootDir>/test/http/{signature,webhook-auth,payment-webhook,webhook-duplicates,webhook-security,webhook-logs,validation}.test.ts',
+    '<rootDir>/test/http/{stripe-webhook,standard-webhook,provider-fuzz,provider-config}.test.ts',
     '<rootDir>/test/temporal/payment-starter.test.ts',
   ],
   activities: [
@@ -28,7 +29,7 @@ const testFiles = {
   ],
   workflows: [
     '<rootDir>/test/workflows/{payment,payment-idempotency,warehouse-timeouts,order-runs}.test.ts',
-    '<rootDir>/test/replay/{replay,in-flight-deploy}.test.ts',
+    '<rootDir>/test/replay/replay.test.ts',
   ],
 };
 const scope = process.env.MUTATE_SCOPE ?? '';

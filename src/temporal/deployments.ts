@@ -1,0 +1,183 @@
+import type { Client } from '@temporalio/client';
+import type { WorkerDeploymentVersion } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+
+/**
+ * Worker Deployments on the server, through the workflow service's RPCs: the same operations as
+ * `temporal worker deployment describe / set-current-version / set-ramping-version`, for
+ * `npm run deployment` (src/cli/deployment.ts), the dev stack, which makes its own build current,
+ * and the tests that roll a build out.
+ */
+
+const { VersionDrainageStatus, WorkerDeploymentVersionStatus } = temporal.api.enums.v1;
+
+/** One build the server knows in a deployment. */
+export interface BuildSummary {
+  buildId: string;
+  /** CURRENT, RAMPING, DRAINING (no new runs, pinned runs still open), DRAINED, INACTIVE. */
+  status: string;
+  /** The server's own drainage check (refreshed every few minutes), when it made one. */
+  drainage: 'draining' | 'drained' | undefined;
+}
+
+export interface DeploymentState {
+  deploymentName: string;
+  current: string | undefined;
+  ramping: { buildId: string; percentage: number } | undefined;
+  builds: BuildSummary[];
+  /** The routing state the answer was read at: a change based on it fails if it moved since. */
+  conflictToken: Uint8Array | undefined;
+}
+
+/** The deployment's routing and builds; undefined when no worker of it has polled yet. */
+export async function describeDeployment(
+  client: Client,
+  deploymentName: string,
+): Promise<DeploymentState | undefined> {
+  let answer: temporal.api.workflowservice.v1.IDescribeWorkerDeploymentResponse;
+  try {
+    answer = await client.workflowService.describeWorkerDeployment({
+      namespace: client.options.namespace,
+      deploymentName,
+    });
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+  const info = answer.workerDeploymentInfo;
+  const routing = info?.routingConfig;
+  const ramping = routing?.rampingDeploymentVersion?.buildId;
+  return {
+    deploymentName,
+    current: routing?.currentDeploymentVersion?.buildId ?? undefined,
+    ramping: ramping
+      ? { buildId: ramping, percentage: routing?.rampingVersionPercentage ?? 0 }
+      : undefined,
+    builds: (info?.versionSummaries ?? []).map((summary) => ({
+      buildId: summary.deploymentVersion?.buildId ?? '',
+      status: statusName(summary.status),
+      drainage: drainageOf(summary.drainageInfo?.status ?? summary.drainageStatus),
+    })),
+    conflictToken: answer.conflictToken ?? undefined,
+  };
+}
+
+export interface RoutingChange {
+  /** Who asks, recorded by the server as the deployment's last modifier. */
+  identity?: string;
+  /** Fail instead of overwriting a routing change made since this token was read. */
+  conflictToken?: Uint8Array;
+}
+
+/** New runs go to `version` from now on (and the ramp, if it was this version, ends). */
+export async function setCurrentBuild(
+  client: Client,
+  version: WorkerDeploymentVersion,
+  change: RoutingChange = {},
+): Promise<void> {
+  await client.workflowService.setWorkerDeploymentCurrentVersion({
+    namespace: client.options.namespace,
+    deploymentName: version.deploymentName,
+    buildId: version.buildId,
+    identity: change.identity,
+    conflictToken: change.conflictToken,
+  });
+}
+
+/**
+ * `percentage` % of new runs (chosen by a hash of the workflow ID) go to `version`, the rest to
+ * the current build; `version` undefined ends the ramp.
+ */
+export async function setRampingBuild(
+  client: Client,
+  deploymentName: string,
+  buildId: string | undefined,
+  percentage: number,
+  change: RoutingChange = {},
+): Promise<void> {
+  await client.workflowService.setWorkerDeploymentRampingVersion({
+    namespace: client.options.namespace,
+    deploymentName,
+    buildId: buildId ?? '',
+    percentage: buildId ? percentage : 0,
+    identity: change.identity,
+    conflictToken: change.conflictToken,
+  });
+}
+
+/**
+ * The open runs that a build still has to finish: what decides when its workers may stop. A
+ * visibility count of the runs whose last workflow task that build completed, so it is current
+ * within a second (the server's own drainage status is refreshed only every few minutes).
+ */
+export async function openRunsOn(
+  client: Client,
+  version: WorkerDeploymentVersion,
+): Promise<number> {
+  const { count } = await client.workflow.count(
+    `TemporalWorkerDeploymentVersion = '${versionString(version)}' AND ExecutionStatus = 'Running'`,
+  );
+  return count;
+}
+
+/** How the server writes a version in search attributes and its CLI: `<name>:<build ID>`. */
+export function versionString(version: WorkerDeploymentVersion): string {
+  return `${version.deploymentName}:${version.buildId}`;
+}
+
+/**
+ * Resolves once a worker of `version` has polled, so the server knows the version and can make
+ * it current or ramping; rejects after `timeoutMs`.
+ */
+export async function waitForBuild(
+  client: Client,
+  version: WorkerDeploymentVersion,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const state = await describeDeployment(client, version.deploymentName);
+    if (state?.builds.some((b) => b.buildId === version.buildId)) return;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `no worker of ${versionString(version)} has polled within ${timeoutMs / 1000} s`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+function statusName(status: number | null | undefined): string {
+  const name = WorkerDeploymentVersionStatus[status ?? 0] ?? 'UNSPECIFIED';
+  return name.replace('WORKER_DEPLOYMENT_VERSION_STATUS_', '');
+}
+
+function drainageOf(status: number | null | undefined): BuildSummary['drainage'] {
+  if (status === VersionDrainageStatus.VERSION_DRAINAGE_STATUS_DRAINING) return 'draining';
+  if (status === VersionDrainageStatus.VERSION_DRAINAGE_STATUS_DRAINED) return 'drained';
+  return undefined;
+}
+
+function isNotFound(err: unknown): boolean {
+  // gRPC status 5, NOT_FOUND: the deployment does not exist (yet).
+  return (err as { code?: unknown } | null)?.code === 5;
+}
+
+/**
+ * What a worker that just started does with its build (WORKER_SET_CURRENT=if-none): make it
+ * current when the deployment has no current build yet, so the first start on a fresh server
+ * takes payments without an operator step. Later builds wait for `npm run deployment --
+ * current`; a conflict (another worker did it meanwhile) is left alone.
+ */
+export async function makeCurrentIfNone(
+  client: Client,
+  version: WorkerDeploymentVersion,
+  identity: string,
+): Promise<'made current' | 'current already' | `left to the operator (current: ${string})`> {
+  await waitForBuild(client, version);
+  const state = await describeDeployment(client, version.deploymentName);
+  if (state?.current === version.buildId) return 'current already';
+  if (state?.current) return `left to the operator (current: ${state.current})`;
+  await setCurrentBuild(client, version, { identity, conflictToken: state?.conflictToken });
+  return 'made current';
+}
