@@ -1,9 +1,10 @@
 import os from 'node:os';
 import path from 'node:path';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { temporal } from '@temporalio/proto';
+import { buildIdOf } from '../src/workers/deployment';
 import { createHeavyWorker } from '../src/workers/heavy';
 import {
   createOrderExportRepository,
@@ -79,10 +80,18 @@ async function main(): Promise<void> {
   const disarm = watchdog(5 * 60_000, () => system.stop());
   const invoiceDir = mkdtempSync(path.join(os.tmpdir(), 'order-payments-cost-'));
   const connection = await NativeConnection.connect({ address: system.server.address });
+  const paymentsBundle = await workflowBundlePath('payments');
   const heavy = await createHeavyWorker({
     connection,
     namespace: 'default',
-    workflowBundlePath: await workflowBundlePath('payments'),
+    workflowBundlePath: paymentsBundle,
+    // The payments worker's build (bench/hosts/worker-host.ts): the invoice child of a pinned
+    // order runs on its parent's build.
+    deployment: {
+      deploymentName: 'order-payments',
+      buildId: buildIdOf(readFileSync(paymentsBundle, 'utf8')),
+      useWorkerVersioning: true,
+    },
     activities: {
       orders: createOrdersRepository(system.db.db),
       payments: createPaymentsRepository(system.db.db),

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Client } from '@temporalio/client';
 import {
   NativeConnection,
@@ -9,7 +10,9 @@ import { loadConfig } from '../../src/config';
 import { createDatabase, type DatabaseHandle } from '../../src/db';
 import { createLogger } from '../../src/logger';
 import { nativeConnectionOptions } from '../../src/temporal/connection';
+import { makeCurrentIfNone } from '../../src/temporal/deployments';
 import { installTemporalRuntime } from '../../src/temporal/runtime';
+import { deploymentFromConfig } from '../../src/workers/deployment';
 import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/payments';
 import { createBenchActivities } from '../activities';
 import type { BenchSinks } from '../workflows';
@@ -54,9 +57,12 @@ async function main(): Promise<void> {
       ? {}
       : { maxCachedWorkflows: Number(env.BENCH_MAX_CACHED_WORKFLOWS) }),
   };
+  // Versioned as in production: the build of this bundle, PINNED runs, made current below.
+  const deployment = deploymentFromConfig(config, readFileSync(env.BENCH_PAYMENTS_BUNDLE, 'utf8'));
   const payments = await createPaymentWorker({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
+    deployment,
     activities: activityDepsFromConfig(config, db, {
       warehouseUrl: env.WAREHOUSE_API_URL,
       temporalUiUrl: undefined,
@@ -86,6 +92,10 @@ async function main(): Promise<void> {
   });
   const workers = [payments, bench];
   const running = Promise.all(workers.map((w) => w.run()));
+  if (deployment.useWorkerVersioning) {
+    const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+    await makeCurrentIfNone(client, deployment, 'bench worker host');
+  }
 
   serveHost(workerHostApi({ workers, running, timings, arrivals: () => arrivals, connection, db }));
 }
