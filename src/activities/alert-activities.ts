@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
+import type { AlertDeliveriesRepository } from '../db';
 import type { AlertDelivery, Alert } from '../shared/alert';
 import { FailureType } from '../shared/errors';
 import { ALERT_MAX_EXCEPTIONS, ALERT_RATE_LIMIT_FALLBACK_SECONDS } from '../shared/retry-policies';
@@ -13,6 +14,12 @@ export interface AlertActivityDeps {
   /** Base URL of the Temporal Web UI, for the link in the alert; undefined: no link. */
   temporalUiUrl: string | undefined;
   timeoutMs?: number;
+  /**
+   * Stamps of the alerts the sink accepted, by alert workflow ID: a retry after a crash between
+   * the sink's answer and the activity's completion finds the stamp and posts nothing. Unset
+   * (unit tests): every attempt posts.
+   */
+  deliveries?: AlertDeliveriesRepository;
 }
 
 /** Link to one run's history in the Temporal Web UI. */
@@ -79,18 +86,28 @@ export function createAlertActivities(deps: AlertActivityDeps) {
   return {
     /**
      * POSTs one alert to the configured sink. The Idempotency-Key names the failed run, for
-     * sinks that deduplicate; Slack does not, so a worker crash between the sink's 200 and the
-     * activity's completion can still repeat an alert (the workflow ID guarantees one delivery
-     * attempt sequence per failed run, not the sink's behaviour).
+     * sinks that deduplicate; Slack does not, so the delivery is stamped (alert_deliveries, by
+     * alert workflow ID) right after the sink's 2xx, and an attempt that finds the stamp posts
+     * nothing. Only a crash between the 2xx and the stamp repeats the alert (the crash point
+     * deliverAlert.post, after; docs/exactly-once.md).
      */
     async deliverAlert(alert: Alert): Promise<AlertDelivery> {
       if (!deps.alertWebhookUrl) return { delivered: false, skipped: 'no-sink-configured' };
       const ctx = Context.current();
+      // One alert workflow per alert (its ID names the failed run, or the order and event of a
+      // refund review), so its ID names the delivery across attempts.
+      const stamp =
+        ctx.info.workflowExecution?.workflowId ?? `alert-${alert.workflowId}-${alert.runId}`;
+      if (await deps.deliveries?.wasDelivered(stamp)) {
+        ctx.log.info('alert already delivered', { alertWorkflowId: stamp });
+        return { delivered: true, skipped: 'already-delivered' };
+      }
       // The seed's MaxExceptions: real failures are counted across attempts in the heartbeat
       // details, which the server hands to the next attempt; rate limits do not count.
       const { exceptions: before = 0 } = (ctx.info.heartbeatDetails ?? {}) as AlertDeliveryProgress;
+      let delivery: AlertDelivery;
       try {
-        return await atCrashPoint('deliverAlert.post', () =>
+        delivery = await atCrashPoint('deliverAlert.post', () =>
           postAlert(alert, ctx.cancellationSignal),
         );
       } catch (err) {
@@ -116,6 +133,11 @@ export function createAlertActivities(deps: AlertActivityDeps) {
         ctx.heartbeat({ exceptions } satisfies AlertDeliveryProgress);
         throw err;
       }
+      // A crash before this stamp posts the alert again on retry: the one window left.
+      await atCrashPoint('deliverAlert.stamp', async () => {
+        await deps.deliveries?.markDelivered(stamp);
+      });
+      return delivery;
     },
   };
 

@@ -86,6 +86,11 @@ export const CRASH_POINTS = {
     'partner',
     'POST of the alert to the alert webhook, Idempotency-Key alert-<workflow>-<run>',
   ),
+  'deliverAlert.stamp': effect(
+    'deliverAlert',
+    'db',
+    'the INSERT that stamps the alert as delivered (alert_deliveries, by alert workflow ID)',
+  ),
   'deliverAlert.reply': reply('deliverAlert'),
   'generateInvoicePdf.write': effect(
     'generateInvoicePdf',

@@ -30,6 +30,7 @@ export {
   type LoyaltyRepository,
 } from './repositories/loyalty';
 export * from './repositories/stock';
+export * from './repositories/alert-deliveries';
 export * from './repositories/order-export';
 export {
   MAX_INTEGER_COLUMN,

@@ -71,6 +71,13 @@ export interface Database {
   loyalty_accounts: LoyaltyAccountsTable;
   loyalty_ledger: LoyaltyLedgerTable;
   stock_snapshots: StockSnapshotsTable;
+  alert_deliveries: AlertDeliveriesTable;
+}
+
+/** An alert the sink accepted (2xx), stamped right after: a retry finds it and posts nothing. */
+export interface AlertDeliveriesTable {
+  idempotency_key: string;
+  delivered_at: Timestamp;
 }
 
 export type OrderRow = Selectable<OrdersTable>;

@@ -38,5 +38,5 @@ export interface Alert {
 export interface AlertDelivery {
   delivered: boolean;
   /** Why nothing was sent, when nothing was. */
-  skipped?: 'no-sink-configured';
+  skipped?: 'no-sink-configured' | 'already-delivered';
 }

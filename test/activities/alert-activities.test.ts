@@ -64,6 +64,50 @@ const deliver = (alertWebhookUrl: string | undefined) => {
 
 const failureOf = (promise: Promise<unknown>) => rejectionOf(promise, ApplicationFailure);
 
+/** The stamps of alert_deliveries, in memory. */
+function stampsInMemory() {
+  const keys = new Set<string>();
+  return {
+    keys,
+    wasDelivered: (key: string) => Promise.resolve(keys.has(key)),
+    markDelivered: (key: string) => Promise.resolve(!keys.has(key) && Boolean(keys.add(key))),
+  };
+}
+
+describe('deliverAlert with delivery stamps', () => {
+  const stamped = (deliveries: ReturnType<typeof stampsInMemory>) => {
+    const activities = createAlertActivities({
+      alertWebhookUrl: sinkUrl,
+      temporalUiUrl: undefined,
+      deliveries,
+    });
+    return new MockActivityEnvironment({
+      workflowExecution: { workflowId: 'alert-payment-evt_1-run-1', runId: 'alert-run' },
+    }).run((a: Alert) => activities.deliverAlert(a), alert);
+  };
+
+  it('stamps the alert workflow after the sink accepted, and a retry then posts nothing', async () => {
+    const deliveries = stampsInMemory();
+    await expect(stamped(deliveries)).resolves.toEqual({ delivered: true });
+    expect([...deliveries.keys]).toEqual(['alert-payment-evt_1-run-1']);
+    await expect(stamped(deliveries)).resolves.toEqual({
+      delivered: true,
+      skipped: 'already-delivered',
+    });
+    expect(received).toHaveLength(1);
+  });
+
+  it('stamps nothing when the sink refused, so the retry posts again', async () => {
+    const deliveries = stampsInMemory();
+    answer = { status: 503 };
+    await failureOf(stamped(deliveries));
+    expect(deliveries.keys.size).toBe(0);
+    answer = { status: 200 };
+    await expect(stamped(deliveries)).resolves.toEqual({ delivered: true });
+    expect(received).toHaveLength(2);
+  });
+});
+
 describe('deliverAlert', () => {
   it('POSTs Slack-compatible JSON with every field and a Web UI link', async () => {
     await expect(deliver(sinkUrl)).resolves.toEqual({ delivered: true });
