@@ -129,3 +129,40 @@ export function deliverStandard(
     headers: { 'content-type': 'application/json', ...headers },
   });
 }
+
+/** Stripe's own verdict on a delivery (`constructEvent`) at `nowMs`, with one secret. */
+export function stripeLibraryAccepts(
+  payload: string,
+  header: string,
+  nowMs: number,
+  secret = TEST_STRIPE_SECRET,
+): boolean {
+  try {
+    stripeWebhooks.constructEvent(payload, header, secret, 300, undefined, nowMs);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The reference library's verdict (`Webhook.verify`) at `nowMs`. It reads the real clock, so
+ * the clock is faked for the call.
+ */
+export function standardLibraryAccepts(
+  payload: string,
+  headers: Record<string, string>,
+  nowMs: number,
+  secret = TEST_STANDARD_SECRET,
+): boolean {
+  const realNow = Date.now;
+  Date.now = () => nowMs;
+  try {
+    new Webhook(secret).verify(payload, headers);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    Date.now = realNow;
+  }
+}

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { EVENT_ID_PATTERN, PAYMENT_SUCCEEDED_EVENT } from '../../shared/constants';
 import { createWebhookVerifier, type WebhookAuthOptions } from '../webhook-auth';
-import { amountMinorUnits, eventType, orderIdNumber } from './payment-fields';
+import { amountMinorUnits, eventType, orderIdNumber, readPayment } from './payment-fields';
 import type { ProviderNotification, WebhookProvider } from './provider';
 
 /** The contract's endpoint (DESIGN.md): unchanged, whatever other providers are configured. */
@@ -26,13 +26,13 @@ const notificationSchema = z
   .loose()
   .transform((body, ctx): ProviderNotification => {
     if (body.event !== PAYMENT_SUCCEEDED_EVENT) return { handled: false, event: body.event };
-    const payment = paymentSucceededSchema.safeParse(body);
-    if (!payment.success) {
-      for (const issue of payment.error.issues) ctx.addIssue({ ...issue });
-      return z.NEVER;
-    }
-    const { id, event, order_id: orderId, amount } = payment.data;
-    return { handled: true, event, eventId: id, orderId, amount };
+    return readPayment(body, ctx, paymentSucceededSchema, ({ id, event, order_id, amount }) => ({
+      handled: true,
+      event,
+      eventId: id,
+      orderId: order_id,
+      amount,
+    }));
   });
 
 /**

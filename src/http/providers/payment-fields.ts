@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_INTEGER_COLUMN, MAX_ROW_ID } from '../../db/schema';
+import type { ProviderNotification } from './provider';
 
 /*
  * The fields every provider's payment maps to, checked within the database's integer columns:
@@ -31,3 +32,22 @@ export const currencyCode = z
 
 /** An event type: any short text (every type is acknowledged; only some are acted on). */
 export const eventType = z.string().min(1).max(100);
+
+/**
+ * The payment an event of the provider's payment type must be: `schema` reads it, `toPayment`
+ * maps it. Its problems are reported as the fields that failed (a 400 naming them), where a
+ * union of event shapes would only say that none matched.
+ */
+export function readPayment<P>(
+  body: unknown,
+  ctx: z.RefinementCtx,
+  schema: z.ZodType<P>,
+  toPayment: (payment: P) => ProviderNotification,
+): ProviderNotification {
+  const payment = schema.safeParse(body);
+  if (!payment.success) {
+    for (const issue of payment.error.issues) ctx.addIssue({ ...issue });
+    return z.NEVER;
+  }
+  return toPayment(payment.data);
+}

@@ -94,3 +94,13 @@ export const UNIX_SECONDS = /^[0-9]{1,12}$/;
 export function providerEventId(provider: string, eventId: string): string {
   return `${provider}~${eventId}`;
 }
+
+/** A provider other than the contract's: its endpoint and its events' keys carry its name. */
+export function namedProvider(
+  name: string,
+  path: string,
+  verify: ProviderVerifier,
+  notification: WebhookProvider['notification'],
+): WebhookProvider {
+  return { name, path, verify, notification, qualifyEventId: (id) => providerEventId(name, id) };
+}

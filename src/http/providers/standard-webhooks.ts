@@ -6,8 +6,9 @@ import {
   eventType,
   orderIdNumber,
   orderIdText,
+  readPayment,
 } from './payment-fields';
-import { type ProviderNotification, providerEventId, type WebhookProvider } from './provider';
+import { namedProvider, type ProviderNotification, type WebhookProvider } from './provider';
 import { createStandardVerifier, type StandardSignatureOptions } from './standard-signature';
 
 export const STANDARD_WEBHOOK_PATH = '/api/v1/webhooks/standard';
@@ -32,22 +33,21 @@ const notificationSchema = z
   .loose()
   .transform((body, ctx): ProviderNotification => {
     if (body.type !== PAYMENT_SUCCEEDED_EVENT) return { handled: false, event: body.type };
-    const payment = paymentSchema.safeParse(body);
-    if (!payment.success) {
-      for (const issue of payment.error.issues) ctx.addIssue({ ...issue });
-      return z.NEVER;
-    }
-    const { order_id: orderId, amount, currency } = payment.data.data;
-    return { handled: true, event: body.type, orderId, amount, currency };
+    return readPayment(body, ctx, paymentSchema, ({ data }) => ({
+      handled: true,
+      event: body.type,
+      orderId: data.order_id,
+      amount: data.amount,
+      currency: data.currency,
+    }));
   });
 
 /** A Standard Webhooks sender (Svix and others); its events are keyed `standard~<webhook-id>`. */
 export function standardWebhooksProvider(options: StandardSignatureOptions): WebhookProvider {
-  return {
-    name: 'standard',
-    path: STANDARD_WEBHOOK_PATH,
-    verify: createStandardVerifier(options),
-    notification: notificationSchema,
-    qualifyEventId: (eventId) => providerEventId('standard', eventId),
-  };
+  return namedProvider(
+    'standard',
+    STANDARD_WEBHOOK_PATH,
+    createStandardVerifier(options),
+    notificationSchema,
+  );
 }

@@ -1,7 +1,13 @@
 import { z } from 'zod';
 import { EVENT_ID_PATTERN } from '../../shared/constants';
-import { amountMinorUnits, currencyCode, eventType, orderIdText } from './payment-fields';
-import { type ProviderNotification, providerEventId, type WebhookProvider } from './provider';
+import {
+  amountMinorUnits,
+  currencyCode,
+  eventType,
+  orderIdText,
+  readPayment,
+} from './payment-fields';
+import { namedProvider, type ProviderNotification, type WebhookProvider } from './provider';
 import { createStripeVerifier, type StripeSignatureOptions } from './stripe-signature';
 
 export const STRIPE_WEBHOOK_PATH = '/api/v1/webhooks/stripe';
@@ -43,34 +49,24 @@ const paymentIntentSchema = z.object({
  */
 const notificationSchema = eventSchema.loose().transform((body, ctx): ProviderNotification => {
   if (body.type !== STRIPE_PAYMENT_EVENT) return { handled: false, event: body.type };
-  const intent = paymentIntentSchema.safeParse(body);
-  if (!intent.success) {
-    for (const issue of intent.error.issues) ctx.addIssue({ ...issue });
-    return z.NEVER;
-  }
-  const { amount_received: amount, currency, metadata } = intent.data.data.object;
-  if (metadata.order_id === undefined) {
-    // Not a payment of this shop (another product on the same Stripe account): a 4xx would
-    // have Stripe retry it for three days and, in the end, disable the endpoint.
-    return { handled: false, event: body.type, note: 'no metadata.order_id' };
-  }
-  return {
-    handled: true,
-    event: body.type,
-    eventId: body.id,
-    orderId: metadata.order_id,
-    amount,
-    currency,
-  };
+  return readPayment(body, ctx, paymentIntentSchema, ({ data }) => {
+    const { amount_received: amount, currency, metadata } = data.object;
+    if (metadata.order_id === undefined) {
+      // Not a payment of this shop (another product on the same Stripe account): a 4xx would
+      // have Stripe retry it for three days and, in the end, disable the endpoint.
+      return { handled: false, event: body.type, note: 'no metadata.order_id' };
+    }
+    const orderId = metadata.order_id;
+    return { handled: true, event: body.type, eventId: body.id, orderId, amount, currency };
+  });
 });
 
 /** Stripe, verified with `Stripe-Signature`; its events are keyed `stripe~<evt id>`. */
 export function stripeProvider(options: StripeSignatureOptions): WebhookProvider {
-  return {
-    name: 'stripe',
-    path: STRIPE_WEBHOOK_PATH,
-    verify: createStripeVerifier(options),
-    notification: notificationSchema,
-    qualifyEventId: (eventId) => providerEventId('stripe', eventId),
-  };
+  return namedProvider(
+    'stripe',
+    STRIPE_WEBHOOK_PATH,
+    createStripeVerifier(options),
+    notificationSchema,
+  );
 }
