@@ -6,16 +6,11 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
 import type { Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { NormalModuleReplacementPlugin } from 'webpack';
+import { main as deploymentCli } from '../../src/cli/deployment';
 import { loadConfig } from '../../src/config';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
-import {
-  describeDeployment,
-  openRunsOn,
-  setCurrentBuild,
-  setRampingBuild,
-  waitForBuild,
-} from '../../src/temporal/deployments';
+import { describeDeployment, waitForBuild } from '../../src/temporal/deployments';
 import { buildIdOf, type WorkerDeployment } from '../../src/workers/deployment';
 import { createHeavyWorker, heavyActivityDepsFromConfig } from '../../src/workers/heavy';
 import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/payments';
@@ -98,6 +93,17 @@ async function startBuild(bundle: WorkflowBundleWithSourceMap): Promise<WorkerDe
   return deployment;
 }
 
+/** `npm run deployment -- <argv>`, as the operator runs it against this server. */
+async function operator(...argv: string[]): Promise<{ code: number; out: string }> {
+  const lines: string[] = [];
+  const code = await deploymentCli(argv, {
+    out: (text) => lines.push(text),
+    err: (text) => lines.push(text),
+    env: { TEMPORAL_ADDRESS: env.address, TEMPORAL_NAMESPACE: env.namespace ?? 'default' },
+  });
+  return { code, out: lines.join('\n') };
+}
+
 /** Pays a new order through the webhook; returns the order's ID and the payment's event ID. */
 async function pay(eventId: string): Promise<{ orderId: number; eventId: string }> {
   const { order } = await stack.orders.createWithIdempotencyKey({
@@ -165,12 +171,12 @@ describe('a rollout with Worker Versioning, build A to build B', () => {
     const [bundleA, bundleB] = await Promise.all([workflowBundle(), bundleOfBuildB()]);
     expect(buildIdOf(bundleA.code)).not.toBe(buildIdOf(bundleB.code));
     buildA = await startBuild(bundleA);
-    await setCurrentBuild(env.client, buildA);
+    expect(await operator('current', buildA.buildId)).toMatchObject({ code: 0 });
     buildB = await startBuild(bundleB);
 
     // Ramp: 20 % of new runs to B, by a hash of the workflow ID (fixed IDs: the same split every
     // time). The rest go to A, the current build.
-    await setRampingBuild(env.client, DEPLOYMENT, buildB.buildId, 20);
+    expect(await operator('ramp', buildB.buildId, '20')).toMatchObject({ code: 0 });
     const ramped = [];
     for (let i = 0; i < 30; i++) ramped.push(await pay(`evt_ramp_${i}`));
     const onB: string[] = [];
@@ -195,9 +201,14 @@ describe('a rollout with Worker Versioning, build A to build B', () => {
     expect((await versioningOf(handles.order(parked.orderId))).buildId).toBe(buildA.buildId);
 
     // B becomes current (the ramp ends with it): new runs go to B, the parked one stays on A.
-    await setCurrentBuild(env.client, buildB);
+    expect(await operator('current', buildB.buildId)).toMatchObject({ code: 0 });
     const state = await describeDeployment(env.client, DEPLOYMENT);
     expect(state).toMatchObject({ current: buildB.buildId, ramping: undefined });
+    // The drain check keeps A's workers running: its parked order is open.
+    expect(await operator('drain', buildA.buildId)).toEqual({
+      code: 1,
+      out: expect.stringMatching(/open run\(s\) pinned to it/),
+    });
     const fresh = await pay('evt_new_on_b');
     await handles.payment(fresh.eventId).result();
     expect((await versioningOf(handles.payment(fresh.eventId))).buildId).toBe(buildB.buildId);
@@ -230,10 +241,18 @@ describe('a rollout with Worker Versioning, build A to build B', () => {
 
     // Drain check: once A has no open run (the parked order and its invoice are done), its
     // workers may stop.
-    await eventually(async () => expect(await openRunsOn(env.client, buildA)).toBe(0));
+    await eventually(async () =>
+      expect(await operator('drain', buildA.buildId)).toEqual({
+        code: 0,
+        out: expect.stringContaining('drained'),
+      }),
+    );
+    const described = await operator('describe');
+    expect(described.out).toContain(`current ${buildB.buildId}, ramping none`);
+    expect(described.out).toMatch(new RegExp(`${buildA.buildId} +\\w+ +0 `));
 
     // Rollback: A current again; a new run goes to A.
-    await setCurrentBuild(env.client, buildA);
+    expect(await operator('current', buildA.buildId)).toMatchObject({ code: 0 });
     const back = await pay('evt_after_rollback');
     await handles.payment(back.eventId).result();
     await handles.order(back.orderId).result();

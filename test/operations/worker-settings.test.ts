@@ -50,7 +50,7 @@ describe('shutdown grace time of the payments worker', () => {
 
   it('is shorter than what the process managers in deploy/ wait before SIGKILL', () => {
     const deploy = path.join(__dirname, '../../deploy');
-    const unit = readFileSync(path.join(deploy, 'systemd/order-payments-worker.service'), 'utf8');
+    const unit = readFileSync(path.join(deploy, 'systemd/order-payments-worker@.service'), 'utf8');
     const stopSec = Number(/^TimeoutStopSec=(\d+)$/m.exec(unit)?.[1]);
     expect(stopSec * 1000).toBeGreaterThan(PAYMENTS_WORKER_SHUTDOWN_FORCE_MS);
     const k8s = readFileSync(path.join(deploy, 'kubernetes/worker.yaml'), 'utf8');
