@@ -55,10 +55,7 @@ export class NoResetPointError extends Error {
  * that run after the failure (compensation, alerts) are not what should be retried.
  *
  * The server retries an activity within one Scheduled event, so the reset runs it again with a
- * fresh retry policy: all its attempts, its whole deadline. (LEGACY: runs started before
- * 2026-12-01 retried the warehouse in the workflow, one activity per attempt with ID
- * `<step>#<attempt>`, src/workflows/legacy; for those the reset goes back to the step's first
- * attempt. Delete with that folder.)
+ * fresh retry policy: all its attempts, its whole deadline.
  * Returns undefined when the history has nothing to reset to.
  */
 export function findResetPoint(events: readonly HistoryEvent[]): ResetPoint | undefined {
@@ -69,7 +66,7 @@ export function findResetPoint(events: readonly HistoryEvent[]): ResetPoint | un
   const scheduledIndex = scheduledEventId
     ? events.findIndex((e) => sameId(e.eventId, scheduledEventId))
     : -1;
-  const scheduled = firstAttemptOfStep(events, scheduledIndex);
+  const scheduled = scheduledIndex >= 0 ? events[scheduledIndex] : undefined;
   const attributes = scheduled?.activityTaskScheduledEventAttributes;
   if (attributes?.workflowTaskCompletedEventId) {
     return {
@@ -82,28 +79,6 @@ export function findResetPoint(events: readonly HistoryEvent[]): ResetPoint | un
   // no Scheduled event: start over from the first workflow task.
   const first = events.find((e) => e.workflowTaskCompletedEventAttributes);
   return first?.eventId ? { eventId: first.eventId, kind: 'start' } : undefined;
-}
-
-/** LEGACY activity IDs of a step the workflow retried itself: `<step>#<attempt>`. */
-const STEP_ATTEMPT_ID = /^(.+)#(\d+)$/;
-
-/**
- * The Scheduled event at `index`, or, when it is attempt n > 1 of a workflow-retried step, the
- * newest earlier Scheduled event of that step's attempt 1.
- */
-function firstAttemptOfStep(
-  events: readonly HistoryEvent[],
-  index: number,
-): HistoryEvent | undefined {
-  const scheduled = events[index];
-  const activityId = scheduled?.activityTaskScheduledEventAttributes?.activityId ?? '';
-  const match = STEP_ATTEMPT_ID.exec(activityId);
-  if (!match || match[2] === '1') return scheduled;
-  const firstId = `${match[1]}#1`;
-  for (let i = index - 1; i >= 0; i--) {
-    if (events[i]?.activityTaskScheduledEventAttributes?.activityId === firstId) return events[i];
-  }
-  return scheduled;
 }
 
 function sameId(a: { toString(): string } | null | undefined, b: { toString(): string }): boolean {

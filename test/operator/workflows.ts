@@ -11,25 +11,17 @@ const steps = proxyActivities<StepActivities>({
 });
 
 /**
- * Charges in two attempts of its own (activity IDs `charge#1`, `charge#2`, as
- * src/workflows/retry.ts names them), then runs a compensation that fails too, and fails with the
- * charge's failure as the cause. The last activity that failed is the compensation; the step to
- * retry is the charge, from its first attempt.
+ * Charges (the card is declined: a non-retryable failure), then runs a compensation that fails
+ * too, and fails with the charge's failure as the cause. The last activity that failed is the
+ * compensation; the step to retry is the charge.
  */
 export async function chargeWorkflow(): Promise<string> {
   await steps.prepare();
   let lastFailure: unknown;
-  for (let attempt = 1; attempt <= 2; attempt++) {
-    const { charge } = proxyActivities<StepActivities>({
-      startToCloseTimeout: '10 seconds',
-      activityId: `charge#${attempt}`,
-      retry: { maximumAttempts: 1 },
-    });
-    try {
-      return await charge();
-    } catch (err) {
-      lastFailure = err;
-    }
+  try {
+    return await steps.charge();
+  } catch (err) {
+    lastFailure = err;
   }
   try {
     await steps.refund();
