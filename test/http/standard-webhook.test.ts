@@ -185,6 +185,39 @@ describe('Standard Webhooks signatures, as the reference library signs them', ()
     expect(response.statusCode).toBe(401);
   });
 
+  it('matches no v1a when built without public keys', () => {
+    const payload = '{}';
+    const headers = {
+      ...signed(payload, { id: 'msg_nokeys' }),
+      'webhook-signature': v1a('msg_nokeys', NOW_S, payload),
+    };
+    const verify = createStandardVerifier({
+      secrets: [parseStandardSecret(TEST_STANDARD_SECRET)],
+      toleranceSeconds: 300,
+      now: () => NOW_S * 1000,
+    });
+    expect(verify(Buffer.from(payload), Object.entries(headers).flat())).toEqual({
+      ok: false,
+      reason: 'invalid signature',
+    });
+  });
+
+  it('names the secret that verified it, and counts time in whole seconds', () => {
+    const payload = '{}';
+    const verify = createStandardVerifier({
+      secrets: [parseStandardSecret(TEST_STANDARD_SECRET), parseStandardSecret(OLD_SECRET)],
+      toleranceSeconds: 300,
+      now: () => NOW_S * 1000 + 999,
+    });
+    const headers = signed(payload, { id: 'msg_old', secret: OLD_SECRET, timestamp: NOW_S - 300 });
+    expect(standardLibraryAccepts(payload, headers, NOW_S * 1000 + 999, OLD_SECRET)).toBe(true);
+    expect(verify(Buffer.from(payload), Object.entries(headers).flat())).toEqual({
+      ok: true,
+      matchedSecret: 'previous-1',
+      eventId: 'msg_old',
+    });
+  });
+
   it('serves the endpoint with public keys alone', async () => {
     await app.close();
     await build({ STANDARD_WEBHOOK_PUBLIC_KEYS: [PUBLIC_KEY] });

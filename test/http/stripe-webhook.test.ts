@@ -156,6 +156,44 @@ describe('Stripe-Signature, as Stripe signs it', () => {
     expect([response.statusCode, response.json()]).toEqual([401, { error: reason }]);
   });
 
+  it('refuses the whole header where Stripe’s library throws: an empty v1, or 64 non-ASCII characters', async () => {
+    const payload = JSON.stringify(stripePaymentIntentEvent());
+    const header = stripeSignature(payload, { timestamp: NOW_S });
+    for (const bad of ['v1=', 'v1', `v1=${'é'.repeat(64)}`]) {
+      const withBad = `${header},${bad}`;
+      expect(libraryAccepts(payload, withBad)).toBe(false);
+      const response = await deliverStripe(app, payload, withBad);
+      expect([response.statusCode, response.json()]).toEqual([
+        401,
+        { error: 'Stripe-Signature has a v1 that is no signature' },
+      ]);
+    }
+  });
+
+  it('skips other malformed v1 values as the library does, when a valid one is there', () => {
+    const verify = createStripeVerifier({
+      secrets: [TEST_STRIPE_SECRET],
+      toleranceSeconds: 300,
+      now: () => NOW_S * 1000,
+    });
+    const header = stripeSignature('{}', { timestamp: NOW_S });
+    for (const other of ['v1=é', `v1=${'z'.repeat(64)}`, `v1=${'a'.repeat(63)}`]) {
+      expect(libraryAccepts('{}', `${header},${other}`)).toBe(true);
+      expect(verify(Buffer.from('{}'), ['stripe-signature', `${header},${other}`]).ok).toBe(true);
+    }
+  });
+
+  it('counts age in whole seconds, as the library does', () => {
+    const verify = createStripeVerifier({
+      secrets: [TEST_STRIPE_SECRET],
+      toleranceSeconds: 300,
+      now: () => NOW_S * 1000 + 999,
+    });
+    const header = stripeSignature('{}', { timestamp: NOW_S - 300 });
+    expect(stripeLibraryAccepts('{}', header, NOW_S * 1000 + 999)).toBe(true);
+    expect(verify(Buffer.from('{}'), ['stripe-signature', header]).ok).toBe(true);
+  });
+
   it('refuses the header twice, even when both lines are right', async () => {
     const payload = JSON.stringify(stripePaymentIntentEvent());
     const header = stripeSignature(payload, { timestamp: NOW_S });
@@ -331,11 +369,20 @@ describe('Stripe events as payments', () => {
 });
 
 describe('the Stripe endpoint without a secret', () => {
-  it('is not served (404): an unconfigured provider authenticates nothing', async () => {
+  it('is not served (404), nor the Standard Webhooks one: an unconfigured provider authenticates nothing', async () => {
     const bare = await buildWebhookApp({ payments: recordingPaymentStarter() });
     const payload = JSON.stringify(stripePaymentIntentEvent());
     const response = await deliverStripe(bare, payload, stripeSignature(payload));
-    expect(response.statusCode).toBe(404);
+    expect([response.statusCode, response.json()]).toEqual([
+      404,
+      { error: 'no route for POST /api/v1/webhooks/stripe' },
+    ]);
+    const standard = await bare.inject({
+      method: 'POST',
+      url: '/api/v1/webhooks/standard',
+      payload,
+    });
+    expect(standard.statusCode).toBe(404);
     await bare.close();
   });
 });

@@ -30,9 +30,9 @@ export interface PaymentWebhookOptions {
   /**
    * The currency of the shop's order totals (SHOP_CURRENCY, lowercase). A payment the provider
    * reports in another currency is refused with 422 rather than compared with a total in
-   * another unit. Unset: currencies are not checked (the original contract carries none).
+   * another unit. The contract's notifications carry none: their amounts are the shop's.
    */
-  shopCurrency?: string;
+  shopCurrency: string;
 }
 
 /**
@@ -122,11 +122,7 @@ export async function paymentWebhookRoutes(
       }
       const eventId = provider.qualifyEventId(providerEventId);
       const { orderId, amount, currency } = notification;
-      if (
-        currency !== undefined &&
-        options.shopCurrency !== undefined &&
-        currency !== options.shopCurrency
-      ) {
+      if (currency !== undefined && currency !== options.shopCurrency) {
         // Not a 200: an amount in another unit must not pay (or be compared with) the order's
         // total. Providers retry a refusal for days, so if SHOP_CURRENCY is what is wrong, fixing
         // it lets the retries through; otherwise the payment is on the provider's dashboard.
