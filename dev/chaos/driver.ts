@@ -31,7 +31,8 @@ import { Arms } from './arms';
 import { createRandom, type Random } from './random';
 import { ProcessRegistry, SupervisedProcess, type ProcessSpec } from './supervisor';
 import { devServerArgs, temporalCliPath, waitForTemporal } from './temporal-server';
-import { ARM_DIR_ENV, HOLD_MS_ENV, type ChaosPoint, type HookMessage } from './worker-hook';
+import { appEnvironment, hookedWorkerSpec, httpProcessSpec } from './processes';
+import type { ChaosPoint, HookMessage } from './worker-hook';
 
 /**
  * The chaos run: the real system (Temporal CLI dev server, PostgreSQL, worker processes from
@@ -42,7 +43,6 @@ import { ARM_DIR_ENV, HOLD_MS_ENV, type ChaosPoint, type HookMessage } from './w
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const HOOK = path.join(__dirname, 'worker-hook.ts');
 const NAMESPACE = 'default';
 const WEBHOOK_SECRET = 'chaos-webhook-secret-0123456789';
 const MAIL_FROM = 'Order Payments <orders@order-payments.local>';
@@ -408,21 +408,18 @@ async function startStack(ctx: StackContext): Promise<Stack> {
   const client = new Client({ connection, namespace: NAMESPACE });
 
   // The processes under test, as production starts them, plus the chaos hook in the workers.
-  const appEnv: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_ENV: 'development',
-    LOG_LEVEL: 'info',
-    TEMPORAL_ADDRESS: temporalAddress,
-    TEMPORAL_NAMESPACE: NAMESPACE,
-    DATABASE_URL: postgres.url,
-    MAIL_FROM,
-    WAREHOUSE_API_URL: warehouseUrl,
-    SMTP_URL: smtp.url,
-    INVOICE_DIR: dirs.invoices,
-    EXPORT_DIR: path.join(dirs.run, 'exports'),
-    [ARM_DIR_ENV]: dirs.arm,
-    [HOLD_MS_ENV]: String(options.holdMs),
-  };
+  const appEnv = appEnvironment({
+    temporalAddress,
+    namespace: NAMESPACE,
+    databaseUrl: postgres.url,
+    mailFrom: MAIL_FROM,
+    warehouseUrl,
+    smtpUrl: smtp.url,
+    invoiceDir: dirs.invoices,
+    exportDir: path.join(dirs.run, 'exports'),
+    armDir: dirs.arm,
+    holdMs: options.holdMs,
+  });
   // Production loads a prebuilt workflow bundle (npm run build); so do the workers here, when the
   // system can build one. Otherwise every restart runs webpack for seconds of CPU.
   const bundleScript = path.join(ROOT, 'src', 'workers', 'workflow-bundle.ts');
@@ -436,17 +433,15 @@ async function startStack(ctx: StackContext): Promise<Stack> {
   }
   const onControlLine = (line: string, worker: SupervisedProcess) =>
     onHookMessage(line, worker, { arms, report, log });
-  const workerSpec = (name: string, entry: string): ProcessSpec => ({
-    name,
-    command: process.execPath,
-    args: ['--require', 'tsx/cjs', '--require', HOOK, '--import', 'tsx', entry],
-    env: appEnv,
-    cwd: ROOT,
-    logFile: path.join(dirs.logs, `${name}.log`),
-    restart: true,
-    restartDelayMs: options.restartDelayMs,
-    onControlLine,
-  });
+  const workerSpec = (name: string, entry: string): ProcessSpec =>
+    hookedWorkerSpec({
+      name,
+      entry,
+      env: appEnv,
+      logDir: dirs.logs,
+      restartDelayMs: options.restartDelayMs,
+      onControlLine,
+    });
   const workers = Array.from({ length: options.workers }, (_, i) =>
     supervise(workerSpec(`worker-${i + 1}`, 'src/worker.ts')),
   );
@@ -456,24 +451,15 @@ async function startStack(ctx: StackContext): Promise<Stack> {
   for (let i = 0; i < report.heavyWorkers; i++) {
     workers.push(supervise(workerSpec(`heavy-worker-${i + 1}`, 'src/heavy-worker.ts')));
   }
-  const http = supervise({
-    name: 'http',
-    command: process.execPath,
-    args: ['--import', 'tsx', 'src/http/server.ts'],
-    env: {
-      ...appEnv,
-      HOST: '127.0.0.1',
-      PORT: String(httpPort),
-      // The run reads neither /metrics nor /readyz; a fixed admin port could clash with a
-      // stack running beside it.
-      ADMIN_ADDRESS: 'off',
-      PAYMENT_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    },
-    cwd: ROOT,
-    logFile: path.join(dirs.logs, 'http.log'),
-    restart: true,
-    restartDelayMs: options.restartDelayMs,
-  });
+  const http = supervise(
+    httpProcessSpec({
+      env: appEnv,
+      port: httpPort!,
+      secret: WEBHOOK_SECRET,
+      logDir: dirs.logs,
+      restartDelayMs: options.restartDelayMs,
+    }),
+  );
   for (const worker of workers) worker.start();
   http.start();
   const baseUrl = `http://127.0.0.1:${httpPort}`;
@@ -818,7 +804,7 @@ async function deliverAll(
 // ---------------------------------------------------------------------------------------------
 // Waiting
 
-async function waitForHttp(baseUrl: string, signal: AbortSignal): Promise<void> {
+export async function waitForHttp(baseUrl: string, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (Date.now() < deadline) {
     try {
@@ -889,13 +875,23 @@ async function waitForConvergence(
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-let watchdog: ReturnType<typeof spawn> | undefined;
+let stopCurrentWatchdog: (() => void) | undefined;
 
 /**
  * A detached shell that outlives us only if we die without cleaning up (SIGKILL, OOM): it then
  * kills every process group we had running, crash-stops PostgreSQL and deletes the databases.
  */
-function startWatchdog(runDir: string, stopPostgres: string[]): void {
+export function startWatchdog(runDir: string, stopPostgres: string[]): void {
+  stopCurrentWatchdog = spawnWatchdog(runDir, stopPostgres);
+}
+
+export function stopWatchdog(): void {
+  stopCurrentWatchdog?.();
+  stopCurrentWatchdog = undefined;
+}
+
+/** The watchdog of one run directory (`<runDir>/pgids`); returns what stops it. */
+export function spawnWatchdog(runDir: string, stopPostgres: string[]): () => void {
   const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   const script = [
     `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done`,
@@ -903,22 +899,19 @@ function startWatchdog(runDir: string, stopPostgres: string[]): void {
     `${stopPostgres.map(quote).join(' ')} >/dev/null 2>&1`,
     `rm -rf ${DATA_DIRS.map((d) => quote(path.join(runDir, d))).join(' ')}`,
   ].join('; ');
-  watchdog = spawn('sh', ['-c', script], { detached: true, stdio: 'ignore' });
+  const watchdog = spawn('sh', ['-c', script], { detached: true, stdio: 'ignore' });
   watchdog.unref();
-}
-
-function stopWatchdog(): void {
-  if (watchdog?.pid !== undefined) {
+  return () => {
+    if (watchdog.pid === undefined) return;
     try {
       process.kill(-watchdog.pid, 'SIGKILL');
     } catch {
       // Gone already.
     }
-  }
-  watchdog = undefined;
+  };
 }
 
-function freePorts(count: number): Promise<number[]> {
+export function freePorts(count: number): Promise<number[]> {
   // All probed at once, so the same port is never handed out twice.
   const servers = Array.from({ length: count }, () => createServer());
   return Promise.all(

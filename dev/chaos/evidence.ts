@@ -219,7 +219,7 @@ function localRecordPayment(
 }
 
 /** The activity type a local activity's marker records (its `data` detail, JSON). */
-function localActivityType(
+export function localActivityType(
   marker: NonNullable<HistoryEvents[number]['markerRecordedEventAttributes']>,
 ): string | undefined {
   const data = marker.details?.data?.payloads?.[0]?.data;

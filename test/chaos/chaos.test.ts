@@ -3,6 +3,7 @@ import path from 'node:path';
 import { runChaos, type ChaosReport } from '../../dev/chaos/driver';
 import type { Finding } from '../../dev/chaos/invariants';
 import { chaosOptions } from '../../dev/chaos/options';
+import { stillAlive } from '../../dev/chaos/processes';
 import { renderReport } from '../../dev/chaos/table';
 
 // The chaos run at CI size (docs/chaos.md): 20 events delivered 2-3 times each over real HTTP,
@@ -65,15 +66,7 @@ describe('chaos run (small)', () => {
 
   it('leaves no process running and no database behind', () => {
     expect(report.pids.length).toBeGreaterThan(0);
-    const alive = report.pids.filter((pid) => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    });
-    expect(alive).toEqual([]);
+    expect(stillAlive(report.pids)).toEqual([]);
     expect(existsSync(path.join(report.runDir, 'pg'))).toBe(false);
     expect(existsSync(path.join(report.runDir, 'temporal'))).toBe(false);
   });

@@ -1,0 +1,105 @@
+import path from 'node:path';
+import type { ProcessSpec, SupervisedProcess } from './supervisor';
+import { ARM_DIR_ENV, HOLD_MS_ENV } from './worker-hook';
+
+/**
+ * The processes under test as the chaos run and the crash-point run start them: the production
+ * entries, with the chaos hook preloaded into the workers. One place, so both runs test the same.
+ */
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const HOOK = path.join(__dirname, 'worker-hook.ts');
+
+export interface AppEnvironment {
+  temporalAddress: string;
+  namespace: string;
+  databaseUrl: string;
+  mailFrom: string;
+  warehouseUrl: string;
+  smtpUrl: string;
+  invoiceDir: string;
+  exportDir: string;
+  armDir: string;
+  holdMs: number;
+}
+
+/** The environment of every process under test. */
+export function appEnvironment(app: AppEnvironment): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'info',
+    TEMPORAL_ADDRESS: app.temporalAddress,
+    TEMPORAL_NAMESPACE: app.namespace,
+    DATABASE_URL: app.databaseUrl,
+    MAIL_FROM: app.mailFrom,
+    WAREHOUSE_API_URL: app.warehouseUrl,
+    SMTP_URL: app.smtpUrl,
+    INVOICE_DIR: app.invoiceDir,
+    EXPORT_DIR: app.exportDir,
+    [ARM_DIR_ENV]: app.armDir,
+    [HOLD_MS_ENV]: String(app.holdMs),
+  };
+}
+
+/** A worker entry (src/worker.ts, src/heavy-worker.ts) with the chaos hook preloaded. */
+export function hookedWorkerSpec(options: {
+  name: string;
+  entry: string;
+  env: NodeJS.ProcessEnv;
+  logDir: string;
+  restartDelayMs: number;
+  onControlLine: (line: string, worker: SupervisedProcess) => void;
+}): ProcessSpec {
+  return {
+    name: options.name,
+    command: process.execPath,
+    args: ['--require', 'tsx/cjs', '--require', HOOK, '--import', 'tsx', options.entry],
+    env: options.env,
+    cwd: ROOT,
+    logFile: path.join(options.logDir, `${options.name}.log`),
+    restart: true,
+    restartDelayMs: options.restartDelayMs,
+    onControlLine: options.onControlLine,
+  };
+}
+
+/** The HTTP process (src/http/server.ts) on `port`, verifying webhooks with `secret`. */
+export function httpProcessSpec(options: {
+  env: NodeJS.ProcessEnv;
+  port: number;
+  secret: string;
+  logDir: string;
+  restartDelayMs: number;
+}): ProcessSpec {
+  return {
+    name: 'http',
+    command: process.execPath,
+    args: ['--import', 'tsx', 'src/http/server.ts'],
+    env: {
+      ...options.env,
+      HOST: '127.0.0.1',
+      PORT: String(options.port),
+      // The runs read neither /metrics nor /readyz; a fixed admin port could clash with a
+      // stack running beside it.
+      ADMIN_ADDRESS: 'off',
+      PAYMENT_WEBHOOK_SECRET: options.secret,
+    },
+    cwd: ROOT,
+    logFile: path.join(options.logDir, 'http.log'),
+    restart: true,
+    restartDelayMs: options.restartDelayMs,
+  };
+}
+
+/** The process IDs that are still alive (none should be, once a run has returned). */
+export function stillAlive(pids: readonly number[]): number[] {
+  return pids.filter((pid) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
