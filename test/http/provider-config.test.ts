@@ -5,7 +5,14 @@ import {
   DEV_STRIPE_WEBHOOK_SECRET,
   loadConfig,
 } from '../../src/config';
-import { TEST_STANDARD_SECRET, TEST_STRIPE_SECRET } from '../support/providers';
+import { configuredProviders } from '../../src/http/providers';
+import { firstMatchingKey } from '../../src/http/providers/provider';
+import {
+  standardHeaders,
+  stripeSignature,
+  TEST_STANDARD_SECRET,
+  TEST_STRIPE_SECRET,
+} from '../support/providers';
 
 const production = {
   NODE_ENV: 'production',
@@ -164,5 +171,100 @@ describe('provider settings', () => {
         SHOP_CURRENCY: 'usd',
       }),
     ).toEqual([]);
+  });
+});
+
+describe('configuredProviders', () => {
+  const original = { scheme: 'plain', secret: 'contract-secret', toleranceSeconds: 300 } as const;
+  const NOW_S = 1_700_000_000;
+  const now = () => NOW_S * 1000;
+  const served = (config: Parameters<typeof configuredProviders>[1]) =>
+    configuredProviders(original, config, now).map((p) => `${p.name} ${p.path}`);
+
+  it('always serves the contract’s provider, then each one configured', () => {
+    const contract = 'payment /api/v1/webhooks/payment';
+    const stripe = 'stripe /api/v1/webhooks/stripe';
+    const standard = 'standard /api/v1/webhooks/standard';
+    expect(served({})).toEqual([contract]);
+    expect(
+      served({
+        STRIPE_WEBHOOK_SECRETS: [],
+        STANDARD_WEBHOOK_SECRETS: [],
+        STANDARD_WEBHOOK_PUBLIC_KEYS: [],
+      }),
+    ).toEqual([contract]);
+    expect(served({ STRIPE_WEBHOOK_SECRETS: [TEST_STRIPE_SECRET] })).toEqual([contract, stripe]);
+    expect(served({ STANDARD_WEBHOOK_SECRETS: [TEST_STANDARD_SECRET] })).toEqual([
+      contract,
+      standard,
+    ]);
+    expect(served({ STANDARD_WEBHOOK_PUBLIC_KEYS: [publicKey] })).toEqual([contract, standard]);
+    expect(
+      served({
+        STRIPE_WEBHOOK_SECRETS: [TEST_STRIPE_SECRET],
+        STANDARD_WEBHOOK_SECRETS: [TEST_STANDARD_SECRET],
+        STANDARD_WEBHOOK_PUBLIC_KEYS: [publicKey],
+      }),
+    ).toEqual([contract, stripe, standard]);
+  });
+
+  it('keys the contract’s events bare and the others’ by provider', () => {
+    const [contract, stripe, standard] = configuredProviders(
+      original,
+      {
+        STRIPE_WEBHOOK_SECRETS: [TEST_STRIPE_SECRET],
+        STANDARD_WEBHOOK_SECRETS: [TEST_STANDARD_SECRET],
+      },
+      now,
+    );
+    expect([contract, stripe, standard].map((p) => p!.qualifyEventId('evt_1'))).toEqual([
+      'evt_1',
+      'stripe~evt_1',
+      'standard~evt_1',
+    ]);
+  });
+
+  it('gives each scheme its configured tolerance, else its default of 300 s', () => {
+    const ok = (config: Parameters<typeof configuredProviders>[1], age: number) =>
+      configuredProviders(original, config, now)
+        .slice(1)
+        .map((provider) => {
+          const timestamp = NOW_S - age;
+          const headers: Record<string, string> =
+            provider.name === 'stripe'
+              ? { 'stripe-signature': stripeSignature('{}', { timestamp }) }
+              : standardHeaders('{}', { timestamp });
+          return provider.verify(Buffer.from('{}'), Object.entries(headers).flat()).ok;
+        });
+    const both = {
+      STRIPE_WEBHOOK_SECRETS: [TEST_STRIPE_SECRET],
+      STANDARD_WEBHOOK_SECRETS: [TEST_STANDARD_SECRET],
+    };
+    expect([ok(both, 300), ok(both, 301)]).toEqual([
+      [true, true],
+      [false, false],
+    ]);
+    const tight = {
+      ...both,
+      STRIPE_WEBHOOK_TOLERANCE_SECONDS: 10,
+      STANDARD_WEBHOOK_TOLERANCE_SECONDS: 20,
+    };
+    expect([ok(tight, 10), ok(tight, 11), ok(tight, 20), ok(tight, 21)]).toEqual([
+      [true, true],
+      [false, true],
+      [false, true],
+      [false, false],
+    ]);
+  });
+});
+
+describe('firstMatchingKey', () => {
+  const a = Buffer.alloc(32, 1);
+  const b = Buffer.alloc(32, 2);
+  it('names the first key that matches any given value, compared whole', () => {
+    expect(firstMatchingKey([a, b], [b])).toBe(1);
+    expect(firstMatchingKey([a, a], [a])).toBe(0);
+    expect(firstMatchingKey([a, b], [Buffer.alloc(31, 1), Buffer.alloc(32, 3)])).toBe(-1);
+    expect(firstMatchingKey([], [a])).toBe(-1);
   });
 });

@@ -218,6 +218,33 @@ describe('Standard Webhooks signatures, as the reference library signs them', ()
     });
   });
 
+  it('takes a v1a signature only under the v1a version, and names the v1 secret first', () => {
+    const payload = '{}';
+    const base = signed(payload, { id: 'msg_both' });
+    const verify = createStandardVerifier({
+      secrets: [parseStandardSecret(TEST_STANDARD_SECRET)],
+      publicKeys: [parseStandardPublicKey(PUBLIC_KEY)],
+      toleranceSeconds: 300,
+      now: () => NOW_S * 1000,
+    });
+    const check = (signature: string) =>
+      verify(
+        Buffer.from(payload),
+        Object.entries({ ...base, 'webhook-signature': signature }).flat(),
+      );
+    const ed25519 = v1a('msg_both', NOW_S, payload);
+    expect(check(ed25519.replace('v1a,', 'v2,'))).toEqual({
+      ok: false,
+      reason: 'webhook-signature has no v1 or v1a signature',
+    });
+    expect(check(`${base['webhook-signature']} ${ed25519}`)).toMatchObject({
+      ok: true,
+      matchedSecret: 'current',
+    });
+    // Entries without a signature (a bare version, doubled spaces) are skipped, not fatal.
+    expect(check(`v1  v1a ${base['webhook-signature']}`)).toMatchObject({ ok: true });
+  });
+
   it('serves the endpoint with public keys alone', async () => {
     await app.close();
     await build({ STANDARD_WEBHOOK_PUBLIC_KEYS: [PUBLIC_KEY] });

@@ -194,6 +194,14 @@ describe('Stripe-Signature, as Stripe signs it', () => {
     expect(verify(Buffer.from('{}'), ['stripe-signature', header]).ok).toBe(true);
   });
 
+  it('refuses the right signature in uppercase hex, as the library does (it compares text)', async () => {
+    const payload = JSON.stringify(stripePaymentIntentEvent());
+    const header = stripeSignature(payload, { timestamp: NOW_S });
+    const upper = header.replace(/v1=([0-9a-f]+)/, (_m, hex: string) => `v1=${hex.toUpperCase()}`);
+    expect(libraryAccepts(payload, upper)).toBe(false);
+    expect((await deliverStripe(app, payload, upper)).statusCode).toBe(401);
+  });
+
   it('refuses the header twice, even when both lines are right', async () => {
     const payload = JSON.stringify(stripePaymentIntentEvent());
     const header = stripeSignature(payload, { timestamp: NOW_S });

@@ -77,7 +77,9 @@ interface SignatureList {
 export function parseStandardSignatures(value: string): SignatureList {
   const list: SignatureList = { v1: [], v1a: [] };
   for (const entry of value.split(' ')) {
-    const [version, signature = ''] = entry.split(',');
+    const [version, signature] = entry.split(',');
+    // A version without a signature (or an empty entry between two spaces) signs nothing.
+    if (signature === undefined) continue;
     if (version === 'v1') list.v1.push(signature);
     if (version === 'v1a' && V1A_SIGNATURE.test(signature)) {
       list.v1a.push(Buffer.from(signature, 'base64'));

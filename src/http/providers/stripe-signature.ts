@@ -35,13 +35,13 @@ const NON_ASCII = /[^\x00-\x7f]/;
 export function parseStripeSignature(value: string): StripeSignatureHeader {
   const timestamps: string[] = [];
   const signatures: Buffer[] = [];
-  let v1Count = 0;
+  let sawV1 = false;
   let unreadableV1 = false;
   for (const item of value.split(',')) {
     const [key, text] = item.split('=');
     if (key === 't') timestamps.push(text ?? '');
     if (key === 'v1') {
-      v1Count += 1;
+      sawV1 = true;
       // Stripe's library throws on these, refusing the whole header, where it merely skips
       // other malformed v1 values: a missing or empty value, or 64 characters that are not
       // all ASCII (their UTF-8 is longer than its digest's). So do we: the library wins.
@@ -64,7 +64,7 @@ export function parseStripeSignature(value: string): StripeSignatureHeader {
   if (!UNIX_SECONDS.test(timestamp)) {
     return { ok: false, reason: 'Stripe-Signature t= must be a Unix time in seconds' };
   }
-  if (v1Count === 0) return { ok: false, reason: 'Stripe-Signature has no v1 signature' };
+  if (!sawV1) return { ok: false, reason: 'Stripe-Signature has no v1 signature' };
   return { ok: true, timestamp: Number(timestamp), signatures };
 }
 
