@@ -6,6 +6,7 @@ import {
   loadConfig,
 } from '../../src/config';
 import { configuredProviders } from '../../src/http/providers';
+import { originalProvider } from '../../src/http/providers/original';
 import { firstMatchingKey } from '../../src/http/providers/provider';
 import {
   standardHeaders,
@@ -266,5 +267,28 @@ describe('firstMatchingKey', () => {
     expect(firstMatchingKey([a, a], [a])).toBe(0);
     expect(firstMatchingKey([a, b], [Buffer.alloc(31, 1), Buffer.alloc(32, 3)])).toBe(-1);
     expect(firstMatchingKey([], [a])).toBe(-1);
+  });
+});
+
+describe('the contract’s provider', () => {
+  const provider = originalProvider({ scheme: 'plain', secret: 's', toleranceSeconds: 300 });
+  const read = (body: unknown) => provider.notification.safeParse(body);
+
+  it('reads payment.succeeded as a payment in the shop’s currency, and any other type as ignored', () => {
+    expect(provider.name).toBe('payment');
+    expect(
+      read({ id: 'evt_1', event: 'payment.succeeded', order_id: 3, amount: 5400 }).data,
+    ).toEqual({
+      handled: true,
+      event: 'payment.succeeded',
+      eventId: 'evt_1',
+      orderId: 3,
+      amount: 5400,
+    });
+    expect(read({ event: 'payment.refunded' }).data).toEqual({
+      handled: false,
+      event: 'payment.refunded',
+    });
+    expect(read({ id: 'evt_1', event: 'payment.succeeded', order_id: 3 }).success).toBe(false);
   });
 });

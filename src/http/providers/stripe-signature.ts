@@ -60,7 +60,7 @@ export function parseStripeSignature(value: string): StripeSignatureHeader {
           : 'Stripe-Signature has more than one timestamp (t=)',
     };
   }
-  const [timestamp = ''] = timestamps;
+  const [timestamp] = timestamps as [string];
   if (!UNIX_SECONDS.test(timestamp)) {
     return { ok: false, reason: 'Stripe-Signature t= must be a Unix time in seconds' };
   }
