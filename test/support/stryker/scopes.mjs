@@ -18,6 +18,15 @@ export const scopes = {
     'src/http/webhook-auth.ts',
     'src/http/routes/payment-webhook.ts',
     'src/temporal/payment-starter.ts',
+    // Each provider's signature check and the mapping of its events to payments.
+    'src/http/providers/provider.ts',
+    'src/http/providers/stripe-signature.ts',
+    'src/http/providers/standard-signature.ts',
+    'src/http/providers/original.ts',
+    'src/http/providers/stripe.ts',
+    'src/http/providers/standard-webhooks.ts',
+    'src/http/providers/payment-fields.ts',
+    'src/http/providers/index.ts',
   ],
   // The failure types and retry presets, the failure that asks for a given wait, and the
   // confirmation_sent_at guard of the mail.
