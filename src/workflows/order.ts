@@ -56,16 +56,16 @@ const { notifyWarehouse } = proxyActivities<Activities>({
   summary: 'Ask the warehouse to ship the order',
 });
 
-// PINNED (the workers' default for every workflow, src/workers/deployment.ts; not annotated here
-// because the server refuses a workflow's own behaviour from an unversioned worker, which tests on
-// the time-skipping server are): a run finishes on the build that started it, so a deploy never
-// makes this code replay a history another build wrote, and a change here needs no patched() (docs/deploys.md). A run is
-// short: it completes once no event is pending, and its retry policies bound its waits (the
-// warehouse's 30 minutes, the mail's 2 hours; a day only through a database outage). An order
-// parked in the warehouse backoff during a deploy keeps its retries on the old build's workers
-// (they serve its activities too), which stop once the drain check shows no open run; the next
-// payment for the order starts a new run on the current build. A run only continues-as-new while events are still queued, and
-// server 1.29 keeps that next run on the same build (it has no upgrade on continue-as-new), so a
+// PINNED (the workers' default for every workflow, src/workers/deployment.ts; not set here: the
+// server refuses a workflow's own behaviour from an unversioned worker, as the time-skipping
+// tests run): a run finishes on the build that started it, so a deploy never makes this code
+// replay a history another build wrote, and a change here needs no patched() (docs/deploys.md).
+// A run is short: it completes once no event is pending, and its retry policies bound its waits
+// (the warehouse's 30 minutes, the mail's 2 hours; a day only through a database outage). An
+// order parked in the warehouse backoff during a deploy keeps its retries on the old build's
+// workers, which stop once the drain check shows no open run; the next payment for the order
+// starts a new run on the current build. A run continues-as-new only while events are queued,
+// and server 1.29 keeps that next run on the same build (no upgrade on continue-as-new), so a
 // busy order moves to the new build when its queue empties, not before.
 
 /**
