@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import {
   type Client,
   WorkflowExecutionAlreadyStartedError,
@@ -72,7 +71,7 @@ Exit codes: 0 done, 1 failed export or Temporal unreachable, 2 wrong command lin
       if (fromOrderId !== undefined && toOrderId !== undefined && fromOrderId > toOrderId) {
         throw new UsageError('--from must not be above --to.');
       }
-      const exportId = (options.id as string | undefined) ?? newExportId();
+      const exportId = (options.id as string | undefined) ?? rangeExportId(fromOrderId, toOrderId);
       if (!EXPORT_ID_PATTERN.test(exportId)) {
         throw new UsageError(
           '--id may hold letters, digits, "_", "-" and "." (at most 100, not starting with ".").',
@@ -91,7 +90,7 @@ Exit codes: 0 done, 1 failed export or Temporal unreachable, 2 wrong command lin
     .option('--to <ID>', 'last order ID')
     .option(
       '--id <EXPORT_ID>',
-      'names the export and its directory (default: the time and a random suffix)',
+      'names the export and its directory (default: its range, e.g. 1000-5000 or first-last)',
     )
     .option('-w, --watch', 'follow its progress until it ends');
 
@@ -143,13 +142,12 @@ function orderId(name: string, value: string | undefined): number | undefined {
   return Number(value);
 }
 
-/** `20261129T101500Z-3f9a`: sorts by start time, and two starts in one second still differ. */
-function newExportId(): string {
-  const stamp = new Date()
-    .toISOString()
-    .replace(/[-:]/g, '')
-    .replace(/\.\d{3}/, '');
-  return `${stamp}-${randomBytes(2).toString('hex')}`;
+/**
+ * `1000-5000`, `first-5000`, `first-last`: the same command names the same export, so a `start`
+ * run again (after it was killed, or by mistake) finds the export it started instead of a second.
+ */
+function rangeExportId(fromOrderId: number | undefined, toOrderId: number | undefined): string {
+  return `${fromOrderId ?? 'first'}-${toOrderId ?? 'last'}`;
 }
 
 async function startCommand(
@@ -169,8 +167,7 @@ async function startCommand(
     });
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-    io.err(`Export ${input.exportId} exists already (${workflowId}); choose another --id.`);
-    return EXIT_PROBLEM;
+    return startedBefore(client, io, input.exportId, workflowId, watch);
   }
   const range = `${input.fromOrderId ?? 'first'}..${input.toOrderId ?? 'last'}`;
   io.out(
@@ -181,6 +178,28 @@ async function startCommand(
   if (watch) return watchCommand(client, io, workflowId, DEFAULT_WATCH_INTERVAL_MS);
   io.out(`Progress:    npm run batch -- progress ${workflowId} --watch`);
   return EXIT_OK;
+}
+
+/** `start` of an export that exists: says so and shows where it stands, never a second one. */
+async function startedBefore(
+  client: Client,
+  io: BatchCliIo,
+  exportId: string,
+  workflowId: string,
+  watch: boolean,
+): Promise<number> {
+  const { status, startTime } = await client.workflow.getHandle(workflowId).describe();
+  io.out(
+    `Export ${exportId} was started before (${workflowId}, at ${startTime.toISOString()}); ` +
+      'not starting it again.',
+  );
+  if (status.name === 'RUNNING') {
+    if (watch) return watchCommand(client, io, workflowId, DEFAULT_WATCH_INTERVAL_MS);
+    io.out(`Progress:    npm run batch -- progress ${workflowId} --watch`);
+    return EXIT_OK;
+  }
+  io.out('To export again, name a new export: npm run batch -- start --id <EXPORT_ID> …');
+  return report(io, workflowId, await exportStatus(client, workflowId));
 }
 
 type ExportStatus =
