@@ -60,6 +60,8 @@ const SQLITE_MIGRATION_LOCK_WAIT_MS = 60 * 60 * 1_000;
 export interface MigrateOptions {
   /** Called at every point of every migration applied (default: the preloaded hook, if any). */
   atPoint?: MigrationPointHook;
+  /** The migrations to bring the database to (default: this build's; tests add their own). */
+  migrations?: Readonly<Record<string, Migration>>;
 }
 
 /**
@@ -75,7 +77,7 @@ export async function migrateToLatest(
   db: Kysely<Database>,
   options: MigrateOptions = {},
 ): Promise<string[]> {
-  const provider = providerFor(options.atPoint ?? preloadedHook);
+  const provider = providerFor(options.migrations ?? migrations, options.atPoint ?? preloadedHook);
   const applied: string[] = [];
   for (;;) {
     const { error, results = [] } = await migrateOneInTransaction(db, provider);
@@ -110,20 +112,52 @@ async function migrateOneInTransaction(
   // One connection for the whole step: its transaction is the lock, and kysely's migrator
   // (which then sees no transaction support and opens none) runs inside it.
   return db.connection().execute(async (connection) => {
-    await beginImmediate(connection);
-    const result = await new Migrator({ db: connection, provider }).migrateUp();
+    // SQLite ignores foreign_keys inside a transaction, and its way of changing a table (create
+    // the new one, copy, drop the old, rename) needs them off: off for the step, then checked
+    // whole before it commits.
+    await sql.raw('pragma foreign_keys = off').execute(connection);
     try {
-      await sql.raw(result.error === undefined ? 'commit' : 'rollback').execute(connection);
-    } catch (error) {
-      // A commit that failed may leave the transaction open on the process's shared connection.
-      await sql
-        .raw('rollback')
-        .execute(connection)
-        .catch(() => undefined);
-      throw error;
+      await beginImmediate(connection);
+      const result = await new Migrator({ db: connection, provider }).migrateUp();
+      const outcome =
+        result.error === undefined ? await checkForeignKeys(connection, result) : result;
+      await finish(connection, outcome.error === undefined ? 'commit' : 'rollback');
+      return outcome;
+    } finally {
+      await sql.raw('pragma foreign_keys = on').execute(connection);
     }
-    return result;
   });
+}
+
+/** The step's result, or an error naming its migration when it left a dangling reference. */
+async function checkForeignKeys(
+  connection: Kysely<Database>,
+  result: MigrationResultSet,
+): Promise<MigrationResultSet> {
+  const { rows } = await sql<{ table: string; parent: string }>`pragma foreign_key_check`.execute(
+    connection,
+  );
+  const [first] = rows;
+  if (first === undefined) return result;
+  return {
+    error: new Error(
+      `it left ${rows.length} row(s) whose foreign key finds no row (first: ${first.table} -> ${first.parent})`,
+    ),
+    results: (result.results ?? []).map((r) => ({ ...r, status: 'Error' })),
+  };
+}
+
+async function finish(connection: Kysely<Database>, end: 'commit' | 'rollback'): Promise<void> {
+  try {
+    await sql.raw(end).execute(connection);
+  } catch (error) {
+    // A commit that failed may leave the transaction open on the process's shared connection.
+    await sql
+      .raw('rollback')
+      .execute(connection)
+      .catch(() => undefined);
+    throw error;
+  }
 }
 
 /**
@@ -148,8 +182,11 @@ function isSqliteBusy(error: unknown): boolean {
   return typeof code === 'string' && (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_'));
 }
 
-function providerFor(atPoint: MigrationPointHook | undefined): MigrationProvider {
-  const entries = Object.entries(migrations).map(([name, migration]): [string, Migration] => [
+function providerFor(
+  all: Readonly<Record<string, Migration>>,
+  atPoint: MigrationPointHook | undefined,
+): MigrationProvider {
+  const entries = Object.entries(all).map(([name, migration]): [string, Migration] => [
     name,
     atPoint
       ? { ...migration, up: (db) => migration.up(db.withPlugin(new PointReporter(name, atPoint))) }

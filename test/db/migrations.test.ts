@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type Kysely, type Migration } from 'kysely';
 import { knownMigrations, migrateToLatest } from '../../src/db/migrate';
 import { migrationPoints } from '../../dev/migrations/points';
 import { createOrdersRepository } from '../../src/db/repositories/orders';
@@ -63,6 +63,74 @@ describe.each(testDatabases)('a migration that fails midway ($name)', ({ create 
         await handle.close();
       }
     }
+  });
+});
+
+// SQLite changes a table by building a new one, copying, dropping the old and renaming: with
+// foreign keys enforced, the drop fails, and inside a transaction they cannot be switched off.
+describe('a SQLite migration that rebuilds a referenced table', () => {
+  const sqlite = testDatabases.find((d) => d.name === 'sqlite')!;
+  let handle: TestDatabaseHandle;
+  let orderId: number;
+  beforeEach(async () => {
+    handle = await sqlite.create();
+    ({ id: orderId } = await handle.db
+      .insertInto('orders')
+      .values({ user_id: 1, customer_email: 'a@example.com', total_amount: 100 })
+      .returning('id')
+      .executeTakeFirstOrThrow());
+    await handle.db
+      .insertInto('payments')
+      .values({ order_id: orderId, provider_event_id: 'evt_rebuild', amount: 100 })
+      .execute();
+  });
+  afterEach(() => handle?.close());
+
+  const withExtra = (name: string, up: Migration['up']) => ({
+    migrations: {
+      ...Object.fromEntries(knownMigrations().map((n) => [n, { up: noop }])),
+      [name]: { up },
+    },
+  });
+  const noop = () => Promise.resolve();
+
+  it('is applied, its references intact', async () => {
+    const rebuild = async (db: Kysely<unknown>) => {
+      await sql`create table orders_rebuilt (id integer primary key autoincrement, note text)`.execute(
+        db,
+      );
+      await sql`insert into orders_rebuilt (id) select id from orders`.execute(db);
+      await sql`drop table orders`.execute(db);
+      await sql`alter table orders_rebuilt rename to orders`.execute(db);
+    };
+    expect(await migrateToLatest(handle.db, withExtra('9001_rebuild_orders', rebuild))).toEqual([
+      '9001_rebuild_orders',
+    ]);
+    const { rows } = await sql<{ id: number }>`select id from orders`.execute(handle.db);
+    expect(rows).toEqual([{ id: orderId }]);
+    // Enforced again afterwards.
+    await expect(
+      handle.db
+        .insertInto('payments')
+        .values({ order_id: orderId + 1, provider_event_id: 'evt_orphan', amount: 1 })
+        .execute(),
+    ).rejects.toMatchObject(failure(/foreign key/i));
+  });
+
+  it('that leaves a reference dangling is rolled back and named', async () => {
+    const orphan = (db: Kysely<unknown>) => sql`delete from orders`.execute(db).then(noop);
+    await expect(
+      migrateToLatest(handle.db, withExtra('9002_lose_orders', orphan)),
+    ).rejects.toMatchObject(
+      failure(
+        /9002_lose_orders failed and was rolled back.*foreign key finds no row \(first: payments -> orders\)/,
+      ),
+    );
+    const { rows } = await sql<{ id: number }>`select id from orders`.execute(handle.db);
+    expect(rows).toEqual([{ id: orderId }]);
+    expect(await migrateToLatest(handle.db, withExtra('9002_lose_orders', noop))).toEqual([
+      '9002_lose_orders',
+    ]);
   });
 });
 
