@@ -261,6 +261,7 @@ async function main(): Promise<void> {
       client,
       logger,
       config.TEMPORAL_UI_URL ?? uiUrl,
+      db.db,
     );
     if (watchdog) cleanups.push({ name: 'task queue watchdog', run: () => watchdog.stop() });
 

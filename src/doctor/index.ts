@@ -16,6 +16,8 @@ export interface DoctorOptions {
   timeoutMs?: number;
   /** Default: `payments` and `heavy`. */
   taskQueues?: readonly string[];
+  /** A poll older than this no longer counts as a live worker (default: 2 minutes). */
+  pollerFreshMs?: number;
   now?: () => number;
 }
 
@@ -49,6 +51,8 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
       backlogWarnAt: options.backlogWarnAt ?? DEFAULT_BACKLOG_WARN_AT,
       timeoutMs,
       devDefault: !config.TEMPORAL_ADDRESS && temporalAddress === embeddedTemporalAddress(config),
+      deploymentName: config.WORKER_VERSIONING === 'on' ? config.WORKER_DEPLOYMENT_NAME : undefined,
+      pollerFreshMs: options.pollerFreshMs,
       now: options.now,
     })),
   );
