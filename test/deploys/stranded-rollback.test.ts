@@ -118,6 +118,8 @@ const cliEnv = () => ({
   TEMPORAL_ADDRESS: env.address,
   TEMPORAL_NAMESPACE: env.namespace ?? 'default',
   DATABASE_URL: stack.db.url,
+  WAREHOUSE_API_URL: stack.warehouseUrl,
+  SMTP_URL: stack.smtp.url,
 });
 
 async function operator(...argv: string[]) {
@@ -217,9 +219,14 @@ describe('a rollback to a build whose workers were stopped', () => {
       reason: 'warehouse maintenance',
     });
 
-    // A's workers stop (its runs were done); the doctor is content with B current.
+    // A's workers stop (its runs were done); the doctor is content with B's workers, and names
+    // the warehouse outage.
     await stopBuild(a.buildId);
-    expect((await doctor()).code).toBe(0);
+    const before = await doctor();
+    expect(before.line('workers: payments')).toMatch(/ OK /);
+    expect(before.line('workers: heavy')).toMatch(/ OK /);
+    expect(before.line('warehouse')).toMatch(/ FAIL .*answered 503/);
+    expect(before.code).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, FRESH_MS + 1_000));
 
     // The rollback, refused: nothing changes on the server.
@@ -300,6 +307,7 @@ describe('a rollback to a build whose workers were stopped', () => {
       );
     });
     await restarted.stop();
+    stack.warehouse.setMode({ kind: 'ok' });
     expect((await doctor()).code).toBe(0);
   }, 240_000);
 });
