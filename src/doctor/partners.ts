@@ -94,7 +94,7 @@ function readGreeting(tls: boolean, host: string, port: number): Promise<string>
       : connectPlain({ host, port });
     let received = '';
     // Whatever happens, the probe leaves no socket open.
-    const timer = setTimeout(() => socket.destroy(), 10_000);
+    const timer = setTimeout(() => socket.destroy(), 10_000).unref();
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => {
       received += chunk;
