@@ -1,3 +1,4 @@
+import { parseArgs } from 'node:util';
 import { NativeConnection } from '@temporalio/worker';
 import {
   codecEndpointFor,
@@ -63,6 +64,10 @@ import {
  * Ctrl-C stops everything in reverse order.
  */
 async function main(): Promise<void> {
+  const { values: flags } = parseArgs({ options: { 'without-workers': { type: 'boolean' } } });
+  // The rehearsal of docs/deploys.md: each build's workers run as processes of their own
+  // (npm run worker / heavy-worker), and the operator, not this stack, makes a build current.
+  const withWorkers = flags['without-workers'] !== true;
   const config = loadConfig();
   // Refused before anything starts (e.g. HOST=0.0.0.0 without ORDERS_API_KEYS).
   const ordersApi = ordersApiAccess(config);
@@ -153,53 +158,19 @@ async function main(): Promise<void> {
       nativeConnectionOptions(config.temporalConnection, { address: temporalAddress }),
     );
     cleanups.push({ name: 'worker connection', run: () => connection.close() });
-    // Bundled once for both workers: one code, one build (src/workers/deployment.ts).
-    const workflowCode = await loadVersionedWorkflowCode(config);
-    const worker = await createPaymentWorker({
-      dataConverter,
-      connection,
-      namespace: config.TEMPORAL_NAMESPACE,
-      activities: activityDepsFromConfig(config, db, {
-        warehouseUrl,
-        temporalUiUrl: config.TEMPORAL_UI_URL ?? uiUrl,
-        smtpUrl,
-      }),
-      ...workerSettingsFromConfig(config),
-      workflowCode: workflowCode.code,
-      deployment: workflowCode.deployment,
-    });
-    const workerRun = worker.run();
-    cleanups.push({
-      name: 'worker',
-      run: async () => {
-        worker.shutdown();
-        await workerRun;
-      },
-    });
-    // PDF invoices, exports and the stock aggregation's activity: task queue `heavy`, a worker of
-    // its own with few slots, so a backlog there never delays payments and mail, and a 7-minute
-    // aggregation never holds up the payment worker's shutdown (docs/task-queues.md).
-    const heavyWorker = await createHeavyWorker({
-      dataConverter,
-      connection,
-      namespace: config.TEMPORAL_NAMESPACE,
-      activities: heavyActivityDepsFromConfig(config, db, {
-        temporalUiUrl: config.TEMPORAL_UI_URL ?? uiUrl,
-      }),
-      ...heavyWorkerSettingsFromConfig(config),
-      workflowCode: workflowCode.code,
-      deployment: workflowCode.deployment,
-    });
-    const heavyWorkerRun = heavyWorker.run();
-    // A heavy worker that dies leaves payments running; its work waits for the next start.
-    void heavyWorkerRun.catch((err: unknown) => logger.error({ err }, 'heavy worker stopped'));
-    cleanups.push({
-      name: 'heavy worker',
-      run: async () => {
-        heavyWorker.shutdown();
-        await heavyWorkerRun;
-      },
-    });
+    const running = withWorkers
+      ? await startWorkers({
+          config,
+          db,
+          connection,
+          logger,
+          dataConverter,
+          warehouseUrl,
+          smtpUrl,
+          uiUrl,
+        })
+      : undefined;
+    if (running) cleanups.push(...running.cleanups);
 
     const client = createLazyClient({
       dataConverter,
@@ -208,8 +179,8 @@ async function main(): Promise<void> {
       settings: config.temporalConnection,
     });
     cleanups.push({ name: 'client connection', run: () => client.connection.close() });
-    if (workflowCode.deployment.useWorkerVersioning) {
-      await makeDevBuildCurrent(client, workflowCode.deployment, logger);
+    if (running?.deployment.useWorkerVersioning) {
+      await makeDevBuildCurrent(client, running.deployment, logger);
     }
     // What `npm run temporal:setup` does, on the embedded dev server and a cluster alike: the
     // starter and the workflows set OrderId and PaymentEventId, which the server must know.
@@ -261,6 +232,7 @@ async function main(): Promise<void> {
       client,
       logger,
       config.TEMPORAL_UI_URL ?? uiUrl,
+      db.db,
     );
     if (watchdog) cleanups.push({ name: 'task queue watchdog', run: () => watchdog.stop() });
 
@@ -280,12 +252,15 @@ async function main(): Promise<void> {
         `  Database         ${config.DATABASE_URL}`,
         `  Metrics          ${adminUrl ? `${adminUrl}/metrics` : '(ADMIN_ADDRESS=off)'}${workerMetricsAddress ? `, worker http://${workerMetricsAddress}/metrics` : ''}`,
         `  Health           ${apiUrl}/healthz${adminUrl ? `, ${adminUrl}/readyz` : ''}   Check it all: npm run doctor`,
+        `  Workers          ${running ? `in this process, build ${running.deployment.buildId} (made current)` : 'none (--without-workers): run builds with npm run worker and heavy-worker (docs/deploys.md)'}`,
+        `  Warehouse        npm run simulate -- warehouse down|slow|reject|ratelimit|ok   switches the simulator`,
         '',
         'Try it: npm run demo [-- --provider stripe|standard]   (in another terminal)   Stop: Ctrl-C',
         '',
       ].join('\n'),
     );
-    await workerRun;
+    // Runs until stopped: by Ctrl-C, or (its worker failed) with the worker.
+    await (running?.done ?? new Promise<void>(() => {}));
   } catch (err) {
     if (stopping) return;
     logger.error({ err }, 'failed to start');
@@ -320,6 +295,84 @@ async function makeDevBuildCurrent(
       );
     }
   }
+}
+
+interface StackWorkers {
+  deployment: WorkerDeployment;
+  cleanups: Cleanup[];
+  /** Settles when the payments worker stops. */
+  done: Promise<void>;
+}
+
+/** The payments and heavy workers of the code being edited, in this process. */
+async function startWorkers({
+  config,
+  db,
+  connection,
+  logger,
+  dataConverter,
+  warehouseUrl,
+  smtpUrl,
+  uiUrl,
+}: {
+  config: ReturnType<typeof loadConfig>;
+  db: ReturnType<typeof createDatabase>;
+  connection: NativeConnection;
+  logger: ReturnType<typeof createLogger>;
+  dataConverter: ReturnType<typeof dataConverterFor>;
+  warehouseUrl: string;
+  smtpUrl: string;
+  uiUrl: string | undefined;
+}): Promise<StackWorkers> {
+  const cleanups: Cleanup[] = [];
+  // Bundled once for both workers: one code, one build (src/workers/deployment.ts).
+  const workflowCode = await loadVersionedWorkflowCode(config);
+  const worker = await createPaymentWorker({
+    dataConverter,
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    activities: activityDepsFromConfig(config, db, {
+      warehouseUrl,
+      temporalUiUrl: config.TEMPORAL_UI_URL ?? uiUrl,
+      smtpUrl,
+    }),
+    ...workerSettingsFromConfig(config),
+    workflowCode: workflowCode.code,
+    deployment: workflowCode.deployment,
+  });
+  const workerRun = worker.run();
+  cleanups.push({
+    name: 'worker',
+    run: async () => {
+      worker.shutdown();
+      await workerRun;
+    },
+  });
+  // PDF invoices, exports and the stock aggregation's activity: task queue `heavy`, a worker of
+  // its own with few slots, so a backlog there never delays payments and mail, and a 7-minute
+  // aggregation never holds up the payment worker's shutdown (docs/task-queues.md).
+  const heavyWorker = await createHeavyWorker({
+    dataConverter,
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    activities: heavyActivityDepsFromConfig(config, db, {
+      temporalUiUrl: config.TEMPORAL_UI_URL ?? uiUrl,
+    }),
+    ...heavyWorkerSettingsFromConfig(config),
+    workflowCode: workflowCode.code,
+    deployment: workflowCode.deployment,
+  });
+  const heavyWorkerRun = heavyWorker.run();
+  // A heavy worker that dies leaves payments running; its work waits for the next start.
+  void heavyWorkerRun.catch((err: unknown) => logger.error({ err }, 'heavy worker stopped'));
+  cleanups.push({
+    name: 'heavy worker',
+    run: async () => {
+      heavyWorker.shutdown();
+      await heavyWorkerRun;
+    },
+  });
+  return { deployment: workflowCode.deployment, cleanups, done: workerRun };
 }
 
 runMain(main);

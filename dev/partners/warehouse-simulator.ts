@@ -192,6 +192,24 @@ export function createWarehouseSimulator(
     return reply.code(201).send(toWire(shipment));
   });
 
+  // The health endpoint of the warehouse's contract (npm run doctor asks it), in the mode's
+  // state: down while the simulator plays an outage, slow while it plays slowness.
+  app.get('/v1/health', async (_request, reply) => {
+    const current = mode;
+    if (current.kind === 'slow') await new Promise((r) => setTimeout(r, current.delayMs));
+    if (current.kind === 'unavailable') {
+      return reply.code(current.status).send({ status: 'unavailable' });
+    }
+    if (current.kind === 'rate_limit') {
+      return reply
+        .code(429)
+        .header('retry-after', current.retryAfter)
+        .send({ status: 'slow down' });
+    }
+    return { status: 'ok' };
+  });
+  app.get('/_simulator/mode', async () => ({ mode, times: remaining ?? null }));
+
   // Control endpoints, so a developer can switch failure modes of a running stack with curl.
   app.put('/_simulator/mode', async (request, reply) => {
     const parsed = modeBody.safeParse(request.body);

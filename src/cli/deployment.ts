@@ -2,8 +2,12 @@ import { hostname, userInfo } from 'node:os';
 import type { Client } from '@temporalio/client';
 import { loadConfig } from '../config';
 import { runMain } from '../process/run-main';
+import { WATCHED_TASK_QUEUES } from '../monitoring';
+import { describeBuildPollers, type BuildPollers } from '../temporal/build-pollers';
 import {
   describeDeployment,
+  OPEN_RUNS_SHOWN,
+  openRunsHolding,
   openRunsOn,
   setCurrentBuild,
   setRampingBuild,
@@ -11,6 +15,7 @@ import {
 } from '../temporal/deployments';
 import { addCommand, atMost, createProgram, parseCommandLine, UsageError } from './command-line';
 import { DEFAULT_TEMPORAL_ADDRESS, withTemporalClient } from './temporal-session';
+import { POLLER_FRESH_MS } from '../monitoring/task-queue-pollers';
 
 /**
  * `npm run deployment -- <command>`: a rollout with Worker Versioning (docs/deploys.md). The
@@ -23,6 +28,8 @@ export interface DeploymentIo {
   out(text: string): void;
   err(text: string): void;
   env?: NodeJS.ProcessEnv;
+  /** A poll older than this no longer counts as a live worker; tests on a fast-polling server shorten it. */
+  pollerFreshMs?: number;
 }
 
 type Work = (client: Client, deploymentName: string) => Promise<number>;
@@ -51,11 +58,13 @@ Exit codes: 0 done, 1 refused or failed (drain: runs still open), 2 wrong comman
     return (client, name) => describeCommand(client, name, io);
   }).summary('the current build, the ramp, and every build with its open runs');
 
-  addCommand<Work>(program, 'current', '<build-id>', (args) => {
+  addCommand<Work>(program, 'current', '[--force] <build-id>', (args, options) => {
     const [buildId] = atMost(args, 1);
     if (!buildId) throw new UsageError('Name the build to make current.');
     return async (client, deploymentName) => {
-      await setCurrentBuild(client, { deploymentName, buildId }, { identity: identity() });
+      const checked = await checkWorkers(client, io, deploymentName, buildId, options, 'current');
+      if (checked === undefined) return EXIT_REFUSED;
+      await setCurrentBuild(client, { deploymentName, buildId }, { identity: checked });
       io.out(`${buildId} is current: new runs of ${deploymentName} start on it.`);
       io.out(
         `Runs pinned to other builds finish there; check with: npm run deployment -- drain <build-id>`,
@@ -67,10 +76,14 @@ Exit codes: 0 done, 1 refused or failed (drain: runs still open), 2 wrong comman
     .description(
       `Makes <build-id> the current build: every new run starts on it and stays on it (PINNED). Runs
 already open stay on the build that started them. A rollback is the same command with the older
-build, whose workers must still be running.`,
-    );
+build, whose workers must still be running.
+Refused when the build has no live worker (a poll within ${FRESH_TEXT}) for the workflow and the
+activity tasks of every task queue (${WATCHED_TASK_QUEUES.join(', ')}): new runs would wait for
+one. --force does it anyway and says so on standard error and in the identity the server records.`,
+    )
+    .option(...forceOption);
 
-  addCommand<Work>(program, 'ramp', '<build-id> <percent> | off', (args) => {
+  addCommand<Work>(program, 'ramp', '[--force] <build-id> <percent> | off', (args, options) => {
     const [buildId, percent] = atMost(args, 2);
     if (buildId === 'off') {
       return async (client, deploymentName) => {
@@ -84,7 +97,9 @@ build, whose workers must still be running.`,
       throw new UsageError('Give the build and a share of new runs, 0 < percent <= 100.');
     }
     return async (client, deploymentName) => {
-      await setRampingBuild(client, deploymentName, buildId, share, { identity: identity() });
+      const checked = await checkWorkers(client, io, deploymentName, buildId, options, 'ramp');
+      if (checked === undefined) return EXIT_REFUSED;
+      await setRampingBuild(client, deploymentName, buildId, share, { identity: checked });
       io.out(
         `${buildId} takes ${share} % of new runs (chosen by workflow ID); the rest start on the current build.`,
       );
@@ -95,8 +110,10 @@ build, whose workers must still be running.`,
     .description(
       `Ramps <build-id>: <percent> % of new runs start on it, the others on the current build. Which
 runs is decided by a hash of the workflow ID, so a redelivered payment lands on the same build.
-"npm run deployment -- current <build-id>" ends the ramp by making the build current.`,
-    );
+"npm run deployment -- current <build-id>" ends the ramp by making the build current.
+Refused, like current, when the build lacks a live worker on a task queue; --force overrides.`,
+    )
+    .option(...forceOption);
 
   addCommand<Work>(program, 'drain', '<build-id>', (args) => {
     const [buildId] = atMost(args, 1);
@@ -112,6 +129,15 @@ runs is decided by a hash of the workflow ID, so a redelivered payment lands on 
       }
       if (open > 0) {
         io.out(`${buildId}: ${open} open run(s) pinned to it; keep its workers running.`);
+        const holding = await openRunsHolding(client, { deploymentName, buildId });
+        for (const run of holding) {
+          const paused =
+            run.pausedActivities.length > 0
+              ? `  PAUSED: ${run.pausedActivities.join(', ')} (nothing runs it until: npm run temporal -- activity unpause)`
+              : '';
+          io.out(`  ${run.workflowId} (${run.type}, run ${run.runId})${paused}`);
+        }
+        if (open > holding.length) io.out(`  … and ${open - holding.length} more`);
         return EXIT_OPEN_RUNS;
       }
       io.out(`${buildId}: drained, no open run. Its workers may stop.`);
@@ -122,6 +148,8 @@ runs is decided by a hash of the workflow ID, so a redelivered payment lands on 
     .description(
       `Counts the open runs whose workflow tasks <build-id> completed (visibility, current within a
 second; the server's own drainage status, shown by describe, is refreshed every few minutes).
+Names the runs that hold it (the first ${OPEN_RUNS_SHOWN}), and marks those with a paused activity:
+a paused activity holds its run, and the build, until someone unpauses or resets it.
 Exit 0: none, its workers may stop. Exit 1: runs open, or the build still takes new runs.
 In a script: until npm run deployment -- drain <build-id>; do sleep 60; done`,
     );
@@ -136,14 +164,33 @@ async function describeCommand(client: Client, name: string, io: DeploymentIo): 
   }
   io.out(formatState(state));
   io.out('');
-  io.out('build           status     open runs  server drainage');
+  io.out(
+    `build           status     ramp  open runs  server drainage  live workers (${WATCHED_TASK_QUEUES.join(', ')})`,
+  );
   for (const build of state.builds) {
-    const open = await openRunsOn(client, { deploymentName: name, buildId: build.buildId });
+    const version = { deploymentName: name, buildId: build.buildId };
+    const open = await openRunsOn(client, version);
+    const pollers = await describeBuildPollers(
+      client.connection,
+      client.options.namespace,
+      version,
+      WATCHED_TASK_QUEUES,
+      { freshMs: io.pollerFreshMs },
+    );
+    const ramp = state.ramping?.buildId === build.buildId ? `${state.ramping.percentage} %` : '-';
     io.out(
-      `${build.buildId.padEnd(15)} ${build.status.padEnd(10)} ${String(open).padStart(9)}  ${build.drainage ?? '-'}`,
+      `${build.buildId.padEnd(15)} ${build.status.padEnd(10)} ${ramp.padStart(4)} ${String(open).padStart(10)}  ${(build.drainage ?? '-').padEnd(15)}  ${formatPollers(pollers)}`,
     );
   }
   return 0;
+}
+
+/** `payments 2/2, heavy 0/1`: workers polling workflow/activity tasks, per queue. */
+function formatPollers(pollers: BuildPollers): string {
+  const queues = pollers.queues
+    .map((q) => `${q.taskQueue} ${q.workflow.length}/${q.activity.length}`)
+    .join(', ');
+  return pollers.missing.length === 0 ? queues : `${queues}  MISSING ${pollers.missing.join('; ')}`;
 }
 
 function formatState(state: DeploymentState): string {
@@ -151,6 +198,46 @@ function formatState(state: DeploymentState): string {
     ? `${state.ramping.buildId} (${state.ramping.percentage} % of new runs)`
     : 'none';
   return `Deployment ${state.deploymentName}: current ${state.current ?? 'none (new runs wait for one)'}, ramping ${ramp}`;
+}
+
+const EXIT_REFUSED = 1;
+const FRESH_TEXT = `${POLLER_FRESH_MS / 60_000} minutes`;
+const forceOption = [
+  '--force',
+  'do it even though the build lacks a live worker on a task queue (new runs wait for one)',
+] as const;
+
+/**
+ * Whether `buildId` has live workers on every task queue. Refused (undefined, the reason on
+ * stderr) unless --force; with --force, the identity the server records says so.
+ */
+async function checkWorkers(
+  client: Client,
+  io: DeploymentIo,
+  deploymentName: string,
+  buildId: string,
+  options: Record<string, unknown>,
+  action: 'current' | 'ramp',
+): Promise<string | undefined> {
+  const pollers = await describeBuildPollers(
+    client.connection,
+    client.options.namespace,
+    { deploymentName, buildId },
+    WATCHED_TASK_QUEUES,
+    { freshMs: io.pollerFreshMs },
+  );
+  if (pollers.missing.length === 0) return identity();
+  const missing = `no live worker of ${buildId} polls ${pollers.missing.join(', ')}`;
+  if (options.force !== true) {
+    io.err(
+      `Refused: ${missing}. New runs sent to it would wait, unprocessed, until one does.\n` +
+        `Start its workers (npm run worker and npm run heavy-worker with this build), check with\n` +
+        `npm run deployment -- describe, and try again; --force does it anyway.`,
+    );
+    return undefined;
+  }
+  io.err(`WARNING: ${action} ${buildId} forced although ${missing}.`);
+  return `${identity()} --force (${missing})`;
 }
 
 function identity(): string {

@@ -21,6 +21,8 @@ export interface DoctorIo {
   err(text: string): void;
   /** The environment to check; the process's own when undefined. */
   env?: NodeJS.ProcessEnv;
+  /** A poll older than this no longer counts as a live worker; tests on a fast-polling server shorten it. */
+  pollerFreshMs?: number;
 }
 
 /** The command line: one command, its option and its help. */
@@ -61,7 +63,11 @@ export async function main(argv: readonly string[], io: DoctorIo = processIo()):
   const parsed = await parseCommandLine<number>(commandLine(), argv, io);
   if (parsed.kind === 'help') return EXIT_OK;
   if (parsed.kind === 'usage-error') return EXIT_USAGE;
-  const results = await runDoctor({ env: io.env ?? process.env, backlogWarnAt: parsed.work });
+  const results = await runDoctor({
+    env: io.env ?? process.env,
+    backlogWarnAt: parsed.work,
+    pollerFreshMs: io.pollerFreshMs,
+  });
   io.out(formatReport(results));
   return results.some((r) => r.status === 'FAIL') ? EXIT_FAIL : EXIT_OK;
 }

@@ -16,7 +16,7 @@ import {
   retryFailedWorkflow,
   type RetryResult,
 } from '../operator/retry';
-import { DEFAULT_MIN_ATTEMPTS, inspectRunningWorkflows } from '../operator/stuck';
+import { DEFAULT_MIN_ATTEMPTS, groupByCause, inspectRunningWorkflows } from '../operator/stuck';
 import { type Column, formatTable } from '../operator/table';
 import { describeUndecodable, type UndecodablePayloads } from '../operator/visibility';
 import { runMain } from '../process/run-main';
@@ -32,6 +32,8 @@ export const EXIT_OK = 0;
 export const EXIT_PROBLEM = 1;
 /** The command line itself is wrong; nothing was sent to Temporal. */
 export const EXIT_USAGE = 2;
+/** `ops stuck` found stuck work: cron and monitoring act on this code. */
+export const EXIT_STUCK = 3;
 
 /** Where the CLI reads and writes, so tests can run it in-process. */
 export interface CliIo {
@@ -162,18 +164,23 @@ A workflow that changed after it was listed (retried by someone else, say) is le
     const workflowType = options.type as string | undefined;
     return (client) => stuckCommand(client, io, { minAttempts, workflowType });
   })
-    .summary('list running workflows whose work keeps failing')
+    .summary('list running workflows whose work keeps failing, grouped by cause; exit 3 if any')
     .description(
-      `Lists running workflows that are not getting anywhere:
+      `Lists running workflows that are not getting anywhere, grouped by cause (the activity type,
+or the workflow task, and the type of its last failure), largest group first:
   - an activity on attempt N or later, with its last failure and when the server runs it next
     (e.g. notifyWarehouse while the warehouse is down, recordPayment while the database is);
+  - an activity an operator paused (temporal activity pause), whatever its attempt: no attempt
+    runs until someone unpauses or resets it, so it shows no next retry;
   - a workflow task past its first attempt: the workflow code itself throws, for example
     non-determinism after a bad deploy. It retries forever until the code is fixed.
-Reads the description (pending activities and workflow task) of every running workflow, and the
-recent history of one whose workflow task fails. To act on a retrying activity (pause it, retry
-it now, change its retry options) use the Temporal CLI: see docs/operator.md.
+Each row names the order, the attempt (of the retry policy's maximum), the next retry and
+whether it is paused. Reads the description of every running workflow, and the recent history
+of one whose workflow task fails. To act on a retrying activity use the Temporal CLI
+(npm run temporal -- activity pause|unpause|reset|update-options): see docs/operations.md.
 
-ATTEMPTS is the attempt the work is on, or will make next.`,
+Exit codes: 0 nothing stuck, 3 something is stuck (for cron and monitoring), 1 the check
+itself failed, 2 wrong command line.`,
     )
     .option(
       '-m, --min-attempts <N>',
@@ -347,42 +354,68 @@ async function stuckCommand(
   filter: { minAttempts?: number; workflowType?: string },
 ): Promise<number> {
   const { stuck, undecodable } = await inspectRunningWorkflows(client, filter);
+  const unreadable = undecodable.map((u) => ({
+    workflowId: u.workflowId,
+    type: u.type,
+    undecodable: u,
+  }));
   if (stuck.length === 0) {
     io.out(
-      `Nothing stuck: no running workflow has an activity on attempt ${filter.minAttempts ?? DEFAULT_MIN_ATTEMPTS}+ ` +
-        'or a failing workflow task.',
+      `Nothing stuck: no running workflow has an activity on attempt ${filter.minAttempts ?? DEFAULT_MIN_ATTEMPTS}+, ` +
+        'a paused activity or a failing workflow task.',
     );
-    reportUndecodable(
-      io,
-      undecodable.map((u) => ({ workflowId: u.workflowId, type: u.type, undecodable: u })),
-    );
+    reportUndecodable(io, unreadable);
     return EXIT_OK;
   }
-  io.out(
-    formatTable(
-      [
-        { header: 'WORKFLOW ID' },
-        { header: 'TYPE' },
-        { header: 'STUCK ON' },
-        { header: 'ATTEMPTS' },
-        { header: 'LAST FAILURE', maxWidth: 70 },
-        { header: 'NEXT ATTEMPT' },
-      ],
-      stuck.map((s) => [
-        s.workflowId,
-        s.type,
-        s.stuckOn.kind === 'activity' ? s.stuckOn.activityType : 'workflow task',
-        String(s.attempts),
-        s.lastFailure ? describeFailure(s.lastFailure.rootCause) : '-',
-        timestamp(s.nextAttemptAt),
-      ]),
-    ),
-  );
-  reportUndecodable(
-    io,
-    undecodable.map((u) => ({ workflowId: u.workflowId, type: u.type, undecodable: u })),
-  );
-  return EXIT_OK;
+  const groups = groupByCause(stuck);
+  io.out(`${stuck.length} stuck in ${groups.length} group(s), by what fails and how:`);
+  const now = Date.now();
+  for (const group of groups) {
+    io.out('');
+    io.out(
+      `${group.stuckOn} failing with ${group.failureType}: ${group.work.length} run(s)${group.example ? ` (last: ${truncate(group.example, 100)})` : ''}`,
+    );
+    io.out(
+      formatTable(
+        [
+          { header: 'ORDER' },
+          { header: 'WORKFLOW ID' },
+          { header: 'TYPE' },
+          { header: 'ATTEMPT' },
+          { header: 'NEXT RETRY' },
+          { header: 'STATE' },
+        ],
+        group.work.map((s) => [
+          s.orderId ?? '-',
+          s.workflowId,
+          s.type,
+          s.maximumAttempts ? `${s.attempts} of ${s.maximumAttempts}` : String(s.attempts),
+          s.paused ? '-' : nextRetry(s.nextAttemptAt, now),
+          s.paused
+            ? 'PAUSED: nothing runs until unpaused'
+            : s.stuckOn.kind === 'workflow task'
+              ? 'retrying (the code throws)'
+              : 'retrying',
+        ]),
+      )
+        .split('\n')
+        .map((line) => `  ${line}`)
+        .join('\n'),
+    );
+  }
+  reportUndecodable(io, unreadable);
+  return EXIT_STUCK;
+}
+
+function nextRetry(at: Date | undefined, now: number): string {
+  if (!at) return 'running now';
+  const seconds = Math.round((at.getTime() - now) / 1000);
+  return `${timestamp(at)} (${seconds <= 0 ? 'due' : `in ${seconds} s`})`;
+}
+
+function truncate(text: string, max: number): string {
+  const line = text.replace(/\s+/g, ' ');
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
 /**

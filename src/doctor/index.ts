@@ -2,6 +2,7 @@ import { WATCHED_TASK_QUEUES } from '../monitoring';
 import { embeddedTemporalAddress } from '../config';
 import { checkConfiguration } from './configuration';
 import { checkDatabase } from './database';
+import { checkPartners, partnerTargets } from './partners';
 import { checkTemporal } from './temporal';
 import { type CheckResult, result } from './types';
 
@@ -16,13 +17,15 @@ export interface DoctorOptions {
   timeoutMs?: number;
   /** Default: `payments` and `heavy`. */
   taskQueues?: readonly string[];
+  /** A poll older than this no longer counts as a live worker (default: 2 minutes). */
+  pollerFreshMs?: number;
   now?: () => number;
 }
 
 export const DEFAULT_BACKLOG_WARN_AT = 100;
 const DEFAULT_TIMEOUT_MS = 5_000;
 
-/** Runs every check in order: configuration, database, Temporal. */
+/** Runs every check in order: configuration, database, partners, Temporal. */
 export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const configuration = checkConfiguration(options.env);
@@ -34,6 +37,7 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
     return results;
   }
   results.push(...(await checkDatabase(config.DATABASE_URL, { timeoutMs })));
+  results.push(...(await checkPartners(partnerTargets(config), { timeoutMs })));
   if (!temporalAddress) {
     results.push(
       result('temporal', 'SKIP', 'TEMPORAL_ADDRESS is not set: no server to check', 'set it'),
@@ -49,6 +53,8 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
       backlogWarnAt: options.backlogWarnAt ?? DEFAULT_BACKLOG_WARN_AT,
       timeoutMs,
       devDefault: !config.TEMPORAL_ADDRESS && temporalAddress === embeddedTemporalAddress(config),
+      deploymentName: config.WORKER_VERSIONING === 'on' ? config.WORKER_DEPLOYMENT_NAME : undefined,
+      pollerFreshMs: options.pollerFreshMs,
       now: options.now,
     })),
   );

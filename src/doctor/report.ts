@@ -1,17 +1,21 @@
 import { formatTable } from '../operator/table';
 import type { CheckResult } from './types';
 
-/** The table, the commands that fix what failed, and a one-line verdict. */
+/** Wider details are cut in the table, one line per check, and printed whole below it. */
+const DETAIL_WIDTH = 90;
+
+/** The table, every detail too long for it in full, the commands that fix what failed, a verdict. */
 export function formatReport(results: readonly CheckResult[]): string {
   const table = formatTable(
     [
       { header: 'CHECK' },
       { header: 'STATUS' },
-      { header: 'DETAIL', maxWidth: 90 },
+      { header: 'DETAIL', maxWidth: DETAIL_WIDTH },
       { header: 'HINT' },
     ],
     results.map((r) => [r.check, r.status, r.detail, r.hint]),
   );
+  const long = results.filter((r) => [...r.detail].length > DETAIL_WIDTH);
   const commands = results.flatMap((r) => r.commands ?? []);
   const count = (status: string) => results.filter((r) => r.status === status).length;
   const verdict =
@@ -22,6 +26,9 @@ export function formatReport(results: readonly CheckResult[]): string {
         : 'All checks OK.';
   return [
     table,
+    ...(long.length > 0
+      ? ['', 'In full:', ...long.map((r) => `  ${r.check} (${r.status}): ${r.detail}`)]
+      : []),
     ...(commands.length > 0 ? ['', 'To fix:', ...commands.map((c) => `  ${c}`)] : []),
     '',
     verdict,

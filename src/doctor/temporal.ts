@@ -1,11 +1,14 @@
-import type { Connection } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import { errorMessage } from '../monitoring/probes';
 import {
   describeBacklog,
   describePollers,
-  POLLER_FRESH_MS,
+  isLive,
+  pollersOfBuild,
   type PollerSighting,
+  type TaskQueuePollers,
 } from '../monitoring/task-queue-pollers';
+import { describeDeployment } from '../temporal/deployments';
 import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../shared/constants';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../shared/search-attributes';
 import type { TemporalConnectionSettings } from '../temporal/connection';
@@ -28,8 +31,15 @@ export interface TemporalCheckOptions {
   timeoutMs: number;
   /** True when the address is the embedded dev server's default (the hint differs). */
   devDefault: boolean;
+  /** WORKER_DEPLOYMENT_NAME when workers are versioned: only its routed builds' pollers count. */
+  deploymentName?: string;
+  /** A poll older than this no longer counts (default POLLER_FRESH_MS). */
+  pollerFreshMs?: number;
   now?: () => number;
 }
+
+/** The builds that get work: the current one and the ramping one; undefined: any poller serves. */
+type RoutedBuilds = Array<{ role: 'current' | 'ramping'; buildId: string }> | undefined;
 
 /** How to start a worker for each queue, for the hint of an unpolled one. */
 const WORKER_COMMANDS: Record<string, string> = {
@@ -95,9 +105,17 @@ export async function checkTemporal(options: TemporalCheckOptions): Promise<Chec
         checkSearchAttributes(connection, namespace, options.timeoutMs),
       ),
     );
+    let routed: RoutedBuilds;
+    if (options.deploymentName) {
+      const deployment = await checkDeployment(connection, options.deploymentName, options);
+      results.push(deployment.result);
+      routed = deployment.routed;
+    }
     for (const taskQueue of options.taskQueues) {
       results.push(
-        await guarded(`workers: ${taskQueue}`, () => checkPollers(connection, taskQueue, options)),
+        await guarded(`workers: ${taskQueue}`, () =>
+          checkPollers(connection, taskQueue, options, routed),
+        ),
       );
       results.push(
         await guarded(`backlog: ${taskQueue}`, () => checkBacklog(connection, taskQueue, options)),
@@ -200,10 +218,58 @@ async function checkSearchAttributes(
   );
 }
 
+/**
+ * The deployment's routing: which builds new runs go to. No current build is a FAIL: new runs
+ * wait on the unversioned queue, where no versioned worker polls. A deployment the server does
+ * not know yet (no versioned worker has ever polled) leaves the queues judged by any poller.
+ */
+async function checkDeployment(
+  connection: Connection,
+  deploymentName: string,
+  options: TemporalCheckOptions,
+): Promise<{ result: CheckResult; routed: RoutedBuilds }> {
+  const client = new Client({ connection, namespace: options.namespace });
+  const state = await within(connection, options.timeoutMs, () =>
+    describeDeployment(client, deploymentName),
+  );
+  if (!state) {
+    return {
+      result: result(
+        'deployment',
+        'SKIP',
+        `${deploymentName}: no versioned worker has polled yet; any worker's polls count below`,
+      ),
+      routed: undefined,
+    };
+  }
+  const routed: NonNullable<RoutedBuilds> = [];
+  if (state.current) routed.push({ role: 'current', buildId: state.current });
+  if (state.ramping) routed.push({ role: 'ramping', buildId: state.ramping.buildId });
+  const ramp = state.ramping
+    ? `, ramping ${state.ramping.buildId} (${state.ramping.percentage} %)`
+    : '';
+  if (!state.current) {
+    return {
+      result: result(
+        'deployment',
+        'FAIL',
+        `${deploymentName}: no current build${ramp}: new runs wait for one`,
+        'make a build with live workers current: npm run deployment -- current <build-id>',
+      ),
+      routed,
+    };
+  }
+  return {
+    result: result('deployment', 'OK', `${deploymentName}: current ${state.current}${ramp}`),
+    routed,
+  };
+}
+
 async function checkPollers(
   connection: Connection,
   taskQueue: string,
   options: TemporalCheckOptions,
+  routed: RoutedBuilds,
 ): Promise<CheckResult> {
   const now = (options.now ?? Date.now)();
   const pollers = await describePollers(
@@ -212,11 +278,48 @@ async function checkPollers(
     taskQueue,
     options.timeoutMs,
   );
+  const name = `workers: ${taskQueue}`;
+  if (!routed) return judgePollers(name, taskQueue, pollers, now, options);
+  // Each build that gets new runs needs its own workers: another build's pollers never take
+  // its tasks. The worst verdict wins; every build's line is shown.
+  const verdicts = routed.map(({ role, buildId }) => {
+    const mine = pollersOfBuild(pollers, { deploymentName: options.deploymentName!, buildId });
+    const verdict = judgePollers(name, taskQueue, mine, now, options);
+    return { ...verdict, detail: `${role} ${buildId}: ${verdict.detail}` };
+  });
+  const order = ['FAIL', 'WARN', 'OK'];
+  const worst = verdicts.reduce((a, b) =>
+    order.indexOf(b.status) < order.indexOf(a.status) ? b : a,
+  );
+  const others = [...pollers.workflow, ...pollers.activity].filter(
+    (p) =>
+      isLive(p, now, options.pollerFreshMs) && !routed.some((r) => r.buildId === p.build?.buildId),
+  );
+  const otherText =
+    worst.status !== 'OK' && others.length > 0
+      ? `; ${new Set(others.map((p) => p.identity)).size} worker(s) of other builds poll it, which take none of these runs`
+      : '';
+  return result(
+    name,
+    worst.status,
+    `${verdicts.map((v) => v.detail).join('; ')}${otherText}`,
+    worst.status === 'OK'
+      ? '-'
+      : `${worst.hint}; or make a build with live workers current (npm run deployment -- describe)`,
+  );
+}
+
+function judgePollers(
+  name: string,
+  taskQueue: string,
+  pollers: TaskQueuePollers,
+  now: number,
+  options: TemporalCheckOptions,
+): CheckResult {
   const live = (list: PollerSighting[]) =>
-    list.filter((p) => p.lastPollAt && now - p.lastPollAt.getTime() <= POLLER_FRESH_MS);
+    list.filter((p) => isLive(p, now, options.pollerFreshMs));
   const liveWorkflow = live(pollers.workflow);
   const liveActivity = live(pollers.activity);
-  const name = `workers: ${taskQueue}`;
   const start = WORKER_COMMANDS[taskQueue] ?? 'start its worker';
 
   if (liveWorkflow.length === 0 && liveActivity.length === 0) {

@@ -65,7 +65,7 @@ async function main(): Promise<void> {
           metrics,
         });
   // Here, not in a worker: a dead worker cannot report that it is dead.
-  const watchdog = startWatchdogFromConfig(config, client, logger, config.TEMPORAL_UI_URL);
+  const watchdog = startWatchdogFromConfig(config, client, logger, config.TEMPORAL_UI_URL, db.db);
   onShutdownSignal(async (signal) => {
     logger.info({ signal }, 'shutting down HTTP server: draining requests');
     await watchdog?.stop();

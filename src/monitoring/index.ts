@@ -1,10 +1,22 @@
 import type { Client } from '@temporalio/client';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db';
+import { createAlertDeliveriesRepository } from '../db/repositories/alert-deliveries';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../shared/constants';
-import { createTaskQueueWatchdog, type TaskQueueWatchdog } from './task-queue-watchdog';
+import { describeDeployment } from '../temporal/deployments';
+import {
+  createTaskQueueWatchdog,
+  type RoutedBuild,
+  type TaskQueueWatchdog,
+} from './task-queue-watchdog';
 
-export { createTaskQueueWatchdog, type TaskQueueWatchdog } from './task-queue-watchdog';
+export {
+  createTaskQueueWatchdog,
+  type RoutedBuild,
+  type TaskQueueWatchdog,
+} from './task-queue-watchdog';
 export { startWorkerHealthServer, type WorkerHealthServer } from './worker-health';
 
 /** Every task queue this system needs a worker on: the doctor and the watchdog check each. */
@@ -21,13 +33,21 @@ export function startWatchdogFromConfig(
     | 'TASK_QUEUE_NO_POLLER_ALERT_SECONDS'
     | 'TASK_QUEUE_WATCHDOG_INTERVAL_SECONDS'
     | 'ALERT_WEBHOOK_URL'
+    | 'WORKER_VERSIONING'
+    | 'WORKER_DEPLOYMENT_NAME'
   >,
-  client: Pick<Client, 'connection'>,
+  client: Client,
   logger: Logger,
   temporalUiUrl: string | undefined,
+  db?: Kysely<Database>,
 ): TaskQueueWatchdog | undefined {
   if (config.TASK_QUEUE_NO_POLLER_ALERT_SECONDS === 0) return undefined;
   const watchdog = createTaskQueueWatchdog({
+    routedBuilds:
+      config.WORKER_VERSIONING === 'on'
+        ? () => routedBuilds(client, config.WORKER_DEPLOYMENT_NAME)
+        : undefined,
+    deliveries: db ? createAlertDeliveriesRepository(db) : undefined,
     connection: client.connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueues: WATCHED_TASK_QUEUES,
@@ -39,4 +59,26 @@ export function startWatchdogFromConfig(
   });
   watchdog.start();
   return watchdog;
+}
+
+/** The current and ramping builds of a deployment, as the watchdog judges them. */
+export async function routedBuilds(
+  client: Client,
+  deploymentName: string,
+): Promise<RoutedBuild[] | undefined> {
+  const state = await describeDeployment(client, deploymentName);
+  if (!state) return undefined;
+  const builds: RoutedBuild[] = [];
+  if (state.current) {
+    builds.push({
+      role: 'current',
+      deploymentName,
+      buildId: state.current,
+      since: state.currentSince,
+    });
+  }
+  if (state.ramping) {
+    builds.push({ role: 'ramping', deploymentName, ...state.ramping });
+  }
+  return builds;
 }

@@ -1,7 +1,7 @@
 import type { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 
-const { TaskQueueType } = temporal.api.enums.v1;
+const { TaskQueueType, WorkerVersioningMode } = temporal.api.enums.v1;
 
 /**
  * The part of a Temporal connection these checks use (tests may pass a fake). Every call runs
@@ -23,6 +23,8 @@ export interface PollerSighting {
   identity: string;
   /** When its latest poll started. */
   lastPollAt: Date | undefined;
+  /** The build a versioned worker declared (`WORKER_DEPLOYMENT_NAME` and build ID); none: unversioned. */
+  build: { deploymentName: string; buildId: string } | undefined;
 }
 
 export interface TaskQueuePollers {
@@ -65,6 +67,7 @@ export async function describePollers(
         return (response.pollers ?? []).map((p) => ({
           identity: p.identity ?? '(unnamed)',
           lastPollAt: timestampToDate(p.lastAccessTime),
+          build: versionedBuildOf(p.deploymentOptions),
         }));
       },
     ),
@@ -102,6 +105,26 @@ export async function describeBacklog(
   };
 }
 
+/**
+ * Only the pollers of one build. The server sends a PINNED run's tasks only to its own build's
+ * workers, and new runs only to the current or ramping build's: a poller of another build is no
+ * help to them, however fresh (a rollback to a build whose workers were stopped strands new runs
+ * while the other build polls on).
+ */
+export function pollersOfBuild(
+  pollers: TaskQueuePollers,
+  build: { deploymentName: string; buildId: string },
+): TaskQueuePollers {
+  const mine = (p: PollerSighting) =>
+    p.build?.deploymentName === build.deploymentName && p.build.buildId === build.buildId;
+  return { workflow: pollers.workflow.filter(mine), activity: pollers.activity.filter(mine) };
+}
+
+/** Whether a sighting is recent enough to count as a worker that still polls. */
+export function isLive(p: PollerSighting, now: number, freshMs = POLLER_FRESH_MS): boolean {
+  return p.lastPollAt !== undefined && now - p.lastPollAt.getTime() <= freshMs;
+}
+
 /** The most recent poll of either task type, if the server remembers any. */
 export function latestPoll(pollers: TaskQueuePollers): Date | undefined {
   let latest: Date | undefined;
@@ -111,9 +134,18 @@ export function latestPoll(pollers: TaskQueuePollers): Date | undefined {
   return latest;
 }
 
+function versionedBuildOf(
+  options: temporal.api.deployment.v1.IWorkerDeploymentOptions | null | undefined,
+): PollerSighting['build'] {
+  const versioned =
+    options?.workerVersioningMode === WorkerVersioningMode.WORKER_VERSIONING_MODE_VERSIONED;
+  if (!versioned || !options?.deploymentName || !options.buildId) return undefined;
+  return { deploymentName: options.deploymentName, buildId: options.buildId };
+}
+
 type ProtoTimestamp = { seconds?: { toString(): string } | number | null; nanos?: number | null };
 
-function timestampToDate(ts: ProtoTimestamp | null | undefined): Date | undefined {
+export function timestampToDate(ts: ProtoTimestamp | null | undefined): Date | undefined {
   if (!ts || ts.seconds === null || ts.seconds === undefined) return undefined;
   return new Date(Number(ts.seconds.toString()) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6));
 }

@@ -21,9 +21,54 @@ export interface StuckWork {
     { kind: 'activity'; activityType: string; activityId: string } | { kind: 'workflow task' };
   /** The attempt the work is on, or will make next (the first attempt is 1). */
   attempts: number;
+  /** The retry policy's limit; undefined: unlimited (or a workflow task). */
+  maximumAttempts: number | undefined;
   lastFailure: FailureSummary | undefined;
-  /** When the next attempt starts; undefined while one runs or when the server does not say. */
+  /**
+   * When the next attempt starts; undefined while one runs, while paused, or when the server
+   * does not say. A paused activity keeps the time it had, but nothing runs at it.
+   */
   nextAttemptAt: Date | undefined;
+  /** Paused by an operator (`temporal activity pause`): no attempt runs until unpaused or reset. */
+  paused: boolean;
+  /** The order the workflow works for (its memo), when it has one. */
+  orderId: string | undefined;
+}
+
+/** Stuck work with one cause: the same activity type (or the workflow task) failing the same way. */
+export interface StuckGroup {
+  stuckOn: string;
+  /** The root cause's failure type of the last attempt; `-` when none was recorded. */
+  failureType: string;
+  /** One recent message of that failure, for the heading. */
+  example: string | undefined;
+  work: StuckWork[];
+}
+
+/** Groups stuck work by cause, the largest group first, each group's work by order. */
+export function groupByCause(stuck: readonly StuckWork[]): StuckGroup[] {
+  const groups = new Map<string, StuckGroup>();
+  for (const work of stuck) {
+    const stuckOn = work.stuckOn.kind === 'activity' ? work.stuckOn.activityType : 'workflow task';
+    const failureType = work.lastFailure?.rootCause.type ?? '-';
+    const key = `${stuckOn}\u0000${failureType}`;
+    let group = groups.get(key);
+    if (!group) {
+      groups.set(
+        key,
+        (group = { stuckOn, failureType, example: work.lastFailure?.rootCause.message, work: [] }),
+      );
+    }
+    group.work.push(work);
+  }
+  return [...groups.values()]
+    .sort((a, b) => b.work.length - a.work.length || a.stuckOn.localeCompare(b.stuckOn))
+    .map((g) => ({
+      ...g,
+      work: [...g.work].sort((a, b) =>
+        a.workflowId.localeCompare(b.workflowId, 'en', { numeric: true }),
+      ),
+    }));
 }
 
 export interface StuckFilter {
@@ -96,12 +141,22 @@ async function stuckIn(
   workflow: LatestRun,
   minAttempts: number,
 ): Promise<StuckWork[]> {
-  const base = { workflowId: workflow.workflowId, runId: workflow.runId, type: workflow.type };
+  const memoOrder = workflow.memo?.orderId;
+  const base = {
+    workflowId: workflow.workflowId,
+    runId: workflow.runId,
+    type: workflow.type,
+    orderId:
+      typeof memoOrder === 'number' || typeof memoOrder === 'string'
+        ? String(memoOrder)
+        : /^order-(\d+)$/.exec(workflow.workflowId)?.[1],
+  };
   const stuck: StuckWork[] = [];
 
   for (const activity of workflow.raw.pendingActivities ?? []) {
     const attempts = activity.attempt ?? 0;
-    if (attempts < minAttempts) continue;
+    // A paused activity holds its workflow whatever its attempt: someone has to resume it.
+    if (attempts < minAttempts && !activity.paused) continue;
     stuck.push({
       ...base,
       stuckOn: {
@@ -110,8 +165,12 @@ async function stuckIn(
         activityId: activity.activityId ?? '?',
       },
       attempts,
+      maximumAttempts: activity.maximumAttempts || undefined,
       lastFailure: activity.lastFailure ? summarizeFailure(activity.lastFailure) : undefined,
-      nextAttemptAt: optionalTsToDate(activity.nextAttemptScheduleTime),
+      nextAttemptAt: activity.paused
+        ? undefined
+        : optionalTsToDate(activity.nextAttemptScheduleTime),
+      paused: activity.paused === true,
     });
   }
 
@@ -126,8 +185,10 @@ async function stuckIn(
       ...base,
       stuckOn: { kind: 'workflow task' },
       attempts: task.attempt,
+      maximumAttempts: undefined,
       lastFailure: failure ? summarizeFailure(failure) : undefined,
       nextAttemptAt: undefined,
+      paused: false,
     });
   }
   return stuck;

@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { timestampToDate } from '../monitoring/task-queue-pollers';
 
 /**
  * Worker Deployments on the server, through the workflow service's RPCs: the same operations as
@@ -23,7 +24,9 @@ export interface BuildSummary {
 export interface DeploymentState {
   deploymentName: string;
   current: string | undefined;
-  ramping: { buildId: string; percentage: number } | undefined;
+  /** When the current build was made current: the start of a stranded outage, if it has no worker. */
+  currentSince: Date | undefined;
+  ramping: { buildId: string; percentage: number; since: Date | undefined } | undefined;
   builds: BuildSummary[];
   /** The routing state the answer was read at: a change based on it fails if it moved since. */
   conflictToken: Uint8Array | undefined;
@@ -50,8 +53,13 @@ export async function describeDeployment(
   return {
     deploymentName,
     current: routing?.currentDeploymentVersion?.buildId ?? undefined,
+    currentSince: timestampToDate(routing?.currentVersionChangedTime),
     ramping: ramping
-      ? { buildId: ramping, percentage: routing?.rampingVersionPercentage ?? 0 }
+      ? {
+          buildId: ramping,
+          percentage: routing?.rampingVersionPercentage ?? 0,
+          since: timestampToDate(routing?.rampingVersionChangedTime),
+        }
       : undefined,
     builds: (info?.versionSummaries ?? []).map((summary) => ({
       buildId: summary.deploymentVersion?.buildId ?? '',
@@ -118,6 +126,45 @@ export async function openRunsOn(
     `TemporalWorkerDeploymentVersion = '${versionString(version)}' AND ExecutionStatus = 'Running'`,
   );
   return count;
+}
+
+/** One open run pinned to a build, and the activities of it an operator has paused. */
+export interface OpenRun {
+  workflowId: string;
+  runId: string;
+  type: string;
+  /** Activity types paused (`temporal activity pause`): nothing runs them until unpaused. */
+  pausedActivities: string[];
+}
+
+/** How many open runs `openRunsHolding` names at most: a drain is read by a person. */
+export const OPEN_RUNS_SHOWN = 20;
+
+/**
+ * The open runs that hold a build (at most `limit`, oldest first is not promised), each with its
+ * paused activities: a paused activity holds its run, and so the build, until someone unpauses,
+ * resets or completes it.
+ */
+export async function openRunsHolding(
+  client: Client,
+  version: WorkerDeploymentVersion,
+  limit = OPEN_RUNS_SHOWN,
+): Promise<OpenRun[]> {
+  const runs: OpenRun[] = [];
+  const query = `TemporalWorkerDeploymentVersion = '${versionString(version)}' AND ExecutionStatus = 'Running'`;
+  for await (const run of client.workflow.list({ query, pageSize: limit })) {
+    const described = await client.workflow.getHandle(run.workflowId, run.runId).describe();
+    runs.push({
+      workflowId: run.workflowId,
+      runId: run.runId,
+      type: run.type,
+      pausedActivities: (described.raw.pendingActivities ?? [])
+        .filter((a) => a.paused)
+        .map((a) => a.activityType?.name ?? '?'),
+    });
+    if (runs.length >= limit) break;
+  }
+  return runs;
 }
 
 /** How the server writes a version in search attributes and its CLI: `<name>:<build ID>`. */

@@ -10,6 +10,8 @@ import { main as deploymentCli } from '../../src/cli/deployment';
 import { loadConfig } from '../../src/config';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
+import { WATCHED_TASK_QUEUES } from '../../src/monitoring';
+import { describeBuildPollers } from '../../src/temporal/build-pollers';
 import { describeDeployment, waitForBuild } from '../../src/temporal/deployments';
 import { buildIdOf, type WorkerDeployment } from '../../src/workers/deployment';
 import { createHeavyWorker, heavyActivityDepsFromConfig } from '../../src/workers/heavy';
@@ -90,6 +92,16 @@ async function startBuild(bundle: WorkflowBundleWithSourceMap): Promise<WorkerDe
   });
   for (const worker of [payments, heavy]) running.push({ worker, run: worker.run() });
   await waitForBuild(env.client, deployment);
+  // `deployment current` and `ramp` refuse a build until all four pollers have polled.
+  await eventually(async () => {
+    const pollers = await describeBuildPollers(
+      env.client.connection,
+      namespace,
+      deployment,
+      WATCHED_TASK_QUEUES,
+    );
+    expect(pollers.missing).toEqual([]);
+  });
   return deployment;
 }
 
@@ -249,7 +261,9 @@ describe('a rollout with Worker Versioning, build A to build B', () => {
     );
     const described = await operator('describe');
     expect(described.out).toContain(`current ${buildB.buildId}, ramping none`);
-    expect(described.out).toMatch(new RegExp(`${buildA.buildId} +\\w+ +0 `));
+    expect(described.out).toMatch(
+      new RegExp(`${buildA.buildId} +\\w+ +- +0 .* payments 1/1, heavy 1/1$`, 'm'),
+    );
 
     // Rollback: A current again; a new run goes to A.
     expect(await operator('current', buildA.buildId)).toMatchObject({ code: 0 });

@@ -6,6 +6,7 @@ import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { workflowBundle } from '../support/bundles';
 import { createDevServerEnv } from '../support/temporal';
+import { startPartners, type Partners } from '../support/stack';
 import { eventually } from './helpers';
 
 // `npm run doctor` against real dev servers and fresh databases: each check turns FAIL when what
@@ -16,6 +17,7 @@ let withoutAttributes: TestWorkflowEnvironment;
 let migrated: TestDatabaseHandle;
 let unmigrated: TestDatabaseHandle;
 let workflowCode: string;
+let partners: Partners;
 const stops: Array<() => Promise<void>> = [];
 
 beforeAll(async () => {
@@ -27,10 +29,11 @@ beforeAll(async () => {
       sqlite.create({ migrate: false }),
       workflowBundle({ interceptorModules: [] }),
     ]);
+  partners = await startPartners();
 });
 afterAll(async () => {
   for (const stop of stops) await stop();
-  await Promise.all([migrated?.close(), unmigrated?.close()]);
+  await Promise.all([migrated?.close(), unmigrated?.close(), partners?.close()]);
   await Promise.all([withAttributes?.teardown(), withoutAttributes?.teardown()]);
 });
 
@@ -51,6 +54,8 @@ function settings(server: TestWorkflowEnvironment, db: TestDatabaseHandle): Node
     TEMPORAL_ADDRESS: server.address,
     TEMPORAL_NAMESPACE: server.namespace ?? 'default',
     DATABASE_URL: db.url,
+    WAREHOUSE_API_URL: partners.warehouseUrl,
+    SMTP_URL: partners.smtpUrl,
   };
 }
 
@@ -90,6 +95,8 @@ describe('npm run doctor', () => {
       'alerts',
       'database',
       'migrations',
+      'warehouse',
+      'smtp',
       'temporal',
       'namespace',
       'search attributes',
@@ -143,6 +150,45 @@ describe('npm run doctor', () => {
       expect(report.line('backlog: payments')).toContain('3 task(s) waiting');
       expect(report.status('backlog: heavy')).toBe('OK');
     });
+  });
+
+  it('fails (exit 1) while the warehouse is down, and while nothing greets on SMTP', async () => {
+    partners.warehouse.setMode({ kind: 'unavailable', status: 503 });
+    try {
+      const down = await doctor(settings(withAttributes, migrated));
+      expect(down.status('warehouse')).toBe('FAIL');
+      expect(down.line('warehouse')).toContain('/v1/health answered 503');
+      expect(down.status('smtp')).toBe('OK');
+      expect(down.line('smtp')).toMatch(/greets: 220 /);
+      expect(down.code).toBe(1);
+    } finally {
+      partners.warehouse.setMode({ kind: 'ok' });
+    }
+    const noSmtp = await doctor({
+      ...settings(withAttributes, migrated),
+      SMTP_URL: 'smtp://127.0.0.1:1',
+    });
+    expect(noSmtp.status('smtp')).toBe('FAIL');
+    expect(noSmtp.line('smtp')).toContain('smtp://127.0.0.1:1');
+    expect(noSmtp.status('warehouse')).toBe('OK');
+    expect(noSmtp.code).toBe(1);
+  });
+
+  it('prints a configuration error whole, however long', async () => {
+    const report = await doctor({
+      NODE_ENV: 'production',
+      DATABASE_URL: migrated.url,
+      PAYMENT_WEBHOOK_SECRET: 'a-real-provider-secret-0123456789',
+      ALERT_WEBHOOK_URL: 'https://hooks.example.com/alerts',
+    });
+    expect(report.status('configuration')).toBe('FAIL');
+    for (const message of [
+      'the embedded dev server is for development only',
+      'the local SMTP sink is for development only',
+      'the warehouse simulator is for development only',
+    ]) {
+      expect(report.text).toMatch(new RegExp(`^ {2}configuration \\(FAIL\\): .*${message}`, 'm'));
+    }
   });
 
   it('fails the configuration of production without TEMPORAL_ADDRESS (the embedded dev server)', async () => {

@@ -1,5 +1,5 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { main } from '../../src/cli/ops';
+import { EXIT_STUCK, main } from '../../src/cli/ops';
 import { findStuckWork, type StuckWork } from '../../src/operator/stuck';
 import { createDevServerEnv } from '../support/temporal';
 import {
@@ -94,15 +94,66 @@ it("lists an order whose warehouse call is retrying, with the server's next atte
 
   const io = captureIo({ env: cliEnv(env) });
   expect(await main(['stuck', '--min-attempts', '2', '--type', FULFILMENT_WORKFLOW_TYPE], io)).toBe(
-    0,
+    EXIT_STUCK,
   );
-  const line = io
-    .stdout()
-    .split('\n')
-    .find((l) => l.startsWith(payment.workflowId));
-  expect(line).toMatch(
-    / orderWorkflow +notifyWarehouse +2 +WarehouseUnavailable: warehouse answered 503 +\d{4}-/,
+  const lines = io.stdout().split('\n');
+  expect(lines).toContain(
+    'notifyWarehouse failing with WarehouseUnavailable: 1 run(s) (last: warehouse answered 503)',
   );
+  const row = lines.find((l) => l.includes(` ${payment.workflowId} `));
+  expect(row).toMatch(
+    new RegExp(
+      `^ {2}${payment.orderId} +${payment.workflowId} +orderWorkflow +2( of \\d+)? +\\d{4}-\\S+ \\(in \\d+ s\\) +retrying$`,
+    ),
+  );
+});
+
+it('groups stuck work by cause, and marks a paused activity, which has no next retry', async () => {
+  const [first, second] = [await startPayment(env, stack), await startPayment(env, stack)];
+  await eventually(async () => {
+    const found = await findStuckWork(env.client, { minAttempts: 2 });
+    expect(stuckFor(found, first.workflowId)).toHaveLength(1);
+    expect(stuckFor(found, second.workflowId)).toHaveLength(1);
+  });
+  const activityId = (await env.client.workflow.getHandle(second.workflowId).describe()).raw
+    .pendingActivities![0]!.activityId!;
+  await env.client.workflowService.pauseActivity({
+    namespace: env.namespace ?? 'default',
+    execution: { workflowId: second.workflowId },
+    id: activityId,
+    identity: 'on-call',
+    reason: 'warehouse maintenance',
+  });
+
+  // Paused below the threshold: still listed, since nothing will run it until someone acts.
+  const paused = await eventually(async () => {
+    const [entry] = stuckFor(await findStuckWork(env.client), second.workflowId);
+    expect(entry).toMatchObject({ paused: true, nextAttemptAt: undefined });
+    return entry!;
+  });
+  expect(paused.orderId).toBe(String(second.orderId));
+  expect(stuckFor(await findStuckWork(env.client), first.workflowId)).toEqual([]);
+
+  const io = captureIo({ env: cliEnv(env) });
+  expect(await main(['stuck', '--min-attempts', '2', '--type', FULFILMENT_WORKFLOW_TYPE], io)).toBe(
+    EXIT_STUCK,
+  );
+  const lines = io.stdout().split('\n');
+  const heading = lines.findIndex((l) =>
+    /^notifyWarehouse failing with WarehouseUnavailable: \d+ run\(s\)/.test(l),
+  );
+  expect(heading).toBeGreaterThanOrEqual(0);
+  const group = lines.slice(heading + 1).filter((l) => l.startsWith('  '));
+  expect(group.find((l) => l.includes(` ${first.workflowId} `))).toMatch(/ retrying$/);
+  expect(group.find((l) => l.includes(` ${second.workflowId} `))).toMatch(
+    / - +PAUSED: nothing runs until unpaused$/,
+  );
+});
+
+it('exits 0 when nothing is stuck', async () => {
+  const io = captureIo({ env: cliEnv(env) });
+  expect(await main(['stuck', '--type', 'noSuchWorkflow'], io)).toBe(0);
+  expect(io.stdout()).toContain('Nothing stuck');
 });
 
 it('lists a workflow whose workflow task keeps failing', async () => {
@@ -120,11 +171,12 @@ it('lists a workflow whose workflow task keeps failing', async () => {
   expect(entry?.attempts).toBeGreaterThan(1);
 
   const io = captureIo({ env: cliEnv(env) });
-  expect(await main(['stuck'], io)).toBe(0);
-  const line = io
-    .stdout()
-    .split('\n')
-    .find((l) => l.startsWith(handle.workflowId));
-  expect(line).toContain('workflow task');
-  expect(line).toContain('bad deploy: this code cannot run');
+  expect(await main(['stuck'], io)).toBe(EXIT_STUCK);
+  const lines = io.stdout().split('\n');
+  expect(lines.find((l) => l.startsWith('workflow task failing with'))).toContain(
+    'bad deploy: this code cannot run',
+  );
+  expect(lines.find((l) => l.includes(` ${handle.workflowId} `))).toMatch(
+    /badDeployWorkflow +\d+ +running now +retrying \(the code throws\)$/,
+  );
 });

@@ -50,6 +50,11 @@ export interface DevServerEnvOptions {
    * default is 4,096), so a test reaches a run boundary in a few steps.
    */
   suggestContinueAsNewAfterEvents?: number;
+  /**
+   * How long the server holds an idle worker's poll (default 60 s). Shorter, an idle worker's
+   * last poll is never older than this, so a test can tell a stopped worker in seconds.
+   */
+  longPollSeconds?: number;
 }
 
 /** A real Temporal dev server, in memory, on a random free port, without Web UI. */
@@ -70,6 +75,12 @@ export async function createDevServerEnv(
           ? [
               '--dynamic-config-value',
               `limit.historyCount.suggestContinueAsNew=${options.suggestContinueAsNewAfterEvents}`,
+            ]
+          : []),
+        ...(options.longPollSeconds
+          ? [
+              '--dynamic-config-value',
+              `matching.longPollExpirationInterval="${options.longPollSeconds}s"`,
             ]
           : []),
       ],

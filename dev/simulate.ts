@@ -1,0 +1,135 @@
+import { loadConfig } from '../src/config';
+import { runMain } from '../src/process/run-main';
+import type { WarehouseMode } from './partners/warehouse-simulator';
+
+/**
+ * `npm run simulate -- warehouse <mode>`: switches the failure mode of the warehouse simulator
+ * that `npm start` runs (its PUT /_simulator/mode), so an outage can be rehearsed by hand:
+ * shipments retried, `npm run ops -- stuck`, `npm run doctor`, the demo's progress.
+ */
+
+const USAGE = `Usage: npm run simulate -- warehouse <mode> [--times N]
+
+Modes (every shipment request, and the warehouse's health endpoint, answers so):
+  ok                  shipments are created (the normal state)
+  down [status]       5xx, default 503: the server retries (10 s, 30 s, then 120 s) for 30 minutes
+  slow [ms]           answers after ms (default 8000, beyond WAREHOUSE_TIMEOUT_MS): attempts time out
+  reject [status]     4xx, default 400: not retried; the order is compensated and alerted
+  ratelimit [secs]    429 with Retry-After (default 30): the next attempt waits that long
+  status              prints the mode now
+
+--times N: the mode applies to the next N requests, then the simulator is back to ok.
+The simulator listens on 127.0.0.1:WAREHOUSE_SIMULATOR_PORT (4001 by default), or WAREHOUSE_API_URL
+if that is a simulator. Exit codes: 0 done, 1 the simulator did not answer, 2 wrong command line.`;
+
+class UsageError extends Error {}
+
+export function parseMode(args: readonly string[]): {
+  mode: WarehouseMode | 'status';
+  times?: number;
+} {
+  const rest = [...args];
+  const timesAt = rest.indexOf('--times');
+  let times: number | undefined;
+  if (timesAt >= 0) {
+    times = Number(rest[timesAt + 1]);
+    if (!Number.isInteger(times) || times < 1)
+      throw new UsageError('--times takes a whole number of 1 or more.');
+    rest.splice(timesAt, 2);
+  }
+  const [partner, name, value, extra] = rest;
+  if (partner !== 'warehouse') throw new UsageError('Name the partner: warehouse.');
+  if (extra !== undefined) throw new UsageError(`Unexpected argument "${extra}".`);
+  const number = (fallback: number, min: number, max: number) => {
+    const n = value === undefined ? fallback : Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      throw new UsageError(`${name} takes a whole number from ${min} to ${max}.`);
+    }
+    return n;
+  };
+  switch (name) {
+    case 'ok':
+      return { mode: { kind: 'ok' }, times };
+    case 'down':
+      return { mode: { kind: 'unavailable', status: number(503, 500, 599) }, times };
+    case 'slow':
+      return { mode: { kind: 'slow', delayMs: number(8_000, 0, 600_000) }, times };
+    case 'reject':
+      return { mode: { kind: 'reject', status: number(400, 400, 499) }, times };
+    case 'ratelimit':
+      return { mode: { kind: 'rate_limit', retryAfter: String(number(30, 0, 86_400)) }, times };
+    case 'status':
+      return { mode: 'status' };
+    default:
+      throw new UsageError(name ? `Unknown mode "${name}".` : 'Name a mode.');
+  }
+}
+
+export async function main(
+  argv: readonly string[],
+  io = { out: (t: string) => console.log(t), err: (t: string) => console.error(t) },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    io.out(USAGE);
+    return 0;
+  }
+  let parsed;
+  try {
+    parsed = parseMode(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    io.err(`${error.message}\n\n${USAGE}`);
+    return 2;
+  }
+  const config = loadConfig(env);
+  const base = config.WAREHOUSE_API_URL ?? `http://127.0.0.1:${config.WAREHOUSE_SIMULATOR_PORT}`;
+  const url = new URL('/_simulator/mode', base);
+  let response: Response;
+  try {
+    response =
+      parsed.mode === 'status'
+        ? await fetch(url, { signal: AbortSignal.timeout(5_000) })
+        : await fetch(url, {
+            method: 'PUT',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ mode: parsed.mode, times: parsed.times }),
+            signal: AbortSignal.timeout(5_000),
+          });
+  } catch (error) {
+    const cause = (error as { cause?: { message?: string } }).cause?.message;
+    io.err(
+      `The warehouse simulator at ${url.origin} did not answer (${cause ?? (error as Error).message}). Is npm start running?`,
+    );
+    return 1;
+  }
+  const body = await response.text();
+  if (!response.ok) {
+    io.err(`The simulator at ${url.origin} answered ${response.status}: ${body}`);
+    return 1;
+  }
+  const state = JSON.parse(body) as { mode: WarehouseMode; times: number | null };
+  io.out(
+    `Warehouse simulator at ${url.origin}: ${describe(state.mode)}${state.times ? ` for the next ${state.times} request(s)` : ''}.`,
+  );
+  return 0;
+}
+
+function describe(mode: WarehouseMode): string {
+  switch (mode.kind) {
+    case 'ok':
+      return 'ok, shipments are created';
+    case 'unavailable':
+      return `down, answering ${mode.status}`;
+    case 'slow':
+      return `slow, answering after ${mode.delayMs} ms`;
+    case 'reject':
+      return `rejecting with ${mode.status}`;
+    case 'rate_limit':
+      return `rate limiting, 429 with Retry-After: ${mode.retryAfter}`;
+  }
+}
+
+if (require.main === module) {
+  runMain(() => main(process.argv.slice(2)), { failureExitCode: 1 });
+}

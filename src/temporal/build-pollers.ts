@@ -1,0 +1,82 @@
+import type { WorkerDeploymentVersion } from '@temporalio/common';
+import {
+  describePollers,
+  isLive,
+  latestPoll,
+  POLLER_FRESH_MS,
+  pollersOfBuild,
+  type PollerSighting,
+  type TaskQueueConnection,
+} from '../monitoring/task-queue-pollers';
+
+/** One task queue as one build's workers poll it. */
+export interface BuildQueuePollers {
+  taskQueue: string;
+  /** Worker identities of this build that polled the queue's workflow tasks recently. */
+  workflow: string[];
+  /** The same for its activity tasks. */
+  activity: string[];
+  /** The latest poll of this build on the queue the server remembers (about 5 minutes), live or not. */
+  lastPollAt: Date | undefined;
+}
+
+/** Whether a build has live workers on every task queue the system serves. */
+export interface BuildPollers {
+  buildId: string;
+  queues: BuildQueuePollers[];
+  /** What lacks a live poller, e.g. `heavy (workflow and activity tasks)`; empty: none. */
+  missing: string[];
+}
+
+export interface BuildPollerOptions {
+  /** Milliseconds since the epoch; tests pass a fake clock. */
+  now?: number;
+  /** A poll older than this no longer counts as a worker (default: POLLER_FRESH_MS). */
+  freshMs?: number;
+  timeoutMs?: number;
+}
+
+/**
+ * The live pollers of `version` on each of `taskQueues`. A build needs both task types on each
+ * queue: the payments worker runs the payment and order workflows and their activities, the
+ * heavy worker the invoice workflow and its activities, and a PINNED run's tasks go to no other
+ * build's workers.
+ */
+export async function describeBuildPollers(
+  connection: TaskQueueConnection,
+  namespace: string,
+  version: WorkerDeploymentVersion,
+  taskQueues: readonly string[],
+  options: BuildPollerOptions = {},
+): Promise<BuildPollers> {
+  const now = options.now ?? Date.now();
+  const freshMs = options.freshMs ?? POLLER_FRESH_MS;
+  const queues = await Promise.all(
+    taskQueues.map(async (taskQueue) => {
+      const all = await describePollers(
+        connection,
+        namespace,
+        taskQueue,
+        options.timeoutMs ?? 5_000,
+      );
+      const mine = pollersOfBuild(all, version);
+      const live = (list: PollerSighting[]) =>
+        [...new Set(list.filter((p) => isLive(p, now, freshMs)).map((p) => p.identity))].sort();
+      return {
+        taskQueue,
+        workflow: live(mine.workflow),
+        activity: live(mine.activity),
+        lastPollAt: latestPoll(mine),
+      };
+    }),
+  );
+  return { buildId: version.buildId, queues, missing: queues.flatMap(missingOn) };
+}
+
+function missingOn(queue: BuildQueuePollers): string[] {
+  const kinds = [
+    ...(queue.workflow.length === 0 ? ['workflow'] : []),
+    ...(queue.activity.length === 0 ? ['activity'] : []),
+  ];
+  return kinds.length === 0 ? [] : [`${queue.taskQueue} (${kinds.join(' and ')} tasks)`];
+}

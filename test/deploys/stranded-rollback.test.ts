@@ -1,0 +1,313 @@
+import os from 'node:os';
+import path from 'node:path';
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { NormalModuleReplacementPlugin } from 'webpack';
+import { main as deploymentCli } from '../../src/cli/deployment';
+import { main as doctorCli } from '../../src/cli/doctor';
+import { loadConfig } from '../../src/config';
+import { createAlertDeliveriesRepository } from '../../src/db';
+import { createTaskQueueWatchdog, routedBuilds, WATCHED_TASK_QUEUES } from '../../src/monitoring';
+import { paymentWorkflowId } from '../../src/shared/constants';
+import { orderWorkflowId } from '../../src/shared/order';
+import { describeBuildPollers } from '../../src/temporal/build-pollers';
+import { describeDeployment, waitForBuild } from '../../src/temporal/deployments';
+import { buildIdOf, type WorkerDeployment } from '../../src/workers/deployment';
+import { createHeavyWorker, heavyActivityDepsFromConfig } from '../../src/workers/heavy';
+import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/payments';
+import { prebuilt, workflowBundle } from '../support/bundles';
+import { eventually } from '../support/eventually';
+import { startPaymentStack, TEST_MAIL_FROM, type PaymentStack } from '../support/stack';
+import { createDevServerEnv } from '../support/temporal';
+import { deliverWebhook } from '../support/webhook';
+import { type AlertSink, startAlertSink } from '../operations/helpers';
+
+// The rollback of issue 26, on the dev server: build A's workers are stopped after B became
+// current, then an operator makes A current again. Without --force the command refuses, naming
+// what is missing; forced, new payments are accepted and wait, and every signal says so: the
+// doctor fails on the current build's queues, the watchdog alerts once (and a restarted
+// watchdog does not post it again), describe marks A's missing workers, and drain names B's
+// order whose warehouse call an operator paused.
+
+const DEPLOYMENT = 'order-payments';
+// The server holds an idle poll 2 s instead of 60 s, so a live worker's last poll is never older
+// than that and one stopped for 8 s is told apart in seconds, as production tells 2 minutes.
+const LONG_POLL_SECONDS = 2;
+const FRESH_MS = 8_000;
+let env: TestWorkflowEnvironment;
+let stack: PaymentStack;
+let sink: AlertSink;
+let invoiceDir: string;
+const builds = new Map<string, Array<{ worker: Worker; run: Promise<void> }>>();
+
+function bundleOfBuildB(): Promise<WorkflowBundleWithSourceMap> {
+  const changed = require.resolve('./fixtures/payment-after-pause');
+  return workflowBundle({
+    webpackConfigHook: (config) => {
+      config.plugins = [
+        ...(config.plugins ?? []),
+        new NormalModuleReplacementPlugin(
+          /^\.\/payment$/,
+          (resource: { context: string; request: string }) => {
+            if (resource.context.endsWith(`${path.sep}src${path.sep}workflows`))
+              resource.request = changed;
+          },
+        ),
+      ];
+      return config;
+    },
+  });
+}
+
+async function startBuild(bundle: WorkflowBundleWithSourceMap): Promise<WorkerDeployment> {
+  const deployment = {
+    deploymentName: DEPLOYMENT,
+    buildId: buildIdOf(bundle.code),
+    useWorkerVersioning: true,
+  };
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    MAIL_FROM: TEST_MAIL_FROM,
+    INVOICE_DIR: invoiceDir,
+  });
+  const common = {
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    deployment,
+    overrides: { ...prebuilt(bundle), identity: `build-${deployment.buildId}` },
+  };
+  const payments = await createPaymentWorker({
+    ...common,
+    activities: activityDepsFromConfig(config, stack.db, {
+      warehouseUrl: stack.warehouseUrl,
+      temporalUiUrl: undefined,
+      smtpUrl: stack.smtp.url,
+    }),
+  });
+  const heavy = await createHeavyWorker({
+    ...common,
+    activities: heavyActivityDepsFromConfig(config, stack.db, { temporalUiUrl: undefined }),
+  });
+  builds.set(
+    deployment.buildId,
+    [payments, heavy].map((worker) => ({ worker, run: worker.run() })),
+  );
+  await waitForBuild(env.client, deployment);
+  // Each of its four pollers (two queues, two task types) has polled once: it may be made current.
+  await eventually(async () => {
+    const pollers = await describeBuildPollers(
+      env.client.connection,
+      env.namespace ?? 'default',
+      deployment,
+      WATCHED_TASK_QUEUES,
+    );
+    expect(pollers.missing).toEqual([]);
+  });
+  return deployment;
+}
+
+async function stopBuild(buildId: string): Promise<void> {
+  const running = builds.get(buildId) ?? [];
+  builds.delete(buildId);
+  for (const { worker } of running) worker.shutdown();
+  await Promise.all(running.map((r) => r.run));
+}
+
+const cliEnv = () => ({
+  TEMPORAL_ADDRESS: env.address,
+  TEMPORAL_NAMESPACE: env.namespace ?? 'default',
+  DATABASE_URL: stack.db.url,
+  WAREHOUSE_API_URL: stack.warehouseUrl,
+  SMTP_URL: stack.smtp.url,
+});
+
+async function operator(...argv: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await deploymentCli(argv, {
+    out: (text) => out.push(text),
+    err: (text) => err.push(text),
+    env: cliEnv(),
+    pollerFreshMs: FRESH_MS,
+  });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+async function doctor() {
+  const out: string[] = [];
+  const code = await doctorCli([], {
+    out: (text) => out.push(text),
+    err: (text) => out.push(text),
+    env: { NODE_ENV: 'development', ...cliEnv() },
+    pollerFreshMs: FRESH_MS,
+  });
+  const text = out.join('\n');
+  const line = (check: string) => text.split('\n').find((l) => l.startsWith(`${check} `)) ?? '';
+  return { code, text, line };
+}
+
+async function pay(eventId: string) {
+  const { order } = await stack.orders.createWithIdempotencyKey({
+    userId: 1,
+    customerEmail: 'buyer@example.com',
+    totalAmount: 100,
+  });
+  const reply = await deliverWebhook(stack.app, {
+    id: eventId,
+    event: 'payment.succeeded',
+    order_id: order.id,
+    amount: 100,
+  });
+  expect(reply.statusCode).toBe(200);
+  return { orderId: order.id, eventId };
+}
+
+function watchdog(logs: string[]) {
+  const record = (fields: object | string, msg?: string) =>
+    logs.push(typeof fields === 'string' ? fields : `${msg ?? ''} ${JSON.stringify(fields)}`);
+  return createTaskQueueWatchdog({
+    connection: env.client.connection,
+    namespace: env.namespace ?? 'default',
+    taskQueues: WATCHED_TASK_QUEUES,
+    noPollerAlertMs: FRESH_MS,
+    checkIntervalMs: 60_000,
+    logger: { error: record, warn: record, info: record } as never,
+    alertWebhookUrl: sink.url,
+    routedBuilds: () => routedBuilds(env.client, DEPLOYMENT),
+    deliveries: createAlertDeliveriesRepository(stack.db.db),
+  });
+}
+
+beforeAll(async () => {
+  invoiceDir = await mkdtemp(path.join(os.tmpdir(), 'stranded-invoices-'));
+  env = await createDevServerEnv({ longPollSeconds: LONG_POLL_SECONDS });
+  stack = await startPaymentStack(env, { worker: false, startTimeoutMs: 10_000 });
+  sink = await startAlertSink();
+}, 120_000);
+
+afterAll(async () => {
+  for (const buildId of [...builds.keys()]) await stopBuild(buildId);
+  await stack?.close();
+  await sink?.close();
+  await env?.teardown();
+  await rm(invoiceDir, { recursive: true, force: true });
+});
+
+describe('a rollback to a build whose workers were stopped', () => {
+  it('is refused without --force; forced, the doctor fails, the watchdog alerts once, drain names the paused run', async () => {
+    const [bundleA, bundleB] = await Promise.all([workflowBundle(), bundleOfBuildB()]);
+    const a = await startBuild(bundleA);
+    expect(await operator('current', a.buildId)).toMatchObject({ code: 0 });
+    const b = await startBuild(bundleB);
+    expect(await operator('current', b.buildId)).toMatchObject({ code: 0 });
+
+    // An order on B waits out the warehouse, and an operator pauses its warehouse call.
+    stack.warehouse.setMode({ kind: 'unavailable', status: 503 });
+    const parked = await pay('evt_parked_on_b');
+    const parkedOrder = env.client.workflow.getHandle(orderWorkflowId(parked.orderId));
+    const activityId = await eventually(async () => {
+      const pending = (await parkedOrder.describe()).raw.pendingActivities?.[0];
+      expect(pending?.attempt).toBeGreaterThanOrEqual(2);
+      return pending!.activityId!;
+    });
+    await env.client.workflowService.pauseActivity({
+      namespace: env.namespace ?? 'default',
+      execution: { workflowId: parkedOrder.workflowId },
+      id: activityId,
+      identity: 'on-call',
+      reason: 'warehouse maintenance',
+    });
+
+    // A's workers stop (its runs were done); the doctor is content with B's workers, and names
+    // the warehouse outage.
+    await stopBuild(a.buildId);
+    const before = await doctor();
+    expect(before.line('workers: payments')).toMatch(/ OK /);
+    expect(before.line('workers: heavy')).toMatch(/ OK /);
+    expect(before.line('warehouse')).toMatch(/ FAIL .*answered 503/);
+    expect(before.code).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, FRESH_MS + 1_000));
+
+    // The rollback, refused: nothing changes on the server.
+    const refused = await operator('current', a.buildId);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain(`no live worker of ${a.buildId} polls`);
+    for (const queue of WATCHED_TASK_QUEUES) {
+      expect(refused.err).toContain(`${queue} (workflow and activity tasks)`);
+    }
+    expect((await operator('ramp', a.buildId, '10')).code).toBe(1);
+    expect(await describeDeployment(env.client, DEPLOYMENT)).toMatchObject({
+      current: b.buildId,
+      ramping: undefined,
+    });
+
+    // Forced: done, said so, and recorded as the deployment's last modifier.
+    const forced = await operator('current', '--force', a.buildId);
+    expect(forced.code).toBe(0);
+    expect(forced.err).toContain(`WARNING: current ${a.buildId} forced`);
+    const info = await env.client.workflowService.describeWorkerDeployment({
+      namespace: env.namespace ?? 'default',
+      deploymentName: DEPLOYMENT,
+    });
+    expect(info.workerDeploymentInfo?.lastModifierIdentity).toContain('--force');
+
+    // A new payment is accepted and waits: no worker of A takes it, B's polls do not help.
+    const stranded = await pay('evt_stranded_on_a');
+    const strandedPayment = env.client.workflow.getHandle(paymentWorkflowId(stranded.eventId));
+    expect((await strandedPayment.describe()).status.name).toBe('RUNNING');
+
+    const report = await doctor();
+    expect(report.code).toBe(1);
+    for (const queue of WATCHED_TASK_QUEUES) {
+      expect(report.line(`workers: ${queue}`)).toMatch(/ FAIL /);
+      expect(report.text).toMatch(
+        new RegExp(
+          `^  workers: ${queue} \\(FAIL\\): current ${a.buildId}: no worker polls.*1 worker\\(s\\) of other builds poll it`,
+          'm',
+        ),
+      );
+    }
+    expect(report.line('deployment')).toContain(`current ${a.buildId}`);
+
+    const described = await operator('describe');
+    expect(described.out).toMatch(new RegExp(`${a.buildId} .*MISSING payments`));
+    expect(described.out).toMatch(new RegExp(`${b.buildId} .*payments 1/1, heavy 1/1\\s*$`, 'm'));
+
+    // Drain of B: its parked order holds it, its warehouse call paused.
+    const drain = await operator('drain', b.buildId);
+    expect(drain.code).toBe(1);
+    expect(drain.out).toContain(`${parkedOrder.workflowId} (orderWorkflow`);
+    expect(drain.out).toMatch(/PAUSED: notifyWarehouse/);
+
+    // The watchdog alerts at its first check, once per queue, naming the build.
+    const logs: string[] = [];
+    const first = watchdog(logs);
+    await first.check();
+    await first.check();
+    const alerts = () => sink.received.filter((r) => r.body.alert.kind === 'task_queue_no_poller');
+    expect(alerts().map((r) => [r.body.alert.task_queue, r.body.alert.build_id])).toEqual(
+      WATCHED_TASK_QUEUES.map((queue) => [queue, a.buildId]),
+    );
+    expect(alerts()[0]!.body.text).toContain(`no worker of the current build ${a.buildId}`);
+    await first.stop();
+
+    // The HTTP process restarts: the same outage is not posted again.
+    const restarted = watchdog(logs);
+    await restarted.check();
+    expect(alerts()).toHaveLength(WATCHED_TASK_QUEUES.length);
+
+    // A's workers come back: the stranded payment goes through, and the sink hears of it.
+    await startBuild(bundleA);
+    await strandedPayment.result();
+    await eventually(async () => {
+      await restarted.check();
+      expect(logs.filter((l) => l.includes('is polled again by build'))).toHaveLength(
+        WATCHED_TASK_QUEUES.length,
+      );
+    });
+    await restarted.stop();
+    stack.warehouse.setMode({ kind: 'ok' });
+    expect((await doctor()).code).toBe(0);
+  }, 240_000);
+});
