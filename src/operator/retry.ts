@@ -1,27 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
+import type { ProtoFailure } from '@temporalio/common';
+import { FailureType } from '../shared/errors';
 import { causeChain } from './failures';
+import { findResetPoint, type ResetPoint } from './reset-point';
 import {
   describeLatestRun,
-  type HistoryEvent,
   type LatestRun,
   runsByWorkflowId,
   type UndecodablePayloads,
 } from './visibility';
-
-/** Where a failed run is reset to, and why there. */
-export interface ResetPoint {
-  /** The WorkflowTaskCompleted event to reset to (workflowTaskFinishEventId). */
-  eventId: NonNullable<HistoryEvent['eventId']>;
-  /**
-   * `activity`: the activity whose failure failed the workflow is scheduled again, everything
-   * recorded before it (recordPayment's result) is kept. `start`: the workflow code itself
-   * failed, no activity to point at; the run starts over from its first workflow task.
-   */
-  kind: 'activity' | 'start';
-  /** The activity that is run again, for `activity`. */
-  activityType?: string;
-}
 
 /** The workflow is not in a state that retry may touch; nothing was changed. */
 export class RetryRefusedError extends Error {
@@ -39,50 +27,27 @@ export class RetryRefusedError extends Error {
   }
 }
 
+/**
+ * The failed run could be reset, but no run of its input can do the work: it would fail the same
+ * way. Nothing was changed; `instead` says what to do.
+ */
+export class RetryCannotHelpError extends Error {
+  constructor(
+    readonly workflowId: string,
+    why: string,
+    readonly instead: string,
+  ) {
+    super(`${workflowId}: ${why}`);
+    this.name = 'RetryCannotHelpError';
+  }
+}
+
 /** A failed run could not be reset because its history does not show where it failed. */
 export class NoResetPointError extends Error {
   constructor(readonly workflowId: string) {
     super(`${workflowId}: its history has no completed workflow task to reset to`);
     this.name = 'NoResetPointError';
   }
-}
-
-/**
- * Finds the reset point of a failed run from its history. The failure that closed the workflow
- * is followed down its cause chain to the first activity failure; the activity's Scheduled event
- * names the workflow task that scheduled it, and resetting to that task runs the workflow again
- * from the step that failed. The chain, not "the last activity that failed", decides: steps
- * that run after the failure (compensation, alerts) are not what should be retried.
- *
- * The server retries an activity within one Scheduled event, so the reset runs it again with a
- * fresh retry policy: all its attempts, its whole deadline.
- * Returns undefined when the history has nothing to reset to.
- */
-export function findResetPoint(events: readonly HistoryEvent[]): ResetPoint | undefined {
-  const failed = events.filter((e) => e.workflowExecutionFailedEventAttributes).at(-1);
-  const failure = failed?.workflowExecutionFailedEventAttributes?.failure;
-  const activityFailure = causeChain(failure).find((f) => f.activityFailureInfo);
-  const scheduledEventId = activityFailure?.activityFailureInfo?.scheduledEventId;
-  const scheduledIndex = scheduledEventId
-    ? events.findIndex((e) => sameId(e.eventId, scheduledEventId))
-    : -1;
-  const scheduled = scheduledIndex >= 0 ? events[scheduledIndex] : undefined;
-  const attributes = scheduled?.activityTaskScheduledEventAttributes;
-  if (attributes?.workflowTaskCompletedEventId) {
-    return {
-      eventId: attributes.workflowTaskCompletedEventId,
-      kind: 'activity',
-      activityType: attributes.activityType?.name ?? undefined,
-    };
-  }
-  // No activity in the chain (the workflow code failed by itself), or a local activity, which has
-  // no Scheduled event: start over from the first workflow task.
-  const first = events.find((e) => e.workflowTaskCompletedEventAttributes);
-  return first?.eventId ? { eventId: first.eventId, kind: 'start' } : undefined;
-}
-
-function sameId(a: { toString(): string } | null | undefined, b: { toString(): string }): boolean {
-  return a !== null && a !== undefined && a.toString() === b.toString();
 }
 
 export interface RetryOptions {
@@ -97,15 +62,19 @@ export interface RetryResult {
   failedRunId: string;
   newRunId: string;
   resetPoint: ResetPoint;
+  /** The failure that closed the failed run: what the new run is judged against. */
+  failure: ProtoFailure | undefined;
 }
 
 /**
  * Re-runs a failed workflow with the same input by resetting its failed run (not by starting a
- * fresh one). The new run keeps the workflow ID, the input and every result recorded before the
- * reset point: the payment workflow replays recordPayment's `created: true` and goes on to notify
- * the warehouse, which a fresh run (finding the payment already recorded) would never do.
+ * fresh one): the new run keeps the workflow ID, the input, the signals it received and every
+ * result recorded before the reset point (./reset-point.ts), and runs the rest again. An order
+ * keeps the payment it was handed and asks the warehouse again. A payment, whose steps are both
+ * local activities recorded in its one workflow task, runs both again: recordPayment finds its
+ * row, and the hand-over goes out again (the order workflow ignores an event it has seen).
  * Refuses (RetryRefusedError) unless the latest run is Failed, so a completed workflow is never
- * run twice.
+ * run twice, and (RetryCannotHelpError) when its input cannot succeed.
  */
 export async function retryFailedWorkflow(
   client: Client,
@@ -125,7 +94,12 @@ async function resetFailedRun(
 ): Promise<RetryResult> {
   const { workflowId, runId } = latest;
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  const resetPoint = findResetPoint(history.events ?? []);
+  const events = history.events ?? [];
+  const failure = events.find((e) => e.workflowExecutionFailedEventAttributes)
+    ?.workflowExecutionFailedEventAttributes?.failure;
+  const hopeless = withoutRemedy(failure ?? undefined);
+  if (hopeless) throw new RetryCannotHelpError(workflowId, hopeless.why, hopeless.instead);
+  const resetPoint = findResetPoint(events);
   if (!resetPoint) throw new NoResetPointError(workflowId);
   const response = await client.workflowService.resetWorkflowExecution({
     namespace: client.options.namespace,
@@ -137,13 +111,46 @@ async function resetFailedRun(
     requestId: randomUUID(),
     identity: options.identity ?? client.options.identity,
   });
-  return { workflowId, failedRunId: runId, newRunId: response.runId, resetPoint };
+  return {
+    workflowId,
+    failedRunId: runId,
+    newRunId: response.runId,
+    resetPoint,
+    failure: failure ?? undefined,
+  };
+}
+
+/**
+ * Failures that the same input meets again on every run, whatever the code and the partners do
+ * now: the event's ID is already recorded with another order or amount, or the export request
+ * itself is invalid. A reset would only fail again (and alert again).
+ */
+function withoutRemedy(
+  failure: ProtoFailure | undefined,
+): { why: string; instead: string } | undefined {
+  const types = causeChain(failure).map((f) => f.applicationFailureInfo?.type);
+  if (types.includes(FailureType.PaymentEventConflict)) {
+    return {
+      why: 'its provider event is already recorded with another order or amount (PaymentEventConflict); a retry sends the same event again and fails the same way',
+      instead:
+        "compare the provider's event with the recorded payment; once settled, clear the failure with npm run ops -- flush",
+    };
+  }
+  if (types.includes(FailureType.InvalidExportRequest)) {
+    return {
+      why: 'its export request is invalid (InvalidExportRequest); a retry runs the same request',
+      instead: 'start a corrected export: npm run batch -- start [--from ID] [--to ID]',
+    };
+  }
+  return undefined;
 }
 
 export type RetryAllOutcome = (
   | { workflowId: string; kind: 'retried'; result: RetryResult }
   /** Visibility still shows an old Failed run, but the workflow is now something else. */
   | { workflowId: string; kind: 'skipped'; status: string }
+  /** Failed, but no retry of its input can help (RetryCannotHelpError); left alone. */
+  | { workflowId: string; kind: 'refused'; error: RetryCannotHelpError }
   | { workflowId: string; kind: 'error'; error: Error }
 ) & {
   /**
@@ -185,6 +192,10 @@ export async function retryAllFailed(
         });
       }
     } catch (err) {
+      if (err instanceof RetryCannotHelpError) {
+        outcomes.push({ workflowId, kind: 'refused', error: err });
+        continue;
+      }
       outcomes.push({
         workflowId,
         kind: 'error',
