@@ -11,10 +11,14 @@ import {
 } from '../operator/failed-workflows';
 import type { FailureSummary } from '../operator/failures';
 import {
+  DEFAULT_RESETS_PER_SECOND,
   RetryCannotHelpError,
   RetryRefusedError,
   retryAllFailed,
+  type RetryAllOptions,
   retryFailedWorkflow,
+  type RetryOptions,
+  type RetryPlan,
   type RetryResult,
 } from '../operator/retry';
 import { awaitRetryOutcome, isProblem, type RetryOutcome } from '../operator/retry-outcome';
@@ -109,7 +113,7 @@ listed, although visibility still shows its old Failed run.`,
   addCommand<Work>(
     program,
     'retry',
-    '<workflowId> | all [--type T] [--wait S]',
+    '<workflowId> | all [--type T] [--root-cause T] [--since D] [--dry-run] [--rate N] [--wait S]',
     (args, options) => {
       const [target] = atMost(args, 1);
       const workflowType = options.type as string | undefined;
@@ -117,11 +121,28 @@ listed, although visibility still shows its old Failed run.`,
         1000 *
         (wholeNumber('--wait', options.wait as string | undefined) ?? DEFAULT_RETRY_WAIT_SECONDS);
       if (target === undefined) throw new UsageError('Name the workflow to retry, or "all".');
-      if (target === 'all') return (client) => retryAllCommand(client, io, workflowType, waitMs);
-      if (workflowType !== undefined) {
-        throw new UsageError(
-          '--type filters "retry all"; "retry <workflowId>" names one workflow.',
-        );
+      if (target === 'all') {
+        const filter: RetryAllFilter = {
+          workflowType,
+          rootCause: options.rootCause as string | undefined,
+          since: since(options.since as string | undefined),
+          dryRun: options.dryRun === true,
+          resetsPerSecond: positiveInteger('--rate', options.rate as string | undefined),
+        };
+        return (client) => retryAllCommand(client, io, filter, waitMs);
+      }
+      for (const [name, value] of [
+        ['--type', workflowType],
+        ['--root-cause', options.rootCause],
+        ['--since', options.since],
+        ['--dry-run', options.dryRun],
+        ['--rate', options.rate],
+      ] as const) {
+        if (value !== undefined) {
+          throw new UsageError(
+            `${name} filters "retry all"; "retry <workflowId>" names one workflow.`,
+          );
+        }
       }
       return (client) => retryOneCommand(client, io, target, waitMs);
     },
@@ -149,9 +170,28 @@ Only a workflow whose latest run is Failed is retried. "retry <workflowId>" refu
 (Completed, Running, Terminated…) and exits 1, so a completed payment is never run twice. It
 also refuses, saying what to do instead, a failure that its input meets on every run (an event
 recorded with another order or amount, an invalid export request). "retry all" skips and reports
-those, and exits 1 if a retry failed, was refused or did nothing.`,
+those, and exits 1 if a retry failed, was refused or did nothing.
+
+"retry all" reads the candidates from visibility (--type and --since are part of its query) and
+each failed run's history (--root-cause is the type "failed" shows as ROOT CAUSE), then resets
+one at a time, at most --rate a second. Each reset's request ID is derived from the failed run's
+ID, and only a workflow whose latest run is still Failed is reset, so an interrupted "retry all"
+can be run again: nothing is reset twice. --dry-run lists what it would reset and from where.`,
     )
     .option(typeOption[0], 'with "all": only workflows of this type')
+    .option(
+      '--root-cause <type>',
+      'with "all": only failures whose root cause has this type, e.g. WarehouseUnavailable',
+    )
+    .option(
+      '--since <D>',
+      'with "all": only failures since D ago (90s, 30m, 2h, 1d) or an ISO time',
+    )
+    .option('--dry-run', 'with "all": say what would be retried and from where; change nothing')
+    .option(
+      '--rate <N>',
+      `with "all": at most N resets a second (default: ${DEFAULT_RESETS_PER_SECOND})`,
+    )
     .option(
       '-w, --wait <S>',
       `seconds to follow the new run(s) before reporting (default: ${DEFAULT_RETRY_WAIT_SECONDS}; 0: look once)`,
@@ -221,6 +261,22 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
   if (parsed.kind === 'help') return EXIT_OK;
   if (parsed.kind === 'usage-error') return EXIT_USAGE;
   return withTemporalClient(io, argv[0]!, parsed.work, `ops:${io.user}@${hostname()}`);
+}
+
+const SINCE_UNITS_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `--since`: an age (90s, 30m, 2h, 1d) before now, or an ISO-8601 time. */
+function since(value: string | undefined, now = Date.now()): Date | undefined {
+  if (value === undefined) return undefined;
+  const age = /^(\d+)([smhd])$/.exec(value);
+  if (age) return new Date(now - Number(age[1]) * SINCE_UNITS_MS[age[2]!]!);
+  const at = /^\d{4}-\d{2}-\d{2}/.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(at)) {
+    throw new UsageError(
+      '--since takes an age (90s, 30m, 2h, 1d) or an ISO time (2026-12-01T08:00Z).',
+    );
+  }
+  return new Date(at);
 }
 
 function wholeNumber(name: string, value: string | undefined): number | undefined {
@@ -307,13 +363,15 @@ async function retryOneCommand(
   return EXIT_PROBLEM;
 }
 
+type RetryAllFilter = Omit<RetryAllOptions, keyof RetryOptions>;
+
 async function retryAllCommand(
   client: Client,
   io: CliIo,
-  workflowType: string | undefined,
+  filter: RetryAllFilter,
   waitMs: number,
 ): Promise<number> {
-  const outcomes = await retryAllFailed(client, { reason: retryReason(io), workflowType });
+  const outcomes = await retryAllFailed(client, { reason: retryReason(io), ...filter });
   if (outcomes.length === 0) {
     io.out('No failed workflows to retry.');
     return EXIT_OK;
@@ -333,6 +391,8 @@ async function retryAllCommand(
           describeRetry(o.result),
         ];
       }
+      case 'planned':
+        return [o.workflowId, 'would retry', 'dry run: nothing changed', describeRetry(o.plan)];
       case 'skipped':
         return [o.workflowId, 'skipped', `latest run is ${o.status}`, 'nothing changed'];
       case 'refused':
@@ -361,6 +421,13 @@ async function retryAllCommand(
     })),
   );
   const count = (name: string) => rows.filter((r) => r[1] === name).length;
+  if (filter.dryRun) {
+    io.out(
+      `\nDry run: would retry ${count('would retry')}, skip ${count('skipped')}, ` +
+        `refuse ${count('refused')}; errors ${count('error')}. Nothing was changed.`,
+    );
+    return count('error') > 0 ? EXIT_PROBLEM : EXIT_OK;
+  }
   const retried = outcomes.filter((o) => o.kind === 'retried').length;
   io.out(
     `\nRetried ${retried} (done ${count('done')}, running ${count('running')}, ` +
@@ -516,14 +583,15 @@ function describeFailure(failure: Pick<FailureSummary, 'type' | 'message'>): str
   return failure.message ? `${failure.type}: ${failure.message}` : failure.type;
 }
 
-function describeRetry(result: RetryResult): string {
+function describeRetry(result: RetryPlan & { newRunId?: string }): string {
   const point = result.resetPoint;
   const from =
     point.kind === 'start'
       ? 're-runs the workflow code from its first step'
       : `re-runs from ${point.activityType ?? 'the failed activity'}`;
   const again = point.rerun.length > 0 ? ` (steps run again: ${point.rerun.join(', ')})` : '';
-  return `reset run ${result.failedRunId} to event ${point.eventId.toString()}, ${from}${again}`;
+  const verb = result.newRunId === undefined ? 'would reset' : 'reset';
+  return `${verb} run ${result.failedRunId} to event ${point.eventId.toString()}, ${from}${again}`;
 }
 
 function retryReason(io: CliIo): string {

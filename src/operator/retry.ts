@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { ProtoFailure } from '@temporalio/common';
 import { FailureType } from '../shared/errors';
-import { causeChain } from './failures';
+import { causeChain, summarizeFailure } from './failures';
 import { findResetPoint, type ResetPoint } from './reset-point';
 import {
   describeLatestRun,
@@ -36,6 +36,8 @@ export class RetryCannotHelpError extends Error {
     readonly workflowId: string,
     why: string,
     readonly instead: string,
+    /** The failure that closed the run. */
+    readonly failure?: ProtoFailure,
   ) {
     super(`${workflowId}: ${why}`);
     this.name = 'RetryCannotHelpError';
@@ -57,13 +59,8 @@ export interface RetryOptions {
   identity?: string;
 }
 
-export interface RetryResult {
-  workflowId: string;
-  failedRunId: string;
+export interface RetryResult extends RetryPlan {
   newRunId: string;
-  resetPoint: ResetPoint;
-  /** The failure that closed the failed run: what the new run is judged against. */
-  failure: ProtoFailure | undefined;
 }
 
 /**
@@ -87,37 +84,62 @@ export async function retryFailedWorkflow(
   return resetFailedRun(client, latest, options);
 }
 
+/** A failed run's retry, worked out from its history but not made yet. */
+export interface RetryPlan {
+  workflowId: string;
+  failedRunId: string;
+  resetPoint: ResetPoint;
+  failure: ProtoFailure | undefined;
+}
+
+/** Reads the failed run's history: where to reset it, or why no retry can help. */
+async function planRetry(client: Client, latest: LatestRun): Promise<RetryPlan> {
+  const { workflowId, runId } = latest;
+  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  const events = history.events ?? [];
+  const failure =
+    events.find((e) => e.workflowExecutionFailedEventAttributes)
+      ?.workflowExecutionFailedEventAttributes?.failure ?? undefined;
+  const hopeless = withoutRemedy(failure);
+  if (hopeless) throw new RetryCannotHelpError(workflowId, hopeless.why, hopeless.instead, failure);
+  const resetPoint = findResetPoint(events);
+  if (!resetPoint) throw new NoResetPointError(workflowId);
+  return { workflowId, failedRunId: runId, resetPoint, failure };
+}
+
+/**
+ * The reset's request ID: one per failed run. The server answers a reset whose request ID it
+ * has seen with the run that reset made, so a retry whose answer was lost, or two operators
+ * retrying at once, reset a failed run once; a later retry of the run that reset made (failed
+ * again) is a new run ID, so a new reset.
+ */
+export function resetRequestId(failedRunId: string): string {
+  return `ops-retry-${failedRunId}`;
+}
+
+async function applyRetry(
+  client: Client,
+  plan: RetryPlan,
+  options: RetryOptions,
+): Promise<RetryResult> {
+  const response = await client.workflowService.resetWorkflowExecution({
+    namespace: client.options.namespace,
+    // The run whose history gave the reset point: event IDs only mean something within one run.
+    workflowExecution: { workflowId: plan.workflowId, runId: plan.failedRunId },
+    workflowTaskFinishEventId: plan.resetPoint.eventId,
+    reason: options.reason,
+    requestId: resetRequestId(plan.failedRunId),
+    identity: options.identity ?? client.options.identity,
+  });
+  return { ...plan, newRunId: response.runId };
+}
+
 async function resetFailedRun(
   client: Client,
   latest: LatestRun,
   options: RetryOptions,
 ): Promise<RetryResult> {
-  const { workflowId, runId } = latest;
-  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  const events = history.events ?? [];
-  const failure = events.find((e) => e.workflowExecutionFailedEventAttributes)
-    ?.workflowExecutionFailedEventAttributes?.failure;
-  const hopeless = withoutRemedy(failure ?? undefined);
-  if (hopeless) throw new RetryCannotHelpError(workflowId, hopeless.why, hopeless.instead);
-  const resetPoint = findResetPoint(events);
-  if (!resetPoint) throw new NoResetPointError(workflowId);
-  const response = await client.workflowService.resetWorkflowExecution({
-    namespace: client.options.namespace,
-    // The run whose history gave the reset point: event IDs only mean something within one run.
-    workflowExecution: { workflowId, runId },
-    workflowTaskFinishEventId: resetPoint.eventId,
-    reason: options.reason,
-    // Fresh per call: a deliberate second retry is a second reset, never merged into the first.
-    requestId: randomUUID(),
-    identity: options.identity ?? client.options.identity,
-  });
-  return {
-    workflowId,
-    failedRunId: runId,
-    newRunId: response.runId,
-    resetPoint,
-    failure: failure ?? undefined,
-  };
+  return applyRetry(client, await planRetry(client, latest), options);
 }
 
 /**
@@ -147,6 +169,8 @@ function withoutRemedy(
 
 export type RetryAllOutcome = (
   | { workflowId: string; kind: 'retried'; result: RetryResult }
+  /** --dry-run: what a retry would do; nothing was changed. */
+  | { workflowId: string; kind: 'planned'; plan: RetryPlan }
   /** Visibility still shows an old Failed run, but the workflow is now something else. */
   | { workflowId: string; kind: 'skipped'; status: string }
   /** Failed, but no retry of its input can help (RetryCannotHelpError); left alone. */
@@ -160,20 +184,43 @@ export type RetryAllOutcome = (
   undecodable?: { type: string } & UndecodablePayloads;
 };
 
+export interface RetryAllOptions extends RetryOptions {
+  workflowType?: string;
+  /** Only workflows whose failure's root cause is of this type (e.g. WarehouseUnavailable). */
+  rootCause?: string;
+  /** Only workflows that failed at or after this moment. */
+  since?: Date;
+  /** Work out and report each retry, change nothing. */
+  dryRun?: boolean;
+  /** At most this many resets a second (default DEFAULT_RESETS_PER_SECOND). */
+  resetsPerSecond?: number;
+}
+
 /**
- * Retries every workflow (optionally of one type) whose latest run is Failed, one at a time.
- * IDs that visibility lists with a Failed run but whose latest run is not Failed (retried
- * already, completed, running) are skipped and reported. One workflow's error does not stop the
- * others.
+ * Resets a second in `retry all`: each reset starts a run whose first workflow task a worker
+ * must take at once, so a backlog of failures (a warehouse outage's) is let in gradually rather
+ * than all in one burst.
+ */
+export const DEFAULT_RESETS_PER_SECOND = 10;
+
+/**
+ * Retries every workflow whose latest run is Failed, optionally only of one type, failed since
+ * a moment, or with one root cause, one at a time at a bounded rate. The type and the time are
+ * the visibility query's; the root cause is read from each failed run's history (it is no
+ * visibility field). IDs that visibility lists with a Failed run but whose latest run is not
+ * Failed (retried already, completed, running) are skipped and reported: that, and the reset's
+ * request ID per failed run, make an interrupted `retry all` safe to run again, since nothing is
+ * reset twice. One workflow's error does not stop the others.
  */
 export async function retryAllFailed(
   client: Client,
-  options: RetryOptions & { workflowType?: string },
+  options: RetryAllOptions,
 ): Promise<RetryAllOutcome[]> {
   const outcomes: RetryAllOutcome[] = [];
-  for (const workflowId of (
-    await runsByWorkflowId(client, 'Failed', options.workflowType)
-  ).keys()) {
+  const interval = 1000 / (options.resetsPerSecond ?? DEFAULT_RESETS_PER_SECOND);
+  let nextResetAt = 0;
+  const candidates = await runsByWorkflowId(client, 'Failed', options.workflowType, options.since);
+  for (const workflowId of candidates.keys()) {
     try {
       const latest = await describeLatestRun(client, workflowId);
       const undecodable = latest?.undecodable && {
@@ -181,19 +228,33 @@ export async function retryAllFailed(
       };
       if (!latest) {
         outcomes.push({ workflowId, kind: 'skipped', status: 'NOT FOUND' });
-      } else if (latest.status.name !== 'FAILED') {
-        outcomes.push({ workflowId, kind: 'skipped', status: latest.status.name, ...undecodable });
-      } else {
-        outcomes.push({
-          workflowId,
-          kind: 'retried',
-          result: await resetFailedRun(client, latest, options),
-          ...undecodable,
-        });
+        continue;
       }
+      if (latest.status.name !== 'FAILED') {
+        outcomes.push({ workflowId, kind: 'skipped', status: latest.status.name, ...undecodable });
+        continue;
+      }
+      // The visibility query saw some Failed run since then; the latest must have failed since.
+      if (options.since && (latest.closeTime?.getTime() ?? 0) < options.since.getTime()) continue;
+      const plan = await planRetry(client, latest);
+      if (options.rootCause !== undefined && rootCauseType(plan.failure) !== options.rootCause)
+        continue;
+      if (options.dryRun) {
+        outcomes.push({ workflowId, kind: 'planned', plan, ...undecodable });
+        continue;
+      }
+      await delay(Math.max(0, nextResetAt - Date.now()));
+      nextResetAt = Date.now() + interval;
+      outcomes.push({
+        workflowId,
+        kind: 'retried',
+        result: await applyRetry(client, plan, options),
+        ...undecodable,
+      });
     } catch (err) {
       if (err instanceof RetryCannotHelpError) {
-        outcomes.push({ workflowId, kind: 'refused', error: err });
+        if (options.rootCause === undefined || rootCauseType(err.failure) === options.rootCause)
+          outcomes.push({ workflowId, kind: 'refused', error: err });
         continue;
       }
       outcomes.push({
@@ -204,4 +265,9 @@ export async function retryAllFailed(
     }
   }
   return outcomes;
+}
+
+/** The type of a failure's innermost cause, as `ops failed` shows it. */
+function rootCauseType(failure: ProtoFailure | undefined): string {
+  return summarizeFailure(failure).rootCause.type;
 }

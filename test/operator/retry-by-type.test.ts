@@ -13,7 +13,9 @@ import {
   createStockRepository,
 } from '../../src/db';
 import { listFailedWorkflows } from '../../src/operator/failed-workflows';
-import { describeLatestRun } from '../../src/operator/visibility';
+import { findResetPoint } from '../../src/operator/reset-point';
+import { resetRequestId } from '../../src/operator/retry';
+import { describeLatestRun, runsByWorkflowId } from '../../src/operator/visibility';
 import { HEAVY_TASK_QUEUE, shipmentIdempotencyKey } from '../../src/shared/constants';
 import { exportWorkflowId, type ExportOrdersInput } from '../../src/shared/export';
 import { invoiceWorkflowId } from '../../src/shared/invoice';
@@ -315,5 +317,98 @@ describe('ops retry exportOrdersWorkflow', () => {
     expect(cli.stderr).toContain('Instead: start a corrected export: npm run batch -- start');
     const latest = await describeLatestRun(env.client, handle.workflowId);
     expect(latest?.status.name).toBe('FAILED');
+  });
+});
+
+describe('ops retry all, filtered', () => {
+  /** A paid order whose fulfilment fails: the warehouse refuses it (400), or a step gives up. */
+  async function failedOrder(how: 'warehouse' | 'points') {
+    const order = await createTestOrder(stack.orders);
+    if (how === 'warehouse') stack.warehouse.setMode({ kind: 'reject', status: 400 }, 1);
+    else failing.add('awardLoyaltyPoints');
+    const started = await stack.starter.start({
+      eventId: uniqueEventId('retry-all'),
+      orderId: order.id,
+      amount: 5400,
+    });
+    await env.client.workflow.getHandle(started.workflowId).result();
+    const workflowId = orderWorkflowId(order.id);
+    await expect(env.client.workflow.getHandle(workflowId).result()).rejects.toBeInstanceOf(
+      WorkflowFailedError,
+    );
+    failing.clear();
+    await failedRunOf(workflowId);
+    return { orderId: order.id, workflowId };
+  }
+
+  async function runsOf(workflowId: string): Promise<number> {
+    let count = 0;
+    for await (const _ of env.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+      count += 1;
+    }
+    return count;
+  }
+
+  it('retries only the failures with that root cause since then, shows them first with --dry-run, and resets none twice', async () => {
+    const before = await failedOrder('warehouse');
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const since = new Date().toISOString();
+    const [first, second] = [await failedOrder('warehouse'), await failedOrder('warehouse')];
+    const otherCause = await failedOrder('points');
+    const filter = ['--root-cause', 'WarehouseRejected', '--since', since];
+    const row = (stdout: string, id: string) =>
+      stdout.split('\n').find((l) => l.startsWith(`${id} `));
+
+    const dry = await ops('retry', 'all', ...filter, '--dry-run');
+    expect(dry).toMatchObject({ code: 0, stderr: '' });
+    for (const o of [first, second]) {
+      expect(row(dry.stdout, o.workflowId)).toMatch(/would retry .* would reset run \S+ to event/);
+    }
+    expect(row(dry.stdout, before.workflowId)).toBeUndefined();
+    expect(row(dry.stdout, otherCause.workflowId)).toBeUndefined();
+    expect(dry.stdout).toContain('Dry run: would retry 2, skip 0, refuse 0; errors 0.');
+    for (const o of [first, second, before, otherCause]) {
+      expect((await describeLatestRun(env.client, o.workflowId))?.status.name).toBe('FAILED');
+    }
+
+    // Two operators at once, then once more (as after an interruption): each reset happens once.
+    const [a, b] = await Promise.all([
+      ops('retry', 'all', ...filter),
+      ops('retry', 'all', ...filter),
+    ]);
+    expect([a.code, b.code]).toEqual([0, 0]);
+    const again = await ops('retry', 'all', ...filter);
+    expect(again.code).toBe(0);
+    for (const o of [first, second]) {
+      expect(row(again.stdout, o.workflowId)).toMatch(/skipped +latest run is COMPLETED/);
+      expect(await runsOf(o.workflowId)).toBe(2);
+      expect(warehouseRequestsFor(stack, o.orderId).map((r) => r.status)).toEqual([400, 201]);
+      expect(await effects(o.orderId, o.workflowId)).toEqual({
+        payments: 1,
+        shipments: 1,
+        mails: 1,
+        points: 1,
+        alerts: 1,
+      });
+    }
+    for (const o of [before, otherCause]) {
+      expect((await describeLatestRun(env.client, o.workflowId))?.status.name).toBe('FAILED');
+    }
+
+    // What makes a reset happen once even when its answer is lost or two operators race: the
+    // server answers a reset of the same failed run with the run that reset made.
+    const failedRunId = (await runsByWorkflowId(env.client, 'Failed')).get(first.workflowId)![0]!;
+    const history = await env.client.workflow
+      .getHandle(first.workflowId, failedRunId)
+      .fetchHistory();
+    const repeated = await env.client.workflowService.resetWorkflowExecution({
+      namespace: env.namespace ?? 'default',
+      workflowExecution: { workflowId: first.workflowId, runId: failedRunId },
+      workflowTaskFinishEventId: findResetPoint(history.events ?? [])!.eventId,
+      reason: 'test',
+      requestId: resetRequestId(failedRunId),
+    });
+    expect(repeated.runId).toBe((await describeLatestRun(env.client, first.workflowId))?.runId);
+    expect(await runsOf(first.workflowId)).toBe(2);
   });
 });
