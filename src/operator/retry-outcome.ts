@@ -86,7 +86,8 @@ async function judgeCompleted(
       kind: 'did-nothing',
       reason:
         `the new run found payment ${String(payment?.paymentId)} recorded and handed it to no ` +
-        "order workflow (the workers' paymentWorkflow returns created: false for a recorded event)",
+        "order workflow: an order run had already finished with it (see its order's workflow), " +
+        'or the workers run a build whose paymentWorkflow stops at a recorded payment',
     };
   }
   if (latest.type === 'orderWorkflow') {
