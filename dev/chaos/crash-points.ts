@@ -79,6 +79,8 @@ const SCENARIOS: Record<string, Scenario[]> = {
   notifyWarehouse: ['payment'],
   // Once on the way to a shipment, once in the compensation after the warehouse refused.
   setShipmentStatus: ['payment', 'warehouse-rejects'],
+  orderEventHandledBy: ['payment'],
+  markOrderEventHandled: ['payment', 'warehouse-rejects'],
   requestRefundReview: ['double-charge'],
   sendOrderConfirmation: ['payment'],
   awardLoyaltyPoints: ['payment'],

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import type { AlertDeliveriesRepository } from '../db';
-import type { AlertDelivery, Alert } from '../shared/alert';
+import { failureAlertWorkflowId, type AlertDelivery, type Alert } from '../shared/alert';
 import { FailureType } from '../shared/errors';
 import { ALERT_MAX_EXCEPTIONS, ALERT_RATE_LIMIT_FALLBACK_SECONDS } from '../shared/retry-policies';
 import { parseRetryAfterMs } from './retry-after';
@@ -85,21 +85,24 @@ export function createAlertActivities(deps: AlertActivityDeps) {
   const timeoutMs = deps.timeoutMs ?? 5_000;
   return {
     /**
-     * POSTs one alert to the configured sink. The Idempotency-Key names the failed run, for
-     * sinks that deduplicate; Slack does not, so the delivery is stamped (alert_deliveries, by
-     * alert workflow ID) right after the sink's 2xx, and an attempt that finds the stamp posts
-     * nothing. Only a crash between the 2xx and the stamp repeats the alert (the crash point
-     * deliverAlert.post, after; docs/exactly-once.md).
+     * POSTs one alert to the configured sink. The Idempotency-Key is the alert workflow's ID,
+     * which names what the alert reports (one failed run; one extra payment of an order), so a
+     * sink that deduplicates drops a repeat of this alert and never another alert. Slack does
+     * not deduplicate, so the delivery is stamped (alert_deliveries, by the same key) right after
+     * the sink's 2xx, and an attempt that finds the stamp posts nothing. Only a crash between the
+     * 2xx and the stamp repeats the alert (the crash point deliverAlert.post, after;
+     * docs/exactly-once.md).
      */
     async deliverAlert(alert: Alert): Promise<AlertDelivery> {
       if (!deps.alertWebhookUrl) return { delivered: false, skipped: 'no-sink-configured' };
       const ctx = Context.current();
       // One alert workflow per alert (its ID names the failed run, or the order and event of a
-      // refund review), so its ID names the delivery across attempts.
-      const stamp =
-        ctx.info.workflowExecution?.workflowId ?? `alert-${alert.workflowId}-${alert.runId}`;
-      if (await deps.deliveries?.wasDelivered(stamp)) {
-        ctx.log.info('alert already delivered', { alertWorkflowId: stamp });
+      // refund review), so its ID names the delivery across attempts and to the sink.
+      const key =
+        ctx.info.workflowExecution?.workflowId ??
+        failureAlertWorkflowId(alert.workflowId, alert.runId);
+      if (await deps.deliveries?.wasDelivered(key)) {
+        ctx.log.info('alert already delivered', { alertWorkflowId: key });
         return { delivered: true, skipped: 'already-delivered' };
       }
       // The seed's MaxExceptions: real failures are counted across attempts in the heartbeat
@@ -108,7 +111,7 @@ export function createAlertActivities(deps: AlertActivityDeps) {
       let delivery: AlertDelivery;
       try {
         delivery = await atCrashPoint('deliverAlert.post', () =>
-          postAlert(alert, ctx.cancellationSignal),
+          postAlert(alert, key, ctx.cancellationSignal),
         );
       } catch (err) {
         if (!(err instanceof ApplicationFailure) || err.nonRetryable) throw err;
@@ -135,14 +138,18 @@ export function createAlertActivities(deps: AlertActivityDeps) {
       }
       // A crash before this stamp posts the alert again on retry: the one window left.
       await atCrashPoint('deliverAlert.stamp', async () => {
-        await deps.deliveries?.markDelivered(stamp);
+        await deps.deliveries?.markDelivered(key);
       });
       return delivery;
     },
   };
 
   /** One POST of the alert; every answer but a 2xx becomes a typed failure. */
-  async function postAlert(alert: Alert, cancelled: AbortSignal): Promise<AlertDelivery> {
+  async function postAlert(
+    alert: Alert,
+    idempotencyKey: string,
+    cancelled: AbortSignal,
+  ): Promise<AlertDelivery> {
     const timeout = AbortSignal.timeout(timeoutMs);
     let response: Response;
     try {
@@ -150,7 +157,7 @@ export function createAlertActivities(deps: AlertActivityDeps) {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          'idempotency-key': `alert-${alert.workflowId}-${alert.runId}`,
+          'idempotency-key': idempotencyKey,
         },
         body: JSON.stringify(alertPayload(alert, deps.temporalUiUrl)),
         signal: AbortSignal.any([timeout, cancelled]),

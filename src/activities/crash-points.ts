@@ -58,6 +58,13 @@ export const CRASH_POINTS = {
     "the UPDATE of the order's shipment_status (requested, or failed in the compensation)",
   ),
   'setShipmentStatus.reply': reply('setShipmentStatus'),
+  'orderEventHandledBy.reply': reply('orderEventHandledBy'),
+  'markOrderEventHandled.commit': effect(
+    'markOrderEventHandled',
+    'db',
+    "the UPDATE that records which order workflow chain finished with a payment's event",
+  ),
+  'markOrderEventHandled.reply': reply('markOrderEventHandled'),
   'requestRefundReview.commit': effect(
     'requestRefundReview',
     'db',

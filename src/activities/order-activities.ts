@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
-import type { OrdersRepository } from '../db';
+import type { OrdersRepository, PaymentsRepository } from '../db';
 import { FailureType } from '../shared/errors';
 import {
   type OrderPaymentEvent,
@@ -16,6 +16,16 @@ export interface OrderActivityDeps {
   /** Temporal client on the worker's own connection, for signal-with-start. */
   client: Client;
   orders: OrdersRepository;
+  payments: PaymentsRepository;
+}
+
+/** Whether the hand-over reached the order's workflow. */
+export interface HandOverResult {
+  /**
+   * False when an order workflow chain already finished with the event (done, or failed for
+   * good and waiting for `ops retry`): nothing was signalled and no run was started.
+   */
+  handedOver: boolean;
 }
 
 /** Activities that feed and serve the order entity workflow. */
@@ -23,10 +33,25 @@ export function createOrderActivities(deps: OrderActivityDeps) {
   return {
     /**
      * Hands a recorded payment to the order's workflow: signal-with-start starts `order-<id>` if
-     * it is not running and delivers the event either way, atomically. A retry may deliver the
-     * event twice; the order workflow ignores event IDs it has seen.
+     * it is not running and delivers the event either way, atomically. Not when an order run
+     * already finished with the event: a hand-over repeated after that (its first attempt lost
+     * with its worker after the signal, an operator's retry of the payment, a redelivery) would
+     * start a new run beside a failed one and hide it from `ops failed`. A retry may still
+     * deliver the event twice to a running order workflow, which ignores event IDs it has seen.
      */
-    async handOverToOrder(input: { orderId: number; event: OrderPaymentEvent }): Promise<void> {
+    async handOverToOrder(input: {
+      orderId: number;
+      event: OrderPaymentEvent;
+    }): Promise<HandOverResult> {
+      const handledBy = await deps.payments.handledBy(input.event.eventId);
+      if (handledBy) {
+        Context.current().log.info('payment already handled by the order workflow', {
+          orderId: input.orderId,
+          eventId: input.event.eventId,
+          orderChain: handledBy,
+        });
+        return { handedOver: false };
+      }
       await atCrashPoint('handOverToOrder.signal', () =>
         deps.client.workflow.signalWithStart<OrderWorkflow, [OrderPaymentEvent]>('orderWorkflow', {
           workflowId: orderWorkflowId(input.orderId),
@@ -41,6 +66,22 @@ export function createOrderActivities(deps: OrderActivityDeps) {
           // workflow no longer upserts it, patch 'local-order-steps'; older code still does).
           typedSearchAttributes: [{ key: OrderIdSearchAttribute, value: input.orderId }],
         }),
+      );
+      return { handedOver: true };
+    },
+
+    /** The order workflow chain that finished with a payment event, or null while none has. */
+    async orderEventHandledBy(input: { eventId: string }): Promise<{ chain: string | null }> {
+      return { chain: (await deps.payments.handledBy(input.eventId)) ?? null };
+    },
+
+    /**
+     * Records that the order workflow chain `chain` (its first run ID) finished with the event:
+     * done, or failed for good. The first chain to finish with it stays.
+     */
+    async markOrderEventHandled(input: { eventId: string; chain: string }): Promise<void> {
+      await atCrashPoint('markOrderEventHandled.commit', () =>
+        deps.payments.markHandled(input.eventId, input.chain),
       );
     },
 

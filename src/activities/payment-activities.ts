@@ -19,9 +19,13 @@ export interface PaymentActivityDeps {
   warehouse: WarehouseClient;
 }
 
-/** Outcome of recording a payment: `created` gates every follow-up effect. */
+/**
+ * Outcome of recording a payment, read from its row: the same for every call with the event, so
+ * a repeated hand-over hands over the same decision.
+ */
 export interface RecordPaymentResult {
   paymentId: number;
+  /** This call (or an earlier attempt of this run) inserted the row. */
   created: boolean;
   /** This payment moved the order from pending to paid: it owns the fulfilment. */
   firstForOrder: boolean;
@@ -45,8 +49,9 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
   return {
     /**
      * Records the payment for one provider event: insert-or-get on the UNIQUE provider_event_id,
-     * telling whether this call created the row. Only the call that created it may go on to
-     * fulfil the order; a redelivery or a retry after a crash finds the row and stops there.
+     * telling whether this call created the row and what the recording decided (whether it paid
+     * the order). A redelivery, or an operator's retry of a payment whose hand-over gave up,
+     * finds the row and gets the same decision, so the hand-over that follows is the same.
      */
     async recordPayment(input: PaymentWorkflowInput): Promise<RecordPaymentResult> {
       const log = Context.current().log;
@@ -69,8 +74,8 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
             orderId: input.orderId,
             paymentId: result.payment.id,
           });
-          const amountMatchesOrder = result.kind === 'existing' || result.amountMatchesOrder;
-          if (!amountMatchesOrder) {
+          const { amountMatchesOrder, firstForOrder } = result;
+          if (created && !amountMatchesOrder) {
             log.warn('payment does not match the order total: the order is not paid by it', {
               eventId: input.eventId,
               orderId: input.orderId,
@@ -80,7 +85,7 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
           return {
             paymentId: result.payment.id,
             created,
-            firstForOrder: result.kind === 'created' && result.firstForOrder,
+            firstForOrder,
             amountMatchesOrder,
           };
         }

@@ -61,6 +61,11 @@ export interface PaymentsTable {
   recorded_by_run_id: string | null;
   /** 1 when this payment moved the order from pending to paid (it owns the fulfilment). */
   first_for_order: ColumnType<number, number | undefined, number>;
+  /**
+   * The first run ID of the order workflow chain that finished with this payment's event (its
+   * work done or failed for good); null until then. A reset keeps the chain's first run ID.
+   */
+  handled_by_chain: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

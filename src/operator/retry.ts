@@ -1,27 +1,15 @@
-import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
-import { causeChain } from './failures';
+import type { ProtoFailure } from '@temporalio/common';
+import { FailureType } from '../shared/errors';
+import { causeChain, summarizeFailure } from './failures';
+import { findResetPoint, type ResetPoint } from './reset-point';
 import {
   describeLatestRun,
-  type HistoryEvent,
   type LatestRun,
   runsByWorkflowId,
   type UndecodablePayloads,
 } from './visibility';
-
-/** Where a failed run is reset to, and why there. */
-export interface ResetPoint {
-  /** The WorkflowTaskCompleted event to reset to (workflowTaskFinishEventId). */
-  eventId: NonNullable<HistoryEvent['eventId']>;
-  /**
-   * `activity`: the activity whose failure failed the workflow is scheduled again, everything
-   * recorded before it (recordPayment's result) is kept. `start`: the workflow code itself
-   * failed, no activity to point at; the run starts over from its first workflow task.
-   */
-  kind: 'activity' | 'start';
-  /** The activity that is run again, for `activity`. */
-  activityType?: string;
-}
 
 /** The workflow is not in a state that retry may touch; nothing was changed. */
 export class RetryRefusedError extends Error {
@@ -39,50 +27,29 @@ export class RetryRefusedError extends Error {
   }
 }
 
+/**
+ * The failed run could be reset, but no run of its input can do the work: it would fail the same
+ * way. Nothing was changed; `instead` says what to do.
+ */
+export class RetryCannotHelpError extends Error {
+  constructor(
+    readonly workflowId: string,
+    why: string,
+    readonly instead: string,
+    /** The failure that closed the run. */
+    readonly failure?: ProtoFailure,
+  ) {
+    super(`${workflowId}: ${why}`);
+    this.name = 'RetryCannotHelpError';
+  }
+}
+
 /** A failed run could not be reset because its history does not show where it failed. */
 export class NoResetPointError extends Error {
   constructor(readonly workflowId: string) {
     super(`${workflowId}: its history has no completed workflow task to reset to`);
     this.name = 'NoResetPointError';
   }
-}
-
-/**
- * Finds the reset point of a failed run from its history. The failure that closed the workflow
- * is followed down its cause chain to the first activity failure; the activity's Scheduled event
- * names the workflow task that scheduled it, and resetting to that task runs the workflow again
- * from the step that failed. The chain, not "the last activity that failed", decides: steps
- * that run after the failure (compensation, alerts) are not what should be retried.
- *
- * The server retries an activity within one Scheduled event, so the reset runs it again with a
- * fresh retry policy: all its attempts, its whole deadline.
- * Returns undefined when the history has nothing to reset to.
- */
-export function findResetPoint(events: readonly HistoryEvent[]): ResetPoint | undefined {
-  const failed = events.filter((e) => e.workflowExecutionFailedEventAttributes).at(-1);
-  const failure = failed?.workflowExecutionFailedEventAttributes?.failure;
-  const activityFailure = causeChain(failure).find((f) => f.activityFailureInfo);
-  const scheduledEventId = activityFailure?.activityFailureInfo?.scheduledEventId;
-  const scheduledIndex = scheduledEventId
-    ? events.findIndex((e) => sameId(e.eventId, scheduledEventId))
-    : -1;
-  const scheduled = scheduledIndex >= 0 ? events[scheduledIndex] : undefined;
-  const attributes = scheduled?.activityTaskScheduledEventAttributes;
-  if (attributes?.workflowTaskCompletedEventId) {
-    return {
-      eventId: attributes.workflowTaskCompletedEventId,
-      kind: 'activity',
-      activityType: attributes.activityType?.name ?? undefined,
-    };
-  }
-  // No activity in the chain (the workflow code failed by itself), or a local activity, which has
-  // no Scheduled event: start over from the first workflow task.
-  const first = events.find((e) => e.workflowTaskCompletedEventAttributes);
-  return first?.eventId ? { eventId: first.eventId, kind: 'start' } : undefined;
-}
-
-function sameId(a: { toString(): string } | null | undefined, b: { toString(): string }): boolean {
-  return a !== null && a !== undefined && a.toString() === b.toString();
 }
 
 export interface RetryOptions {
@@ -92,20 +59,19 @@ export interface RetryOptions {
   identity?: string;
 }
 
-export interface RetryResult {
-  workflowId: string;
-  failedRunId: string;
+export interface RetryResult extends RetryPlan {
   newRunId: string;
-  resetPoint: ResetPoint;
 }
 
 /**
  * Re-runs a failed workflow with the same input by resetting its failed run (not by starting a
- * fresh one). The new run keeps the workflow ID, the input and every result recorded before the
- * reset point: the payment workflow replays recordPayment's `created: true` and goes on to notify
- * the warehouse, which a fresh run (finding the payment already recorded) would never do.
+ * fresh one): the new run keeps the workflow ID, the input, the signals it received and every
+ * result recorded before the reset point (./reset-point.ts), and runs the rest again. An order
+ * keeps the payment it was handed and asks the warehouse again. A payment, whose steps are both
+ * local activities recorded in its one workflow task, runs both again: recordPayment finds its
+ * row, and the hand-over goes out again (the order workflow ignores an event it has seen).
  * Refuses (RetryRefusedError) unless the latest run is Failed, so a completed workflow is never
- * run twice.
+ * run twice, and (RetryCannotHelpError) when its input cannot succeed.
  */
 export async function retryFailedWorkflow(
   client: Client,
@@ -118,32 +84,97 @@ export async function retryFailedWorkflow(
   return resetFailedRun(client, latest, options);
 }
 
+/** A failed run's retry, worked out from its history but not made yet. */
+export interface RetryPlan {
+  workflowId: string;
+  failedRunId: string;
+  resetPoint: ResetPoint;
+  failure: ProtoFailure | undefined;
+}
+
+/** Reads the failed run's history: where to reset it, or why no retry can help. */
+async function planRetry(client: Client, latest: LatestRun): Promise<RetryPlan> {
+  const { workflowId, runId } = latest;
+  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  const events = history.events ?? [];
+  const failure =
+    events.find((e) => e.workflowExecutionFailedEventAttributes)
+      ?.workflowExecutionFailedEventAttributes?.failure ?? undefined;
+  const hopeless = withoutRemedy(failure);
+  if (hopeless) throw new RetryCannotHelpError(workflowId, hopeless.why, hopeless.instead, failure);
+  const resetPoint = findResetPoint(events);
+  if (!resetPoint) throw new NoResetPointError(workflowId);
+  return { workflowId, failedRunId: runId, resetPoint, failure };
+}
+
+/**
+ * The reset's request ID: one per failed run. The server answers a reset whose request ID it
+ * has seen with the run that reset made, so a retry whose answer was lost, or two operators
+ * retrying at once, reset a failed run once; a later retry of the run that reset made (failed
+ * again) is a new run ID, so a new reset.
+ */
+export function resetRequestId(failedRunId: string): string {
+  return `ops-retry-${failedRunId}`;
+}
+
+async function applyRetry(
+  client: Client,
+  plan: RetryPlan,
+  options: RetryOptions,
+): Promise<RetryResult> {
+  const response = await client.workflowService.resetWorkflowExecution({
+    namespace: client.options.namespace,
+    // The run whose history gave the reset point: event IDs only mean something within one run.
+    workflowExecution: { workflowId: plan.workflowId, runId: plan.failedRunId },
+    workflowTaskFinishEventId: plan.resetPoint.eventId,
+    reason: options.reason,
+    requestId: resetRequestId(plan.failedRunId),
+    identity: options.identity ?? client.options.identity,
+  });
+  return { ...plan, newRunId: response.runId };
+}
+
 async function resetFailedRun(
   client: Client,
   latest: LatestRun,
   options: RetryOptions,
 ): Promise<RetryResult> {
-  const { workflowId, runId } = latest;
-  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  const resetPoint = findResetPoint(history.events ?? []);
-  if (!resetPoint) throw new NoResetPointError(workflowId);
-  const response = await client.workflowService.resetWorkflowExecution({
-    namespace: client.options.namespace,
-    // The run whose history gave the reset point: event IDs only mean something within one run.
-    workflowExecution: { workflowId, runId },
-    workflowTaskFinishEventId: resetPoint.eventId,
-    reason: options.reason,
-    // Fresh per call: a deliberate second retry is a second reset, never merged into the first.
-    requestId: randomUUID(),
-    identity: options.identity ?? client.options.identity,
-  });
-  return { workflowId, failedRunId: runId, newRunId: response.runId, resetPoint };
+  return applyRetry(client, await planRetry(client, latest), options);
+}
+
+/**
+ * Failures that the same input meets again on every run, whatever the code and the partners do
+ * now: the event's ID is already recorded with another order or amount, or the export request
+ * itself is invalid. A reset would only fail again (and alert again).
+ */
+function withoutRemedy(
+  failure: ProtoFailure | undefined,
+): { why: string; instead: string } | undefined {
+  const types = causeChain(failure).map((f) => f.applicationFailureInfo?.type);
+  if (types.includes(FailureType.PaymentEventConflict)) {
+    return {
+      why: 'its provider event is already recorded with another order or amount (PaymentEventConflict); a retry sends the same event again and fails the same way',
+      instead:
+        "compare the provider's event with the recorded payment; once settled, clear the failure with npm run ops -- flush",
+    };
+  }
+  if (types.includes(FailureType.InvalidExportRequest)) {
+    return {
+      why: 'its export request is invalid (InvalidExportRequest); a retry runs the same request',
+      instead: 'start a corrected export: npm run batch -- start [--from ID] [--to ID]',
+    };
+  }
+  return undefined;
 }
 
 export type RetryAllOutcome = (
   | { workflowId: string; kind: 'retried'; result: RetryResult }
+  /** --dry-run: what a retry would do; nothing was changed. */
+  | { workflowId: string; kind: 'planned'; plan: RetryPlan }
   /** Visibility still shows an old Failed run, but the workflow is now something else. */
   | { workflowId: string; kind: 'skipped'; status: string }
+  /** Failed, but no retry of its input can help (RetryCannotHelpError); left alone. */
+  | { workflowId: string; kind: 'refused'; error: RetryCannotHelpError }
   | { workflowId: string; kind: 'error'; error: Error }
 ) & {
   /**
@@ -153,20 +184,43 @@ export type RetryAllOutcome = (
   undecodable?: { type: string } & UndecodablePayloads;
 };
 
+export interface RetryAllOptions extends RetryOptions {
+  workflowType?: string;
+  /** Only workflows whose failure's root cause is of this type (e.g. WarehouseUnavailable). */
+  rootCause?: string;
+  /** Only workflows that failed at or after this moment. */
+  since?: Date;
+  /** Work out and report each retry, change nothing. */
+  dryRun?: boolean;
+  /** At most this many resets a second (default DEFAULT_RESETS_PER_SECOND). */
+  resetsPerSecond?: number;
+}
+
 /**
- * Retries every workflow (optionally of one type) whose latest run is Failed, one at a time.
- * IDs that visibility lists with a Failed run but whose latest run is not Failed (retried
- * already, completed, running) are skipped and reported. One workflow's error does not stop the
- * others.
+ * Resets a second in `retry all`: each reset starts a run whose first workflow task a worker
+ * must take at once, so a backlog of failures (a warehouse outage's) is let in gradually rather
+ * than all in one burst.
+ */
+export const DEFAULT_RESETS_PER_SECOND = 10;
+
+/**
+ * Retries every workflow whose latest run is Failed, optionally only of one type, failed since
+ * a moment, or with one root cause, one at a time at a bounded rate. The type and the time are
+ * the visibility query's; the root cause is read from each failed run's history (it is no
+ * visibility field). IDs that visibility lists with a Failed run but whose latest run is not
+ * Failed (retried already, completed, running) are skipped and reported: that, and the reset's
+ * request ID per failed run, make an interrupted `retry all` safe to run again, since nothing is
+ * reset twice. One workflow's error does not stop the others.
  */
 export async function retryAllFailed(
   client: Client,
-  options: RetryOptions & { workflowType?: string },
+  options: RetryAllOptions,
 ): Promise<RetryAllOutcome[]> {
   const outcomes: RetryAllOutcome[] = [];
-  for (const workflowId of (
-    await runsByWorkflowId(client, 'Failed', options.workflowType)
-  ).keys()) {
+  const interval = 1000 / (options.resetsPerSecond ?? DEFAULT_RESETS_PER_SECOND);
+  let nextResetAt = 0;
+  const candidates = await runsByWorkflowId(client, 'Failed', options.workflowType, options.since);
+  for (const workflowId of candidates.keys()) {
     try {
       const latest = await describeLatestRun(client, workflowId);
       const undecodable = latest?.undecodable && {
@@ -174,17 +228,35 @@ export async function retryAllFailed(
       };
       if (!latest) {
         outcomes.push({ workflowId, kind: 'skipped', status: 'NOT FOUND' });
-      } else if (latest.status.name !== 'FAILED') {
-        outcomes.push({ workflowId, kind: 'skipped', status: latest.status.name, ...undecodable });
-      } else {
-        outcomes.push({
-          workflowId,
-          kind: 'retried',
-          result: await resetFailedRun(client, latest, options),
-          ...undecodable,
-        });
+        continue;
       }
+      if (latest.status.name !== 'FAILED') {
+        outcomes.push({ workflowId, kind: 'skipped', status: latest.status.name, ...undecodable });
+        continue;
+      }
+      // The visibility query saw some Failed run since then; the latest must have failed since.
+      if (options.since && (latest.closeTime?.getTime() ?? 0) < options.since.getTime()) continue;
+      const plan = await planRetry(client, latest);
+      if (options.rootCause !== undefined && rootCauseType(plan.failure) !== options.rootCause)
+        continue;
+      if (options.dryRun) {
+        outcomes.push({ workflowId, kind: 'planned', plan, ...undecodable });
+        continue;
+      }
+      await delay(Math.max(0, nextResetAt - Date.now()));
+      nextResetAt = Date.now() + interval;
+      outcomes.push({
+        workflowId,
+        kind: 'retried',
+        result: await applyRetry(client, plan, options),
+        ...undecodable,
+      });
     } catch (err) {
+      if (err instanceof RetryCannotHelpError) {
+        if (options.rootCause === undefined || rootCauseType(err.failure) === options.rootCause)
+          outcomes.push({ workflowId, kind: 'refused', error: err });
+        continue;
+      }
       outcomes.push({
         workflowId,
         kind: 'error',
@@ -193,4 +265,9 @@ export async function retryAllFailed(
     }
   }
   return outcomes;
+}
+
+/** The type of a failure's innermost cause, as `ops failed` shows it. */
+function rootCauseType(failure: ProtoFailure | undefined): string {
+  return summarizeFailure(failure).rootCause.type;
 }

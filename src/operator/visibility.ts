@@ -17,12 +17,17 @@ const GRPC_NOT_FOUND = 5;
 export const DESCRIBE_CONCURRENCY = 8;
 
 /**
- * A visibility query for one status and, optionally, one workflow type. The type is quoted, so
- * any name works and none can widen the query.
+ * A visibility query for one status and, optionally, one workflow type and runs closed at or
+ * after a moment. The type is quoted, so any name works and none can widen the query.
  */
-export function visibilityQuery(status: QueriedStatus, workflowType?: string): string {
+export function visibilityQuery(
+  status: QueriedStatus,
+  workflowType?: string,
+  closedSince?: Date,
+): string {
   const clauses = [`ExecutionStatus = '${status}'`];
   if (workflowType !== undefined) clauses.push(`WorkflowType = ${quote(workflowType)}`);
+  if (closedSince !== undefined) clauses.push(`CloseTime >= '${closedSince.toISOString()}'`);
   return clauses.join(' AND ');
 }
 
@@ -42,13 +47,14 @@ export async function runsByWorkflowId(
   client: Client,
   status: QueriedStatus,
   workflowType?: string,
+  closedSince?: Date,
 ): Promise<Map<string, string[]>> {
   const runs = new Map<string, string[]>();
   let nextPageToken: Uint8Array | undefined;
   do {
     const response = await client.workflowService.listWorkflowExecutions({
       namespace: client.options.namespace,
-      query: visibilityQuery(status, workflowType),
+      query: visibilityQuery(status, workflowType, closedSince),
       nextPageToken,
     });
     for (const { execution } of response.executions ?? []) {

@@ -38,8 +38,14 @@ export interface OrderWorkflowInput {
 
 export interface OrderWorkflowResult {
   orderId: number;
-  /** What this run did, in order. */
-  processed: Array<{ eventId: string; outcome: 'fulfilled' | 'refund_review' | 'failed' }>;
+  /**
+   * What this run did, in order. `already_handled`: another run of the order had finished with
+   * the event (a repeated hand-over), so this one did nothing with it.
+   */
+  processed: Array<{
+    eventId: string;
+    outcome: 'fulfilled' | 'refund_review' | 'failed' | 'already_handled';
+  }>;
 }
 
 /**

@@ -9,8 +9,11 @@ export interface PaymentWorkflowInput {
 /** Result of the payment workflow, kept in history and shown in the Web UI. */
 export interface PaymentWorkflowResult {
   paymentId: number;
-  /** False when another execution already recorded this event: nothing further was done. */
+  /** False when another execution already recorded this event. */
   created: boolean;
-  /** The order workflow this payment was handed to (null when not created by this execution). */
+  /**
+   * The order workflow this payment was handed to; null when an order run had already finished
+   * with it (nothing was handed over).
+   */
   orderWorkflowId: string | null;
 }

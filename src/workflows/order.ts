@@ -44,6 +44,14 @@ const steps = {
     ...RetryPolicies.databaseStep,
     summary: 'Award the loyalty points for the order',
   }),
+  orderEventHandledBy: localStep('orderEventHandledBy', {
+    ...RetryPolicies.databaseStep,
+    summary: 'Read whether an order run already finished with the event',
+  }),
+  markOrderEventHandled: localStep('markOrderEventHandled', {
+    ...RetryPolicies.databaseStep,
+    summary: 'Record that this order run finished with the event',
+  }),
 };
 const { sendOrderConfirmation } = proxyActivities<Activities>({
   ...RetryPolicies.confirmationMail,
@@ -98,9 +106,21 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
   // the failure is visible as Failed in the Web UI, alerted once, and retryable with `ops retry`.
   const failures: ApplicationFailure[] = [];
 
+  // The chain's first run ID names this workflow's work in the database: a reset (`ops retry`)
+  // keeps it, so the reset run redoes what its chain failed; continue-as-new keeps it too.
+  const chain = workflowInfo().firstExecutionRunId;
+
   while (pending.length > 0) {
     const event = pending.shift()!;
     current = event.eventId;
+    const handled = await steps.orderEventHandledBy({ eventId: event.eventId });
+    if (handled.chain !== null && handled.chain !== chain) {
+      // Another run finished with it (done, or failed and waiting for `ops retry`), and this
+      // run got it from a hand-over repeated after that: nothing is missing that it may do.
+      processed.push({ eventId: event.eventId, outcome: 'already_handled' });
+      current = null;
+      continue;
+    }
     try {
       if (event.firstForOrder) {
         await fulfil(input.orderId, event);
@@ -114,6 +134,9 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
       failures.push(eventFailure(input.orderId, event, err));
       processed.push({ eventId: event.eventId, outcome: 'failed' });
     }
+    // Before the run may fail with it: a hand-over repeated after this finds the event handled
+    // and starts no second run (which would call the warehouse and alert again).
+    await steps.markOrderEventHandled({ eventId: event.eventId, chain });
     current = null;
     // Bounded history for an order that keeps receiving events. Not once an event failed: the
     // failure must stay on this run, where `ops retry` resets to the step that failed.

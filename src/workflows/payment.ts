@@ -22,18 +22,17 @@ const handOverToOrder = localStep('handOverToOrder', {
 
 /**
  * Turns one payment event into exactly one recorded payment. Started with workflow ID
- * `payment-<event id>`. Only the execution that created the payment row hands it to the
- * order's workflow, which fulfils the order (the payment that paid it) or flags the payment for
- * review (a double charge, or an amount that is not the order's total).
+ * `payment-<event id>`. Every execution hands the payment to the order's workflow, which
+ * fulfils the order (the payment that paid it) or flags the payment for review (a double charge,
+ * or an amount that is not the order's total), unless an order run already finished with it.
+ * So a run that finds the row already recorded still hands it over: an operator's retry of a
+ * payment whose hand-over gave up after the row committed (a reset starts from the first
+ * workflow task, and the new run ID does not own the row), or a redelivery after the server
+ * forgot this workflow ID whose first hand-over never arrived.
  */
 export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<PaymentWorkflowResult> {
   const recorded = await recordPayment(input);
-  if (!recorded.created) {
-    // Another execution (or an earlier one, before the server forgot this workflow ID)
-    // already recorded this event and handed it over.
-    return { paymentId: recorded.paymentId, created: false, orderWorkflowId: null };
-  }
-  await handOverToOrder({
+  const handOver = await handOverToOrder({
     orderId: input.orderId,
     event: {
       eventId: input.eventId,
@@ -45,7 +44,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
   });
   return {
     paymentId: recorded.paymentId,
-    created: true,
-    orderWorkflowId: orderWorkflowId(input.orderId),
+    created: recorded.created,
+    orderWorkflowId: handOver.handedOver ? orderWorkflowId(input.orderId) : null,
   };
 }

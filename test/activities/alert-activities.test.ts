@@ -3,7 +3,11 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import { msToNumber } from '@temporalio/common/lib/time';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createAlertActivities } from '../../src/activities/alert-activities';
-import type { Alert } from '../../src/shared/alert';
+import {
+  failureAlertWorkflowId,
+  refundReviewAlertWorkflowId,
+  type Alert,
+} from '../../src/shared/alert';
 import { FailureType } from '../../src/shared/errors';
 import { rejectionOf } from '../support/failures';
 
@@ -54,12 +58,19 @@ const alert: Alert = {
   failedAt: '2026-11-29T12:00:00.000Z',
 };
 
-const deliver = (alertWebhookUrl: string | undefined) => {
+/** Delivers `what` as its alert workflow (`alertWorkflowId`) does. */
+const deliver = (
+  alertWebhookUrl: string | undefined,
+  what: Alert = alert,
+  alertWorkflowId = failureAlertWorkflowId(what.workflowId, what.runId),
+) => {
   const activities = createAlertActivities({
     alertWebhookUrl,
     temporalUiUrl: 'http://localhost:8233/',
   });
-  return new MockActivityEnvironment().run((a: Alert) => activities.deliverAlert(a), alert);
+  return new MockActivityEnvironment({
+    workflowExecution: { workflowId: alertWorkflowId, runId: 'alert-run' },
+  }).run((a: Alert) => activities.deliverAlert(a), what);
 };
 
 const failureOf = (promise: Promise<unknown>) => rejectionOf(promise, ApplicationFailure);
@@ -109,6 +120,28 @@ describe('deliverAlert with delivery stamps', () => {
 });
 
 describe('deliverAlert', () => {
+  it('keys each alert by its alert workflow, so two alerts of one run never share a key', async () => {
+    // Two refund reviews raised by one order run: same workflow and run, different alerts.
+    const review = (eventId: string): Alert => ({
+      ...alert,
+      kind: 'refund_review',
+      workflowType: 'orderWorkflow',
+      workflowId: 'order-12',
+      runId: 'order-run-1',
+      failureType: 'DoubleCharge',
+      failureMessage: `order 12 was paid again by event ${eventId}`,
+    });
+    for (const eventId of ['evt_2', 'evt_3']) {
+      await deliver(sinkUrl, review(eventId), refundReviewAlertWorkflowId(12, eventId));
+    }
+    await deliver(sinkUrl, { ...alert, workflowId: 'order-12', runId: 'order-run-1' });
+    expect(received.map((r) => r.headers['idempotency-key'])).toEqual([
+      refundReviewAlertWorkflowId(12, 'evt_2'),
+      refundReviewAlertWorkflowId(12, 'evt_3'),
+      failureAlertWorkflowId('order-12', 'order-run-1'),
+    ]);
+  });
+
   it('POSTs Slack-compatible JSON with every field and a Web UI link', async () => {
     await expect(deliver(sinkUrl)).resolves.toEqual({ delivered: true });
 

@@ -54,6 +54,7 @@ const EFFECT_METHODS = new Set([
 // Methods of the activities' dependencies (`deps.<x>.<method>`) that only read.
 const DEPENDENCY_READS = new Set([
   'findById',
+  'handledBy',
   'listByOrder',
   'readPage',
   'summarizeRange',

@@ -210,8 +210,42 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     const again = await payments.recordPayment(input);
 
     expect(again.kind).toBe('existing');
-    expect(again).toEqual({ kind: 'existing', payment: (first as { payment: unknown }).payment });
+    // With what the first recording decided, read back from the row, not from this call.
+    expect(again).toEqual({
+      kind: 'existing',
+      payment: (first as { payment: unknown }).payment,
+      firstForOrder: true,
+      amountMatchesOrder: true,
+    });
     expect(await payments.countByEventId(input.providerEventId)).toBe(1);
+  });
+
+  it('reads back a double charge as such when it comes again', async () => {
+    const order = await newOrder();
+    await payments.recordPayment({
+      providerEventId: nextEventId(),
+      orderId: order.id,
+      amount: 5_400,
+    });
+    const double = { providerEventId: nextEventId(), orderId: order.id, amount: 5_400 };
+    await payments.recordPayment(double);
+    expect(await payments.recordPayment(double)).toMatchObject({
+      kind: 'existing',
+      firstForOrder: false,
+      amountMatchesOrder: true,
+    });
+  });
+
+  it('keeps the first order workflow chain that finished with an event', async () => {
+    const order = await newOrder();
+    const eventId = nextEventId();
+    expect(await payments.handledBy(eventId)).toBeUndefined();
+    await payments.recordPayment({ providerEventId: eventId, orderId: order.id, amount: 5_400 });
+    expect(await payments.handledBy(eventId)).toBeNull();
+
+    await payments.markHandled(eventId, 'chain-1');
+    await payments.markHandled(eventId, 'chain-2');
+    expect(await payments.handledBy(eventId)).toBe('chain-1');
   });
 
   it('reports a conflict, and writes nothing, when the event ID comes with another amount or order', async () => {

@@ -169,8 +169,8 @@ describe('ops retry all', () => {
     const cli = await ops('retry', 'all', '--type', FULFILMENT_WORKFLOW_TYPE);
     expect(cli).toMatchObject({ code: 0, stderr: '' });
     const row = (id: string) => cli.stdout.split('\n').find((l) => l.startsWith(`${id} `));
-    expect(row(first.workflowId)).toMatch(/ retried +new run \S+/);
-    expect(row(second.workflowId)).toMatch(/ retried +new run \S+/);
+    expect(row(first.workflowId)).toMatch(/ done +new run \S+: the new run completed/);
+    expect(row(second.workflowId)).toMatch(/ done +new run \S+: the new run completed/);
     expect(row(recovered.workflowId)).toMatch(/ skipped +latest run is COMPLETED/);
 
     for (const payment of [first, second]) {

@@ -2,11 +2,14 @@ import type { SmtpSink } from '../../dev/partners/smtp-sink';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { listFailedWorkflows } from '../../src/operator/failed-workflows';
-import { findResetPoint, retryFailedWorkflow } from '../../src/operator/retry';
+import { findResetPoint } from '../../src/operator/reset-point';
+import { retryFailedWorkflow } from '../../src/operator/retry';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
 import { eventually, startTestWorkflowWorker } from './helpers';
-import { chargeWorkflow, invalidInputWorkflow } from './workflows';
+import { main } from '../../src/cli/ops';
+import { captureIo, cliEnv } from './helpers';
+import { chargeWorkflow, invalidInputWorkflow, paymentWorkflow } from './workflows';
 import { uniqueEventId as workflowId } from '../support/webhook';
 
 // Where `ops retry` resets a failed run to, on histories the payment workflow does not produce:
@@ -33,7 +36,9 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-async function failedRun(workflow: typeof chargeWorkflow | typeof invalidInputWorkflow) {
+async function failedRun(
+  workflow: typeof chargeWorkflow | typeof invalidInputWorkflow | typeof paymentWorkflow,
+) {
   const handle = await env.client.workflow.start(workflow, {
     taskQueue: worker.taskQueue,
     workflowId: workflowId(workflow.name),
@@ -72,7 +77,7 @@ it('starts over from the first workflow task when the workflow code itself faile
 
   const point = findResetPoint(events);
   const firstTask = events.find((e) => e.workflowTaskCompletedEventAttributes);
-  expect(point).toEqual({ kind: 'start', eventId: firstTask?.eventId });
+  expect(point).toEqual({ kind: 'start', eventId: firstTask?.eventId, rerun: ['prepare'] });
 
   const retried = await retryFailedWorkflow(env.client, handle.workflowId, { reason: 'test' });
   await expect(
@@ -98,4 +103,15 @@ it("records the operator's reason on the reset", async () => {
     ?.map((e) => e.workflowTaskFailedEventAttributes?.failure)
     .find((f) => f?.resetWorkflowFailureInfo);
   expect(resetFailure?.message).toBe('ops retry by alice');
+});
+
+it('exits 1 and says so when the retried run completes without doing the work', async () => {
+  worker.steps.state.chargeFails = true;
+  const { handle } = await failedRun(paymentWorkflow);
+  worker.steps.state.chargeFails = false;
+
+  const io = captureIo({ env: cliEnv(env) });
+  expect(await main(['retry', handle.workflowId], io)).toBe(1);
+  expect(io.stdout()).toMatch(/New run: \S+/);
+  expect(io.stderr()).toContain('Outcome: nothing was done: the new run found payment 1 recorded');
 });

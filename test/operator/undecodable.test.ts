@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { EXIT_OK, main } from '../../src/cli/ops';
+import { EXIT_OK, EXIT_PROBLEM, main } from '../../src/cli/ops';
 import { dataConverterFor } from '../../src/temporal/data-converter';
 import { createDevServerEnv } from '../support/temporal';
 import { captureIo, cliEnv, eventually, runTestWorkflows } from './helpers';
@@ -82,13 +82,16 @@ it('failed and retry all list every failed workflow, and the undecodable one on 
   expect(io.stdout()).toContain(`  ${undecodable} (invalidInputWorkflow): ${UNDECODABLE}`);
   expect(io.stdout()).toContain('2 failed workflow(s).');
 
+  // Both are retried; their input is invalid, so both new runs fail again, and say so (exit 1).
   const retry = cli();
-  expect(await main(['retry', 'all', '--type', 'invalidInputWorkflow'], retry)).toBe(EXIT_OK);
+  expect(await main(['retry', 'all', '--type', 'invalidInputWorkflow'], retry)).toBe(EXIT_PROBLEM);
   expect(retry.stderr()).toBe('');
-  expect(lineOf(retry.stdout(), readable)).toMatch(/ retried +new run /);
-  expect(lineOf(retry.stdout(), undecodable)).toMatch(/ retried +new run /);
+  expect(lineOf(retry.stdout(), readable)).toMatch(/ failed again +new run \S+: .*InvalidInput/);
+  expect(lineOf(retry.stdout(), undecodable)).toMatch(/ failed again +new run \S+: .*InvalidInput/);
   expect(retry.stdout()).toContain(`  ${undecodable} (invalidInputWorkflow): ${UNDECODABLE}`);
-  expect(retry.stdout()).toContain('Retried 2, skipped 0, errors 0.');
+  expect(retry.stdout()).toContain(
+    'Retried 2 (done 0, running 0, failed again 2, did nothing 0), skipped 0, refused 0, errors 0.',
+  );
 });
 
 it('stuck lists the other stuck workflows, and the undecodable one', async () => {

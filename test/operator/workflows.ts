@@ -1,5 +1,6 @@
 import { ApplicationFailure, proxyActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../../src/activities';
+import type { PaymentWorkflowResult } from '../../src/shared/payment';
 import type { StepActivities } from './step-activities';
 
 // Test-only workflows for the operator inbox: shapes of failure and stuck work that the payment
@@ -34,6 +35,15 @@ export async function chargeWorkflow(): Promise<string> {
     nonRetryable: true,
     cause: lastFailure instanceof Error ? lastFailure : undefined,
   });
+}
+
+/**
+ * A payment workflow as every build before issue 24's fix ran a retry: its hand-over (here the
+ * charge step) fails, and the run a retry makes completes with nothing handed over.
+ */
+export async function paymentWorkflow(): Promise<PaymentWorkflowResult> {
+  await steps.charge();
+  return { paymentId: 1, created: false, orderWorkflowId: null };
 }
 
 /** Fails in its own code, after one activity: no activity failure in the cause chain. */

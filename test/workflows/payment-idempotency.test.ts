@@ -19,8 +19,9 @@ import { createTestOrder } from '../support/orders';
 
 // The seed's idempotency test, end to end through Temporal: the same payment event processed
 // twice gives one payment row AND exactly one warehouse notification. The second assertion is
-// the one that matters: the unique constraint alone keeps one row, but only the "created" gate
-// stops the second run from notifying the warehouse again.
+// the one that matters: the unique constraint alone keeps one row, but only the record of which
+// order run finished with the event stops the second hand-over from notifying the warehouse
+// again.
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
 let partners: Partners;
@@ -60,11 +61,14 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
     // The hand-overs themselves: the order workflow's de-duplication would hide a second one
     // from every effect below, so count them where they leave the payment workflow.
     const handOvers: Array<Parameters<typeof activities.handOverToOrder>[0]> = [];
+    const handOverResults: Array<Awaited<ReturnType<typeof activities.handOverToOrder>>> = [];
     const worker = await bundledWorker(env, bundle, taskQueue, {
       ...activities,
       handOverToOrder: async (input: Parameters<typeof activities.handOverToOrder>[0]) => {
         handOvers.push(input);
-        return activities.handOverToOrder(input);
+        const result = await activities.handOverToOrder(input);
+        handOverResults.push(result);
+        return result;
       },
     });
     const input = { eventId: `evt_${randomUUID()}`, orderId, amount: 5400 };
@@ -78,22 +82,24 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
         args: [input],
         workflowExecutionTimeout: '1 hour',
       });
+      // The order's own workflow does the fulfilment: wait for it to finish, as it has long
+      // before a redelivery past the retention.
+      const order: OrderWorkflowResult = await env.client.workflow
+        .getHandle(orderWorkflowId(orderId))
+        .result();
       const b = await env.client.workflow.execute(paymentWorkflow, {
         taskQueue,
         workflowId: `second-${input.eventId}`,
         args: [input],
         workflowExecutionTimeout: '1 hour',
       });
-      // The order's own workflow does the fulfilment: wait for it to finish.
-      const order: OrderWorkflowResult = await env.client.workflow
-        .getHandle(orderWorkflowId(orderId))
-        .result();
       return [a, b, order] as const;
     });
 
     // The unique constraint keeps one row whatever the workflow does...
     expect(await payments.listByOrder(orderId)).toHaveLength(1);
-    // ...and only the "created" gate keeps the warehouse from being told twice.
+    // ...and only the record of the order run that handled it keeps the warehouse from being
+    // told twice.
     expect(partners.warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
     expect(first).toMatchObject({ created: true, orderWorkflowId: orderWorkflowId(orderId) });
     expect(second).toMatchObject({
@@ -105,12 +111,14 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
     expect((await orders.findById(orderId))?.shipmentStatus).toBe('requested');
     // The effects, not only the flag: one hand-over, one event processed by the order, one
     // confirmation mail, one ledger entry.
-    expect(handOvers).toEqual([
-      {
-        orderId,
-        event: expect.objectContaining({ eventId: input.eventId, paymentId: first.paymentId }),
-      },
-    ]);
+    // The second execution hands over too (it cannot know whether the first one's hand-over
+    // arrived), and its hand-over finds the event handled: no signal, no second order run.
+    const handOver = {
+      orderId,
+      event: expect.objectContaining({ eventId: input.eventId, paymentId: first.paymentId }),
+    };
+    expect(handOvers).toEqual([handOver, handOver]);
+    expect(handOverResults).toEqual([{ handedOver: true }, { handedOver: false }]);
     expect(orderRun.processed).toEqual([{ eventId: input.eventId, outcome: 'fulfilled' }]);
     expect(partners.smtp.messages).toHaveLength(1);
     expect(await createLoyaltyRepository(db.db).ledgerFor(1)).toHaveLength(1);

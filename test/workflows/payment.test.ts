@@ -41,11 +41,20 @@ interface Call {
   at: number;
 }
 
-/** Activities that record every call and behave as each test says. */
+/**
+ * The order workflow's reads and stamps of which run finished with an event: not recorded in
+ * the calls below, whose tests are about the effects (test/workflows/order-handled.test.ts is
+ * about these).
+ */
+const EVENT_BOOKKEEPING = new Set(['orderEventHandledBy', 'markOrderEventHandled']);
+
+/** Activities that record the effects' calls and behave as each test says. */
 function mockActivities(overrides: Partial<Activities>, calls: Call[]): Activities {
   const defaults: Activities = {
     recordPayment: async () => ({ paymentId: 7, created: true, firstForOrder: true }),
-    handOverToOrder: async () => undefined,
+    handOverToOrder: async () => ({ handedOver: true }),
+    orderEventHandledBy: async () => ({ chain: null }),
+    markOrderEventHandled: async () => undefined,
     notifyWarehouse: async () => ({ shipmentId: 'shp_1', replayed: false }),
     setShipmentStatus: async () => undefined,
     requestRefundReview: async () => undefined,
@@ -61,7 +70,9 @@ function mockActivities(overrides: Partial<Activities>, calls: Call[]): Activiti
     Object.entries(activities).map(([name, fn]) => [
       name,
       async (...args: unknown[]) => {
-        calls.push({ name: name as keyof Activities, args, at: await env.currentTimeMs() });
+        if (!EVENT_BOOKKEEPING.has(name)) {
+          calls.push({ name: name as keyof Activities, args, at: await env.currentTimeMs() });
+        }
         return (fn as (...a: unknown[]) => unknown)(...args);
       },
     ]),
@@ -276,13 +287,33 @@ describe('paymentWorkflow', () => {
     });
   });
 
-  it('does nothing more when the payment was already recorded (not created by this call)', async () => {
+  it('hands an already recorded payment over again, with what its recording decided', async () => {
+    // An operator's retry of a payment whose hand-over gave up, or a redelivery after the
+    // server forgot the workflow ID: the row is there, the order workflow may never have had it.
     const run = await runPayment({
-      recordPayment: async () => ({ paymentId: 7, created: false, firstForOrder: false }),
+      recordPayment: async () => ({
+        paymentId: 7,
+        created: false,
+        firstForOrder: true,
+        amountMatchesOrder: true,
+      }),
+    });
+
+    expect(run.result).toEqual({ paymentId: 7, created: false, orderWorkflowId: 'order-12' });
+    expect(run.calls.map((c) => c.name)).toEqual(['recordPayment', 'handOverToOrder']);
+    expect(run.calls[1]!.args[0]).toMatchObject({
+      orderId: 12,
+      event: { paymentId: 7, firstForOrder: true, amountMatchesOrder: true },
+    });
+  });
+
+  it('reports no order workflow when an order run had already finished with the payment', async () => {
+    const run = await runPayment({
+      recordPayment: async () => ({ paymentId: 7, created: false, firstForOrder: true }),
+      handOverToOrder: async () => ({ handedOver: false }),
     });
 
     expect(run.result).toEqual({ paymentId: 7, created: false, orderWorkflowId: null });
-    expect(run.calls.map((c) => c.name)).toEqual(['recordPayment']);
   });
 
   it('fails with the OrderNotFound cause, without retrying, when the order does not exist', async () => {

@@ -40,8 +40,11 @@ export type RecordPaymentResult =
        */
       amountMatchesOrder: boolean;
     }
-  /** The event was already recorded with the same order and amount: a redelivery or a retry. */
-  | { kind: 'existing'; payment: Payment }
+  /**
+   * The event was already recorded with the same order and amount: a redelivery or a retry. What
+   * the recording decided is read back from the row, so whoever hands it on hands on the same.
+   */
+  | { kind: 'existing'; payment: Payment; firstForOrder: boolean; amountMatchesOrder: boolean }
   /** No such order; nothing was written. */
   | { kind: 'order_not_found' }
   /** The event ID is already recorded with a different order or amount; `payment` is that record. */
@@ -58,6 +61,13 @@ export interface PaymentsRepository {
   countByEventId(providerEventId: string): Promise<number>;
   /** Oldest first. */
   listByOrder(orderId: number): Promise<Payment[]>;
+  /**
+   * The order workflow chain (its first run ID) that finished with this event; null while none
+   * has, undefined when no such payment is recorded.
+   */
+  handledBy(providerEventId: string): Promise<string | null | undefined>;
+  /** Records that `chain` finished with the event; the first chain to do so stays. */
+  markHandled(providerEventId: string, chain: string): Promise<void>;
 }
 
 /** `db` must not be a transaction: `recordPayment` opens its own. */
@@ -123,18 +133,18 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
           if (recorded.order_id !== input.orderId || recorded.amount !== input.amount) {
             return { kind: 'conflict', payment };
           }
+          const decided = {
+            payment,
+            firstForOrder: recorded.first_for_order === 1,
+            amountMatchesOrder:
+              recorded.first_for_order === 1 || (await amountMatchesOrder(trx, recorded)),
+          };
           // Our own row from an earlier attempt of this run: carry on where it left off.
           // (A call without a run ID never matches: the column holds NULL then, not undefined.)
           if (recorded.recorded_by_run_id === input.recordedByRunId) {
-            return {
-              kind: 'created',
-              payment,
-              firstForOrder: recorded.first_for_order === 1,
-              amountMatchesOrder:
-                recorded.first_for_order === 1 || (await amountMatchesOrder(trx, recorded)),
-            };
+            return { kind: 'created', ...decided };
           }
-          return { kind: 'existing', payment };
+          return { kind: 'existing', ...decided };
         });
       } catch (error) {
         // The foreign key is what tells a missing order; asking first would race with the insert.
@@ -161,6 +171,24 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
         .orderBy('id')
         .execute();
       return rows.map(toPayment);
+    },
+
+    async handledBy(providerEventId) {
+      const row = await db
+        .selectFrom('payments')
+        .select('handled_by_chain')
+        .where('provider_event_id', '=', providerEventId)
+        .executeTakeFirst();
+      return row && row.handled_by_chain;
+    },
+
+    async markHandled(providerEventId, chain) {
+      await db
+        .updateTable('payments')
+        .set({ handled_by_chain: chain, updated_at: new Date().toISOString() })
+        .where('provider_event_id', '=', providerEventId)
+        .where('handled_by_chain', 'is', null)
+        .execute();
     },
   };
 }

@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { createAlertActivities } from '../../src/activities/alert-activities';
+import type { Activities } from '../../src/activities';
+import { failureAlertWorkflowId, refundReviewAlertWorkflowId } from '../../src/shared/alert';
+import { FailureType } from '../../src/shared/errors';
+import { type OrderPaymentEvent } from '../../src/shared/order';
+import { bundledWorker, workflowBundle } from '../support/bundles';
+import { createTimeSkippingEnv } from '../support/temporal';
+
+// Issue 24, defect 3: every alert of one order run (its refund reviews and its failure alert)
+// goes out under a key of its own, so a sink that drops repeated Idempotency-Keys, as
+// docs/exactly-once.md relies on, drops only repeats of one alert, never another alert.
+let env: TestWorkflowEnvironment;
+let sink: Server;
+let sinkUrl: string;
+/** What the sink kept: one alert per Idempotency-Key; a repeated key is acknowledged, dropped. */
+const kept = new Map<string, unknown>();
+
+beforeAll(async () => {
+  env = await createTimeSkippingEnv();
+  sink = createServer((request, response) => {
+    let raw = '';
+    request.on('data', (chunk: Buffer) => (raw += chunk.toString()));
+    request.on('end', () => {
+      const key = request.headers['idempotency-key'];
+      if (typeof key !== 'string') return void response.writeHead(400).end();
+      if (!kept.has(key)) kept.set(key, JSON.parse(raw));
+      response.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}/alerts`;
+});
+
+afterAll(async () => {
+  await new Promise((resolve) => sink?.close(resolve));
+  await env?.teardown();
+});
+
+it('keeps six refund reviews and the failure of one order run apart at a sink that honours keys', async () => {
+  const orderId = 40_000 + Math.floor(Math.random() * 10_000);
+  const fulfilment: OrderPaymentEvent = {
+    eventId: `evt_${randomUUID()}`,
+    paymentId: 1,
+    amount: 5400,
+    firstForOrder: true,
+  };
+  const doubles: OrderPaymentEvent[] = Array.from({ length: 6 }, (_, i) => ({
+    eventId: `evt_${randomUUID()}`,
+    paymentId: i + 2,
+    amount: 5400,
+    firstForOrder: false,
+  }));
+  const taskQueue = `alert-keys-${randomUUID()}`;
+  const unused = async () => undefined as never;
+  const activities: Activities = {
+    recordPayment: unused,
+    handOverToOrder: unused,
+    orderEventHandledBy: async () => ({ chain: null }),
+    markOrderEventHandled: async () => undefined,
+    notifyWarehouse: async () => {
+      throw ApplicationFailure.create({
+        type: FailureType.WarehouseRejected,
+        message: 'warehouse rejected the shipment request with 400',
+        nonRetryable: true,
+      });
+    },
+    setShipmentStatus: async () => undefined,
+    requestRefundReview: async () => undefined,
+    sendOrderConfirmation: unused,
+    awardLoyaltyPoints: unused,
+    ...createAlertActivities({ alertWebhookUrl: sinkUrl, temporalUiUrl: undefined }),
+  };
+  const worker = await bundledWorker(env, await workflowBundle(), taskQueue, activities);
+  const workflowId = `order-${orderId}`;
+  await worker.runUntil(async () => {
+    const order = await env.client.workflow.start('orderWorkflow', {
+      taskQueue,
+      workflowId,
+      args: [{ orderId, pending: [fulfilment, ...doubles] }],
+      workflowExecutionTimeout: '1 hour',
+    });
+    await expect(order.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+    const alerts = [
+      ...doubles.map((e) => refundReviewAlertWorkflowId(orderId, e.eventId)),
+      failureAlertWorkflowId(workflowId, order.firstExecutionRunId),
+    ];
+    for (const id of alerts) await env.client.workflow.getHandle(id).result();
+  });
+
+  const keptForOrder = [...kept.values()].filter(
+    (body) => (body as { alert: { order_id: number } }).alert.order_id === orderId,
+  ) as Array<{ alert: { kind: string } }>;
+  expect(keptForOrder.map((b) => b.alert.kind).sort()).toEqual([
+    ...Array<string>(6).fill('refund_review'),
+    'workflow_failed',
+  ]);
+});
