@@ -8,12 +8,12 @@ import type { MigrationPoint, MigrationPointHook } from '../../src/db/migrate';
  *   MIGRATION_HOLD_AT=0005_payment_recorded_by_run#1 \
  *     node --import tsx --import ./dev/migrations/hold.ts src/cli/migrate.ts
  *
- * (or the same two `--import`s in NODE_OPTIONS for `npm run migrate` / `npm start`). When the
- * process reaches the point (dev/migrations/points.ts lists them), it writes
- * `{"type":"hold","point":…,"pid":…}` on file descriptor 3 (stderr when 3 is not open) and waits
- * inside the migration's transaction, lock held, until it is killed (the crash) or sent SIGUSR2
- * (it then says `released` and carries on). src/ is untouched: the runner reads the hook from a
- * global symbol when it loads, so it must be set before src/db/migrate.ts is imported.
+ * (or the same two `--import`s in NODE_OPTIONS for `npm run migrate` / `npm start`). At that point
+ * (dev/migrations/points.ts lists them all) it writes `{"type":"hold","point":…,"pid":…}` on file
+ * descriptor 3, or on stderr when 3 is not open (npm run passes only 0-2 to its script), and
+ * waits inside the migration's transaction, lock held, until it is killed (the crash) or sent
+ * SIGUSR2 (it then says `released` and carries on). Only this preload installs the hook, on a
+ * global symbol that src/db/migrate.ts reads once when it loads.
  */
 
 export const HOLD_AT_ENV = 'MIGRATION_HOLD_AT';
