@@ -215,10 +215,10 @@ can be run again: nothing is reset twice. --dry-run lists what it would reset an
 asking for confirmation, and waits (up to a minute) until the server has removed them.
 
 Deleting is final: the history is gone and the server forgets the workflow ID, so a later start
-under that ID is accepted as new. For a payment workflow, a redelivery of its event then starts
-a new run, which finds the payment already recorded and does nothing more. For an order's
-workflow, its payment workflow has completed, so a redelivery is still a duplicate and does
-nothing. Either way the flushed work is not done by anyone: retry what should still happen,
+under that ID is accepted as new. For an order's workflow, the failed run recorded that it
+finished with its payment, so a redelivery does nothing: the flushed work is not done by anyone.
+A payment whose hand-over gave up never reached an order run: a redelivery of its event after
+the flush hands it over, and the order is fulfilled after all. Retry what should still happen;
 flush only what nobody will retry.
 
 A workflow that changed after it was listed (retried by someone else, say) is left alone.`,

@@ -93,7 +93,12 @@ async function judgeCompleted(
   if (latest.type === 'orderWorkflow') {
     const eventId = await failedEventId(client, failure);
     const processed = (result as Partial<OrderWorkflowResult> | undefined)?.processed ?? [];
-    const done = processed.some((p) => eventId === undefined || p.eventId === eventId);
+    // `already_handled`: another chain finished with the event, so this run did not.
+    const done = processed.some(
+      (p) =>
+        (eventId === undefined || p.eventId === eventId) &&
+        (p.outcome === 'fulfilled' || p.outcome === 'refund_review'),
+    );
     if (!done) {
       return {
         kind: 'did-nothing',

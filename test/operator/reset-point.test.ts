@@ -9,7 +9,7 @@ import { createDevServerEnv } from '../support/temporal';
 import { eventually, startTestWorkflowWorker } from './helpers';
 import { main } from '../../src/cli/ops';
 import { captureIo, cliEnv } from './helpers';
-import { chargeWorkflow, invalidInputWorkflow, paymentWorkflow } from './workflows';
+import { chargeWorkflow, invalidInputWorkflow, orderWorkflow, paymentWorkflow } from './workflows';
 import { uniqueEventId as workflowId } from '../support/webhook';
 
 // Where `ops retry` resets a failed run to, on histories the payment workflow does not produce:
@@ -37,7 +37,11 @@ afterAll(async () => {
 });
 
 async function failedRun(
-  workflow: typeof chargeWorkflow | typeof invalidInputWorkflow | typeof paymentWorkflow,
+  workflow:
+    | typeof chargeWorkflow
+    | typeof invalidInputWorkflow
+    | typeof paymentWorkflow
+    | typeof orderWorkflow,
 ) {
   const handle = await env.client.workflow.start(workflow, {
     taskQueue: worker.taskQueue,
@@ -105,13 +109,22 @@ it("records the operator's reason on the reset", async () => {
   expect(resetFailure?.message).toBe('ops retry by alice');
 });
 
-it('exits 1 and says so when the retried run completes without doing the work', async () => {
-  worker.steps.state.chargeFails = true;
-  const { handle } = await failedRun(paymentWorkflow);
-  worker.steps.state.chargeFails = false;
+it.each([
+  { workflow: paymentWorkflow, message: 'nothing was done: the new run found payment 1 recorded' },
+  {
+    workflow: orderWorkflow,
+    message: 'nothing was done: the new run completed without processing event (any)',
+  },
+])(
+  'exits 1 and says so when a retried $workflow.name completes without doing the work',
+  async ({ workflow, message }) => {
+    worker.steps.state.chargeFails = true;
+    const { handle } = await failedRun(workflow);
+    worker.steps.state.chargeFails = false;
 
-  const io = captureIo({ env: cliEnv(env) });
-  expect(await main(['retry', handle.workflowId], io)).toBe(1);
-  expect(io.stdout()).toMatch(/New run: \S+/);
-  expect(io.stderr()).toContain('Outcome: nothing was done: the new run found payment 1 recorded');
-});
+    const io = captureIo({ env: cliEnv(env) });
+    expect(await main(['retry', handle.workflowId], io)).toBe(1);
+    expect(io.stdout()).toMatch(/New run: \S+/);
+    expect(io.stderr()).toContain(`Outcome: ${message}`);
+  },
+);

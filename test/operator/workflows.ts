@@ -1,5 +1,6 @@
 import { ApplicationFailure, proxyActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../../src/activities';
+import type { OrderWorkflowResult } from '../../src/shared/order';
 import type { PaymentWorkflowResult } from '../../src/shared/payment';
 import type { StepActivities } from './step-activities';
 
@@ -44,6 +45,15 @@ export async function chargeWorkflow(): Promise<string> {
 export async function paymentWorkflow(): Promise<PaymentWorkflowResult> {
   await steps.charge();
   return { paymentId: 1, created: false, orderWorkflowId: null };
+}
+
+/**
+ * An order workflow whose retried run finds its event finished by another run of the order: its
+ * step (the charge) fails, and the run a retry makes processes nothing.
+ */
+export async function orderWorkflow(): Promise<OrderWorkflowResult> {
+  await steps.charge();
+  return { orderId: 1, processed: [{ eventId: 'evt_1', outcome: 'already_handled' }] };
 }
 
 /** Fails in its own code, after one activity: no activity failure in the cause chain. */
