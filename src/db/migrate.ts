@@ -7,6 +7,7 @@ import * as m0003 from './migrations/0003_loyalty_points';
 import * as m0004 from './migrations/0004_stock_snapshots';
 import * as m0005 from './migrations/0005_payment_recorded_by_run';
 import * as m0006 from './migrations/0006_alert_deliveries';
+import * as m0010 from './migrations/0010_unmatched_deliveries';
 
 /**
  * Every migration, by name, in order. Imported rather than found by scanning a folder, so the
@@ -20,6 +21,7 @@ const migrations: Readonly<Record<string, Migration>> = {
   '0004_stock_snapshots': m0004,
   '0005_payment_recorded_by_run': m0005,
   '0006_alert_deliveries': m0006,
+  '0010_unmatched_deliveries': m0010,
 };
 
 const provider: MigrationProvider = {
