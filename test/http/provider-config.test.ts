@@ -279,15 +279,15 @@ describe('the contract’s provider', () => {
     expect(
       read({ id: 'evt_1', event: 'payment.succeeded', order_id: 3, amount: 5400 }).data,
     ).toEqual({
-      handled: true,
+      kind: 'payment',
       event: 'payment.succeeded',
       eventId: 'evt_1',
-      orderId: 3,
+      orderRef: 3,
       amount: 5400,
     });
-    expect(read({ event: 'payment.refunded' }).data).toEqual({
-      handled: false,
-      event: 'payment.refunded',
+    expect(read({ event: 'payment.failed' }).data).toEqual({
+      kind: 'ignored',
+      event: 'payment.failed',
     });
     expect(read({ id: 'evt_1', event: 'payment.succeeded', order_id: 3 }).success).toBe(false);
   });
