@@ -298,7 +298,15 @@ function stripeNotification(binding: StripeBinding): WebhookProvider['notificati
         return readPayment(body, ctx, thinEvent, (thin): ProviderNotification => {
           // The context is the account the event happened on (`acct_…`, then sub-contexts).
           const mismatch = bindingMismatch(binding, thin.livemode, thin.context?.split('/')[0]);
-          if (mismatch) return { kind: 'unmatched', event: thin.type, ...mismatch, object: thin };
+          if (mismatch) {
+            return {
+              kind: 'unmatched',
+              event: thin.type,
+              eventId: thin.id,
+              ...mismatch,
+              object: thin,
+            };
+          }
           const type = thin.type.startsWith(THIN_TYPE_PREFIX)
             ? thin.type.slice(THIN_TYPE_PREFIX.length)
             : undefined;
@@ -309,6 +317,7 @@ function stripeNotification(binding: StripeBinding): WebhookProvider['notificati
             return {
               kind: 'unmatched',
               event: thin.type,
+              eventId: thin.id,
               reason: 'thin_unresolved',
               note: 'a thin event without a related object: nothing to fetch',
               object: thin,
@@ -343,9 +352,7 @@ function under(ctx: z.RefinementCtx, prefix: PropertyKey[]): z.RefinementCtx {
     ...ctx,
     addIssue: (issue) =>
       ctx.addIssue(
-        typeof issue === 'string'
-          ? issue
-          : { ...issue, path: [...prefix, ...(issue.path ?? [])] },
+        typeof issue === 'string' ? issue : { ...issue, path: [...prefix, ...(issue.path ?? [])] },
       ),
   };
 }
