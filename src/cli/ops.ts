@@ -20,6 +20,7 @@ import { DEFAULT_MIN_ATTEMPTS, inspectRunningWorkflows } from '../operator/stuck
 import { type Column, formatTable } from '../operator/table';
 import { describeUndecodable, type UndecodablePayloads } from '../operator/visibility';
 import { runMain } from '../process/run-main';
+import { unmatchedMain } from './unmatched';
 
 /**
  * The operator inbox: `npm run ops -- <command>`. What the seed did with `queue:failed`,
@@ -64,6 +65,7 @@ function commandLine(io: CliIo) {
     'after',
     `
 Run "npm run ops -- <command> --help" for the details of one command.
+The unmatched inbox (signed deliveries no workflow could act on): npm run ops -- unmatched --help
 
 Connects to TEMPORAL_ADDRESS (unset: ${DEFAULT_TEMPORAL_ADDRESS}, the dev server of npm start)
 in TEMPORAL_NAMESPACE (default: default).
@@ -186,6 +188,8 @@ ATTEMPTS is the attempt the work is on, or will make next.`,
 
 /** Runs one command and resolves to the process exit code; errors are reported on `io.err`. */
 export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+  // The unmatched inbox lives in the database, not on Temporal: its own commands (cli/unmatched.ts).
+  if (argv[0] === 'unmatched') return unmatchedMain(argv.slice(1), io);
   const parsed = await parseCommandLine<Work>(commandLine(io), argv, io);
   if (parsed.kind === 'help') return EXIT_OK;
   if (parsed.kind === 'usage-error') return EXIT_USAGE;
