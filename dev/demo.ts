@@ -84,8 +84,8 @@ type Delivery = [label: string, send: () => Promise<Reply[]>];
  * What the provider sends for one payment. The contract's provider: the event, its retry, an
  * event type we ignore, a forgery. Stripe and Standard Webhooks, as they behave for real: the
  * same event twice at once, other events of the payment arriving after it (out of order), a
- * redelivery later, signed afresh, a replay of an old signature, a forgery, and a payment in
- * another currency than the shop's.
+ * redelivery later, signed afresh, a replay of an old signature, a forgery, a payment in
+ * another currency than the shop's (kept as unmatched), then a partial refund and a dispute.
  */
 function scenario(
   player: ProviderPlayer,
@@ -101,15 +101,27 @@ function scenario(
       deliveries: [
         ['payment.succeeded', once(payment)],
         ['same event again (provider retry)', once(payment)],
-        ['payment.refunded (not handled)', once(player.other('payment.refunded', orderId, 5400))],
+        ['payment.failed (not handled)', once(player.other('payment.failed', orderId, 5400))],
         ['forged signature', once(payment, { forged: true })],
       ],
     };
   }
-  const [paid, created, related] =
+  const [paid, created, related, refunded, disputed] =
     player.name === 'stripe'
-      ? ['payment_intent.succeeded', 'payment_intent.created', 'charge.succeeded']
-      : ['payment.succeeded', 'payment.created', 'payment.captured'];
+      ? [
+          'payment_intent.succeeded',
+          'payment_intent.created',
+          'charge.succeeded',
+          'charge.refunded',
+          'charge.dispute.created',
+        ]
+      : [
+          'payment.succeeded',
+          'payment.created',
+          'payment.captured',
+          'payment.refunded',
+          'payment.disputed',
+        ];
   const tenMinutesAgo = Math.floor(Date.now() / 1000) - 600;
   const otherCurrency = config.SHOP_CURRENCY === 'usd' ? 'eur' : 'usd';
   return {
@@ -131,9 +143,11 @@ function scenario(
       ['replay of a delivery signed 10 minutes ago', once(payment, { signedAt: tenMinutesAgo })],
       ['forged signature', once(payment, { forged: true })],
       [
-        `${paid} in ${otherCurrency.toUpperCase()}`,
+        `${paid} in ${otherCurrency.toUpperCase()} (kept as unmatched)`,
         once(player.payment(orderId, 5400, otherCurrency)),
       ],
+      [`${refunded} of 1000 (partial)`, once(player.refund(payment, orderId, 1000))],
+      [`${disputed}`, once(player.dispute(payment, orderId, 5400))],
     ],
   };
 }

@@ -11,6 +11,7 @@ import {
   createDatabase,
   createOrdersRepository,
   createPaymentsRepository,
+  createUnmatchedRepository,
   migrateToLatest,
 } from '../src/db';
 import { buildAdminApp, listenAdmin } from '../src/http/admin';
@@ -27,7 +28,8 @@ import { runMain } from '../src/process/run-main';
 import { onShutdownSignal } from '../src/process/shutdown';
 import { createLazyClient } from '../src/temporal/client';
 import { startDevServer } from './temporal/dev-server';
-import { createPaymentStarter } from '../src/temporal/payment-starter';
+import { createProviderEventStarter } from '../src/temporal/provider-event-starter';
+import { createThinEventStarter } from '../src/temporal/thin-event-starter';
 import {
   DEV_WORKER_METRICS_ADDRESS,
   installTemporalRuntime,
@@ -204,7 +206,14 @@ async function main(): Promise<void> {
     const app = await buildApp({
       config,
       logger,
-      payments: createPaymentStarter(client, { startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS }),
+      payments: createProviderEventStarter(client, {
+        startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS,
+      }),
+      unmatchedRepository: createUnmatchedRepository(db.db),
+      // Without a key there is nothing to fetch a thin event with: the route keeps it as unmatched.
+      thinEvents: config.STRIPE_API_KEY
+        ? createThinEventStarter(client, { startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS })
+        : undefined,
       ordersRepository: createOrdersRepository(db.db),
       paymentsRepository: createPaymentsRepository(db.db),
       metrics,

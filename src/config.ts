@@ -132,6 +132,42 @@ const schema = z
     /** How old a Stripe-Signature timestamp may be (Stripe signs every delivery attempt afresh). */
     STRIPE_WEBHOOK_TOLERANCE_SECONDS: toleranceSeconds(STRIPE_DEFAULT_TOLERANCE_SECONDS),
     /** Standard Webhooks symmetric secrets (`whsec_<base64>`), comma-separated, current first. */
+    /**
+     * Which Stripe mode's events may pay orders: `true` live, `false` test. Unset: live in
+     * production, test elsewhere. An event of the other mode is kept as unmatched, never paid.
+     */
+    STRIPE_LIVEMODE: blankToUndefined.pipe(
+      z
+        .enum(['true', 'false'], { message: 'must be true or false' })
+        .transform((v) => v === 'true')
+        .optional(),
+    ),
+    /**
+     * The shop's Stripe account (`acct_…`). Set: an event from any other account (a Connect
+     * account's, another integration's) is kept as unmatched. Unset: not checked.
+     */
+    STRIPE_ACCOUNT_ID: blankToUndefined.pipe(
+      z
+        .string()
+        .regex(/^acct_[A-Za-z0-9]{1,100}$/, 'must be a Stripe account ID, acct_…')
+        .optional(),
+    ),
+    /**
+     * A Stripe secret or restricted key (read access to PaymentIntents, Charges, Refunds and
+     * Disputes), used only to fetch the objects of thin events. Unset: thin events are kept as
+     * unmatched (thin_unresolved).
+     */
+    STRIPE_API_KEY: blankToUndefined.pipe(
+      z
+        .string()
+        .regex(
+          /^(sk|rk)_(test|live)_[A-Za-z0-9_]{8,}$/,
+          'must be a Stripe secret (sk_…) or restricted (rk_…) key, not a publishable or webhook one',
+        )
+        .optional(),
+    ),
+    /** Where Stripe's API is (tests and local doubles); unset: Stripe's own, api.stripe.com. */
+    STRIPE_API_BASE_URL: optionalUrl,
     STANDARD_WEBHOOK_SECRETS: secretList((v) => problemOf(() => parseStandardSecret(v))),
     /** Standard Webhooks ed25519 public keys (`whpk_<base64>`) for `v1a` signatures. */
     STANDARD_WEBHOOK_PUBLIC_KEYS: secretList((v) => problemOf(() => parseStandardPublicKey(v))),
@@ -340,6 +376,14 @@ const schema = z
         message: 'in production use the sender’s secret (16+ bytes of key), not the dev default',
       });
     }
+    if (c.STRIPE_API_KEY?.includes('_test_') && c.STRIPE_LIVEMODE !== false) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['STRIPE_API_KEY'],
+        message:
+          'a test-mode key cannot fetch live-mode events: use the live key, or set STRIPE_LIVEMODE=false',
+      });
+    }
     const providers = [
       c.STRIPE_WEBHOOK_SECRETS,
       c.STANDARD_WEBHOOK_SECRETS,
@@ -391,6 +435,7 @@ const schema = z
         (dev && !standardConfigured ? [DEV_STANDARD_WEBHOOK_SECRET] : []),
       STANDARD_WEBHOOK_PUBLIC_KEYS: c.STANDARD_WEBHOOK_PUBLIC_KEYS ?? [],
       SHOP_CURRENCY: c.SHOP_CURRENCY ?? DEFAULT_SHOP_CURRENCY,
+      STRIPE_LIVEMODE: c.STRIPE_LIVEMODE ?? !dev,
     };
   });
 

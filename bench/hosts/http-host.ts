@@ -7,6 +7,7 @@ import {
   createDatabase,
   createOrdersRepository,
   createPaymentsRepository,
+  createUnmatchedRepository,
   type DatabaseHandle,
 } from '../../src/db';
 import { buildApp } from '../../src/http/app';
@@ -19,6 +20,7 @@ import {
 } from '../../src/shared/search-attributes';
 import { createLazyClient } from '../../src/temporal/client';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
+import { createProviderEventStarter } from '../../src/temporal/provider-event-starter';
 import type { paymentWorkflow } from '../../src/workflows';
 import { serveHost } from '../lib/host';
 import { closedLoop, type LoopResult } from '../lib/loop';
@@ -42,12 +44,14 @@ async function main(): Promise<void> {
     namespace: config.TEMPORAL_NAMESPACE,
     settings: config.temporalConnection,
   });
-  const starter = createPaymentStarter(client, {
+  // The webhook's starter: payments through createPaymentStarter, as the raw loop is compared with.
+  const starter = createProviderEventStarter(client, {
     startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS,
   });
   const appDeps = {
     config,
     payments: starter,
+    unmatchedRepository: createUnmatchedRepository(db.db),
     ordersRepository: createOrdersRepository(db.db),
     paymentsRepository: createPaymentsRepository(db.db),
   };

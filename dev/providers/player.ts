@@ -21,6 +21,8 @@ export type ProviderName = (typeof PROVIDERS)[number];
 export interface ProviderEvent {
   id: string;
   body: string;
+  /** Of a payment: what the provider's refunds and disputes name it by (`pi_…`, payment_id). */
+  paymentRef?: string;
 }
 
 export interface Reply {
@@ -42,6 +44,10 @@ export interface ProviderPlayer {
   payment(orderId: number, amount: number, currency?: string): ProviderEvent;
   /** Another event type about the same payment, one this service does not act on. */
   other(type: string, orderId: number, amount: number): ProviderEvent;
+  /** A refund of `amount` of a payment this player made. */
+  refund(payment: ProviderEvent, orderId: number, amount: number): ProviderEvent;
+  /** A dispute opened on a payment this player made, evidence due in a week. */
+  dispute(payment: ProviderEvent, orderId: number, amount: number): ProviderEvent;
   deliver(event: ProviderEvent, options?: DeliveryOptions): Promise<Reply>;
   /** The payment workflow an event of this provider starts. */
   workflowId(event: ProviderEvent): string;
@@ -78,11 +84,25 @@ export function providerPlayer(
         const id = fresh('evt');
         return event(id, { id, event: type, order_id: orderId, amount });
       };
+      const about = (type: string, payment: ProviderEvent, fields: object) => {
+        const id = fresh('evt');
+        return event(id, { id, event: type, payment_id: payment.id, ...fields });
+      };
       return {
         name,
         path: PAYMENT_WEBHOOK_PATH,
         payment: (orderId, amount) => contractEvent('payment.succeeded', orderId, amount),
         other: contractEvent,
+        refund: (payment, orderId, amount) =>
+          about('payment.refunded', payment, { order_id: orderId, amount, refund_id: fresh('rf') }),
+        dispute: (payment, orderId, amount) =>
+          about('payment.disputed', payment, {
+            order_id: orderId,
+            amount,
+            dispute_id: fresh('dp'),
+            status: 'opened',
+            evidence_due_by: inAWeek(),
+          }),
         deliver: (e, options = {}) =>
           post(PAYMENT_WEBHOOK_PATH, e.body, {
             'x-payment-signature': options.forged
@@ -95,25 +115,26 @@ export function providerPlayer(
     case 'stripe': {
       const secret = firstSecret(config.STRIPE_WEBHOOK_SECRETS, 'STRIPE_WEBHOOK_SECRETS');
       const webhooks = new Stripe('sk_test_demo_never_used').webhooks;
-      const stripeEvent = (type: string, orderId: number, amount: number, currency: string) => {
+      const snapshot = (type: string, object: object) => {
         const id = fresh('evt');
-        return event(id, {
-          id,
-          object: 'event',
-          type,
-          created: nowSeconds(),
-          livemode: false,
-          data: {
-            object: {
-              id: `pi_${id.slice(4)}`,
-              object: 'payment_intent',
-              amount,
-              amount_received: type === 'payment_intent.created' ? 0 : amount,
-              currency,
-              metadata: { order_id: String(orderId) },
-            },
-          },
+        const body = { id, object: 'event', type, created: nowSeconds(), livemode: false };
+        return { id, body: { ...body, data: { object } } };
+      };
+      const stripeEvent = (type: string, orderId: number, amount: number, currency: string) => {
+        const paymentRef = fresh('pi');
+        const { id, body } = snapshot(type, {
+          id: paymentRef,
+          object: 'payment_intent',
+          amount,
+          amount_received: type === 'payment_intent.created' ? 0 : amount,
+          currency,
+          metadata: { order_id: String(orderId) },
         });
+        return { ...event(id, body), paymentRef };
+      };
+      const about = (type: string, object: object) => {
+        const { id, body } = snapshot(type, object);
+        return event(id, body);
       };
       return {
         name,
@@ -121,6 +142,27 @@ export function providerPlayer(
         payment: (orderId, amount, currency = config.SHOP_CURRENCY) =>
           stripeEvent('payment_intent.succeeded', orderId, amount, currency),
         other: (type, orderId, amount) => stripeEvent(type, orderId, amount, config.SHOP_CURRENCY),
+        // charge.refunded: the charge's refunded total so far, which is what Stripe reports.
+        refund: (payment, orderId, amount) =>
+          about('charge.refunded', {
+            id: fresh('ch'),
+            object: 'charge',
+            payment_intent: payment.paymentRef,
+            amount_refunded: amount,
+            currency: config.SHOP_CURRENCY,
+            metadata: { order_id: String(orderId) },
+          }),
+        dispute: (payment, _orderId, amount) =>
+          about('charge.dispute.created', {
+            id: fresh('dp'),
+            object: 'dispute',
+            payment_intent: payment.paymentRef,
+            amount,
+            currency: config.SHOP_CURRENCY,
+            status: 'needs_response',
+            reason: 'fraudulent',
+            evidence_details: { due_by: Math.floor(Date.parse(inAWeek()) / 1000) },
+          }),
         deliver: (e, options = {}) =>
           post(STRIPE_WEBHOOK_PATH, e.body, {
             'stripe-signature': webhooks.generateTestHeaderString({
@@ -134,8 +176,14 @@ export function providerPlayer(
     }
     case 'standard': {
       const secret = firstSecret(config.STANDARD_WEBHOOK_SECRETS, 'STANDARD_WEBHOOK_SECRETS');
-      const standardEvent = (type: string, data: object) =>
-        event(fresh('msg'), { type, timestamp: new Date().toISOString(), data });
+      const standardEvent = (type: string, data: object) => {
+        const id = fresh('msg');
+        // Without a payment_id the webhook-id names the payment.
+        return {
+          ...event(id, { type, timestamp: new Date().toISOString(), data }),
+          paymentRef: id,
+        };
+      };
       return {
         name,
         path: STANDARD_WEBHOOK_PATH,
@@ -143,6 +191,22 @@ export function providerPlayer(
           standardEvent('payment.succeeded', { order_id: orderId, amount, currency }),
         other: (type, orderId, amount) =>
           standardEvent(type, { order_id: orderId, amount, currency: config.SHOP_CURRENCY }),
+        refund: (payment, orderId, amount) =>
+          standardEvent('payment.refunded', {
+            order_id: orderId,
+            payment_id: payment.paymentRef,
+            amount,
+            refund_id: fresh('rf'),
+          }),
+        dispute: (payment, orderId, amount) =>
+          standardEvent('payment.disputed', {
+            order_id: orderId,
+            payment_id: payment.paymentRef,
+            amount,
+            dispute_id: fresh('dp'),
+            status: 'opened',
+            evidence_due_by: inAWeek(),
+          }),
         deliver: (e, options = {}) => {
           const signedAt = options.signedAt ?? nowSeconds();
           const signer = new Webhook(options.forged ? FORGED_STANDARD_SECRET : secret);
@@ -156,6 +220,10 @@ export function providerPlayer(
       };
     }
   }
+}
+
+function inAWeek(): string {
+  return new Date(Date.now() + 7 * 86_400_000).toISOString();
 }
 
 function event(id: string, payload: object): ProviderEvent {

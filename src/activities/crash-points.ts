@@ -134,6 +134,13 @@ export const CRASH_POINTS = {
     'the insert-or-get of the stock snapshot of one scheduled time',
   ),
   'aggregateStock.reply': reply('aggregateStock'),
+  'fetchThinEventObject.reply': reply('fetchThinEventObject'),
+  'deliverThinEvent.deliver': effect(
+    'deliverThinEvent',
+    'temporal',
+    "the start of the thin event's payment, refund or dispute workflow, or its unmatched row",
+  ),
+  'deliverThinEvent.reply': reply('deliverThinEvent'),
 } as const satisfies Record<string, CrashPointDeclaration>;
 
 export type CrashPointName = keyof typeof CRASH_POINTS;

@@ -4,6 +4,12 @@ import { createLoyaltyActivities } from './loyalty-activities';
 import { createMailActivities, type MailPool } from './mail-activities';
 import { createOrderActivities, type OrderActivityDeps } from './order-activities';
 import { createPaymentActivities, type PaymentActivityDeps } from './payment-activities';
+import {
+  createStripeApiActivities,
+  type StripeApiActivities,
+  type StripeApiActivityDeps,
+} from './stripe-api-activities';
+import { createProviderEventStarter } from '../temporal/provider-event-starter';
 
 export interface ActivityDeps extends PaymentActivityDeps, OrderActivityDeps {
   alerts: AlertActivityDeps;
@@ -13,7 +19,15 @@ export interface ActivityDeps extends PaymentActivityDeps, OrderActivityDeps {
    */
   mail: { smtpUrl: string; from: string; maxConnections?: number; pool?: MailPool };
   loyalty: LoyaltyRepository;
+  /**
+   * For Stripe thin events: the client (absent without STRIPE_API_KEY), the unmatched inbox and
+   * the shop's currency. Their starts go through the worker's own Temporal client.
+   */
+  stripeApi: Omit<StripeApiActivityDeps, 'starter'>;
 }
+
+/** As long as a webhook waits for a start (TEMPORAL_START_TIMEOUT_MS's default). */
+const THIN_EVENT_START_TIMEOUT_MS = 5_000;
 
 /**
  * Every activity the payments worker registers, built from their dependencies. The stock
@@ -31,8 +45,17 @@ export function createActivities(deps: ActivityDeps) {
     }),
     ...createLoyaltyActivities({ loyalty: deps.loyalty, orders: deps.orders }),
     ...createAlertActivities(deps.alerts),
+    ...createStripeApiActivities({
+      ...deps.stripeApi,
+      starter: createProviderEventStarter(deps.client, {
+        startTimeoutMs: THIN_EVENT_START_TIMEOUT_MS,
+      }),
+    }),
   };
 }
 
-/** The type workflows proxy against (`import type` only). */
-export type Activities = ReturnType<typeof createActivities>;
+/**
+ * The type the order flow's workflows proxy against (`import type` only). The thin event
+ * workflow proxies its own (StripeApiActivities), so mocks of the order flow need not list them.
+ */
+export type Activities = Omit<ReturnType<typeof createActivities>, keyof StripeApiActivities>;

@@ -31,6 +31,7 @@ import {
   type UndecodablePayloads,
 } from '../operator/visibility';
 import { runMain } from '../process/run-main';
+import { unmatchedMain } from './unmatched';
 
 /**
  * The operator inbox: `npm run ops -- <command>`. What the seed did with `queue:failed`,
@@ -81,6 +82,7 @@ function commandLine(io: CliIo) {
     'after',
     `
 Run "npm run ops -- <command> --help" for the details of one command.
+The unmatched inbox (signed deliveries no workflow could act on): npm run ops -- unmatched --help
 
 Connects to TEMPORAL_ADDRESS (unset: ${DEFAULT_TEMPORAL_ADDRESS}, the dev server of npm start)
 in TEMPORAL_NAMESPACE (default: default).
@@ -264,6 +266,8 @@ itself failed, 2 wrong command line.`,
 
 /** Runs one command and resolves to the process exit code; errors are reported on `io.err`. */
 export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+  // The unmatched inbox lives in the database, not on Temporal: its own commands (cli/unmatched.ts).
+  if (argv[0] === 'unmatched') return unmatchedMain(argv.slice(1), io);
   const parsed = await parseCommandLine<Work>(commandLine(io), argv, io);
   if (parsed.kind === 'help') return EXIT_OK;
   if (parsed.kind === 'usage-error') return EXIT_USAGE;

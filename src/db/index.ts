@@ -32,6 +32,7 @@ export {
 export * from './repositories/stock';
 export * from './repositories/alert-deliveries';
 export * from './repositories/order-export';
+export * from './repositories/unmatched';
 export {
   MAX_INTEGER_COLUMN,
   MAX_ROW_ID,

@@ -77,6 +77,7 @@ export interface Database {
   loyalty_ledger: LoyaltyLedgerTable;
   stock_snapshots: StockSnapshotsTable;
   alert_deliveries: AlertDeliveriesTable;
+  unmatched_deliveries: UnmatchedDeliveriesTable;
 }
 
 /** An alert the sink accepted (2xx), stamped right after: a retry finds it and posts nothing. */
@@ -84,6 +85,29 @@ export interface AlertDeliveriesTable {
   idempotency_key: string;
   delivered_at: Timestamp;
 }
+
+/**
+ * A signed delivery we answered 2xx but could not act on, kept for an operator (the unmatched
+ * inbox). One row per provider-qualified event ID; a redelivery only counts.
+ */
+export interface UnmatchedDeliveriesTable {
+  id: Generated<number>;
+  reason: string;
+  provider: string;
+  event_id: string;
+  /** JSON text of the internal event or the provider's object. */
+  payload: string;
+  delivery_count: ColumnType<number, number | undefined, number>;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  /** `attached` | `refunded_outside` | `dismissed`; null while open. */
+  resolution: string | null;
+  resolved_order_id: number | null;
+  resolution_note: string | null;
+  resolved_at: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export type UnmatchedDeliveryRow = Selectable<UnmatchedDeliveriesTable>;
 
 export type OrderRow = Selectable<OrdersTable>;
 export type PaymentRow = Selectable<PaymentsTable>;

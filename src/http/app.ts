@@ -4,8 +4,9 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify';
 import { type Config, DEFAULT_SHOP_CURRENCY, WEBHOOK_SECURITY_DEFAULTS } from '../config';
-import type { createOrdersRepository, createPaymentsRepository } from '../db';
-import type { PaymentStarter } from '../temporal/payment-starter';
+import type { createOrdersRepository, createPaymentsRepository, UnmatchedRepository } from '../db';
+import type { ThinEventStarter } from '../temporal/thin-event-starter';
+import type { ProviderEventStarter } from './providers/delivery';
 import { registerErrorHandler } from './errors';
 import { codecRoutes, type CodecRouteOptions } from './routes/codec';
 import { livenessRoutes } from './health';
@@ -47,7 +48,11 @@ export interface AppDeps {
     Partial<OrdersApiConfig>;
   /** Our pino logger; typed as Fastify's logger interface so routes see plain FastifyInstance. */
   logger: FastifyBaseLogger;
-  payments: PaymentStarter;
+  payments: ProviderEventStarter;
+  /** Where signed deliveries that no workflow can act on as sent are kept (the unmatched inbox). */
+  unmatchedRepository: Pick<UnmatchedRepository, 'record'>;
+  /** Starts the fetch of Stripe thin events; unset (no STRIPE_API_KEY): they are kept as unmatched. */
+  thinEvents?: ThinEventStarter;
   ordersRepository: ReturnType<typeof createOrdersRepository>;
   paymentsRepository: ReturnType<typeof createPaymentsRepository>;
   /** Milliseconds since the epoch, for the signature's tolerance window and the rate limiter. */
@@ -92,6 +97,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     now: deps.now,
   });
   const payments = metrics.instrumentPaymentStarter(deps.payments);
+  const unmatched = metrics.instrumentUnmatched(deps.unmatchedRepository);
   const providers = configuredProviders(
     {
       scheme: config.WEBHOOK_SIGNATURE_SCHEME,
@@ -109,6 +115,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       failures,
       bodyLimitBytes: config.WEBHOOK_BODY_LIMIT_BYTES,
       payments,
+      unmatched,
+      thinEvents: deps.thinEvents,
       shopCurrency: config.SHOP_CURRENCY ?? DEFAULT_SHOP_CURRENCY,
     });
   }

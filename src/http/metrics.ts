@@ -1,7 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
-import type { PaymentStarter } from '../temporal/payment-starter';
+import type { UnmatchedRepository } from '../db';
+import type { ProviderEventStarter } from './providers/delivery';
 import { quietLogLevel } from './health';
 import { WEBHOOKS_PATH_PREFIX } from './routes/payment-webhook';
 
@@ -10,7 +11,8 @@ import { WEBHOOKS_PATH_PREFIX } from './routes/payment-webhook';
  *
  * - `order_payments_webhook_deliveries_total{outcome}`: every webhook delivery by what became of
  *   it: `accepted` (a workflow started), `duplicate` (already started: a provider retry),
- *   `ignored` (an event type we do not handle), or the status code of a refusal (`400`, `401`,
+ *   `ignored` (an event type we do not handle), `unmatched` (signed, kept in the unmatched
+ *   inbox for an operator), or the status code of a refusal (`400`, `401`,
  *   `413`, `429`, `503`…). A rise in `401` is a wrong secret or an attack; any `503` is Temporal
  *   out of reach.
  * - `order_payments_webhook_duration_seconds{outcome}`: how long the provider waited.
@@ -23,7 +25,11 @@ export interface HttpMetrics {
    * Wraps the starter the webhook route uses, so the metrics can tell a first delivery from a
    * duplicate: both answer 200 `accepted`, only the starter knows.
    */
-  instrumentPaymentStarter(starter: PaymentStarter): PaymentStarter;
+  instrumentPaymentStarter(starter: ProviderEventStarter): ProviderEventStarter;
+  /** Wraps the unmatched inbox the route records in, so such deliveries count as `unmatched`. */
+  instrumentUnmatched(
+    unmatched: Pick<UnmatchedRepository, 'record'>,
+  ): Pick<UnmatchedRepository, 'record'>;
 }
 
 export interface HttpMetricsOptions {
@@ -40,6 +46,7 @@ const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.
 
 interface DeliveryScope {
   duplicate?: boolean;
+  unmatched?: boolean;
 }
 
 interface Internals {
@@ -60,12 +67,25 @@ export function createHttpMetrics(options: HttpMetricsOptions = {}): HttpMetrics
   const scope = new AsyncLocalStorage<DeliveryScope>();
   const metrics: HttpMetrics = {
     registry,
-    instrumentPaymentStarter: (starter) => ({
-      async start(input) {
-        const started = await starter.start(input);
+    instrumentPaymentStarter: (starter) => {
+      const noted = async <T extends { duplicate: boolean }>(started: Promise<T>) => {
+        const result = await started;
         const current = scope.getStore();
-        if (current) current.duplicate = started.duplicate;
-        return started;
+        if (current) current.duplicate = result.duplicate;
+        return result;
+      };
+      return {
+        start: (input) => noted(starter.start(input)),
+        startRefund: (event) => noted(starter.startRefund(event)),
+        startDispute: (event) => noted(starter.startDispute(event)),
+      };
+    },
+    instrumentUnmatched: (unmatched) => ({
+      async record(input) {
+        const kept = await unmatched.record(input);
+        const current = scope.getStore();
+        if (current) current.unmatched = true;
+        return kept;
       },
     }),
   };
@@ -149,6 +169,7 @@ function isWebhook(request: FastifyRequest): boolean {
 
 function webhookOutcome(reply: FastifyReply, delivery: DeliveryScope | undefined): string {
   if (reply.statusCode !== 200) return String(reply.statusCode);
+  if (delivery?.unmatched) return 'unmatched';
   // The route names the workflow on every delivery it queued, and on no ignored one.
   if (reply.getHeader('x-workflow-id') === undefined) return 'ignored';
   return delivery?.duplicate ? 'duplicate' : 'accepted';

@@ -4,13 +4,19 @@ import {
   codecEndpointRefusal,
   dataConverterFor,
 } from '../temporal/data-converter';
-import { createDatabase, createOrdersRepository, createPaymentsRepository } from '../db';
+import {
+  createDatabase,
+  createOrdersRepository,
+  createPaymentsRepository,
+  createUnmatchedRepository,
+} from '../db';
 import { createLogger } from '../logger';
 import { startWatchdogFromConfig } from '../monitoring';
 import { onShutdownSignal } from '../process/shutdown';
 import { runMain } from '../process/run-main';
 import { createLazyClient } from '../temporal/client';
-import { createPaymentStarter } from '../temporal/payment-starter';
+import { createProviderEventStarter } from '../temporal/provider-event-starter';
+import { createThinEventStarter } from '../temporal/thin-event-starter';
 import { temporalSetupReadiness } from '../temporal/setup';
 import { buildAdminApp, listenAdmin } from './admin';
 import { buildApp } from './app';
@@ -45,7 +51,14 @@ async function main(): Promise<void> {
   const app = await buildApp({
     config,
     logger,
-    payments: createPaymentStarter(client, { startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS }),
+    payments: createProviderEventStarter(client, {
+      startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS,
+    }),
+    unmatchedRepository: createUnmatchedRepository(db.db),
+    // Without a key there is nothing to fetch a thin event with: the route keeps it as unmatched.
+    thinEvents: config.STRIPE_API_KEY
+      ? createThinEventStarter(client, { startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS })
+      : undefined,
     ordersRepository: createOrdersRepository(db.db),
     paymentsRepository: createPaymentsRepository(db.db),
     metrics,

@@ -42,6 +42,8 @@ export const FailureType = {
   ExportIncomplete: 'ExportIncomplete',
   /** A chunk of an export kept failing after its retries; the chunks before it stay written. */
   ExportFailed: 'ExportFailed',
+  /** Stripe's API refused a fetch (no key, bad key, no permission, no such object): no retry helps. */
+  StripeApiRejected: 'StripeApiRejected',
 } as const;
 
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];

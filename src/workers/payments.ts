@@ -6,6 +6,7 @@ import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/w
 import { createActivities, type ActivityDeps } from '../activities';
 import { crashPointInterceptors } from '../activities/crash-points';
 import { createMailPool } from '../activities/mail-activities';
+import { createStripeClient } from '../activities/stripe-api-activities';
 import { createWarehouseClient } from '../activities/warehouse-client';
 import type { Config } from '../config';
 import {
@@ -13,6 +14,7 @@ import {
   createLoyaltyRepository,
   createOrdersRepository,
   createPaymentsRepository,
+  createUnmatchedRepository,
   type DatabaseHandle,
 } from '../db';
 import { PAYMENTS_TASK_QUEUE } from '../shared/constants';
@@ -205,6 +207,13 @@ export function activityDepsFromConfig(
       alertWebhookUrl: config.ALERT_WEBHOOK_URL,
       temporalUiUrl: urls.temporalUiUrl,
       deliveries: createAlertDeliveriesRepository(db.db),
+    },
+    stripeApi: {
+      stripe: config.STRIPE_API_KEY
+        ? createStripeClient({ apiKey: config.STRIPE_API_KEY, baseUrl: config.STRIPE_API_BASE_URL })
+        : undefined,
+      unmatched: createUnmatchedRepository(db.db),
+      shopCurrency: config.SHOP_CURRENCY,
     },
   };
 }

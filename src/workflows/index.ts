@@ -8,6 +8,7 @@ export { alertWorkflow } from './alert';
 export { aggregateStockWorkflow } from './stock';
 export { invoiceWorkflow } from './invoice';
 export { exportOrdersWorkflow } from './batch';
+export { thinEventWorkflow } from './thin-event';
 
 // Activities start orderWorkflow by its signature in src/shared/order.ts, without importing this
 // module (which imports their types): the compiler holds the two together here.

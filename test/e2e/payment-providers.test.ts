@@ -46,7 +46,15 @@ it('plays Stripe and Standard Webhooks against npm start: one payment and one sh
     );
     expect(demo.output).toMatch(/replay of a delivery signed 10 minutes ago\s+-> 401/);
     expect(demo.output).toMatch(/forged signature\s+-> 401 \{"error":"invalid signature"\}/);
-    expect(demo.output).toMatch(/in USD\s+-> 422/);
+    expect(demo.output).toMatch(/in USD \(kept as unmatched\)\s+-> 200 \{"status":"unmatched"\}/);
+    const [refunded, disputed] =
+      provider === 'stripe'
+        ? ['charge.refunded', 'charge.dispute.created']
+        : ['payment.refunded', 'payment.disputed'];
+    expect(demo.output).toMatch(
+      new RegExp(`${refunded} of 1000 \\(partial\\)\\s+-> 200 \\{"status":"accepted"\\}`),
+    );
+    expect(demo.output).toMatch(new RegExp(`${disputed}\\s+-> 200 \\{"status":"accepted"\\}`));
     expect(demo.output).toMatch(/status=paid, shipment_status=requested, payments recorded=1/);
     expect(demo.output).toMatch(/Warehouse simulator: 1 shipment request\(s\)/);
   }
@@ -113,6 +121,53 @@ it('plays Stripe and Standard Webhooks against npm start: one payment and one sh
     expect(shipments.filter((s) => s.order_id === orderId)).toHaveLength(1);
   }
 
+  // A Stripe payment whose order reference is not one of ours: kept as unmatched, then attached
+  // by an operator (twice, as after a crash): it flows as one normal payment of that order.
+  const stripe = providerPlayer('stripe', baseUrl, config);
+  const created = await fetch(new URL('/api/v1/orders', baseUrl), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': 'e2e-unmatched' },
+    body: JSON.stringify({ user_id: 1, customer_email: 'e2e@example.com', total_amount: 5400 }),
+  });
+  const orderId = ((await created.json()) as { id: number }).id;
+  const foreign = stripe.payment(orderId, 5400);
+  const body = foreign.body.replace(`"order_id":"${orderId}"`, `"order_id":"ORD-${orderId}"`);
+  const kept = await stripe.deliver({ ...foreign, body });
+  expect([kept.status, kept.text]).toEqual([200, '{"status":"unmatched"}']);
+  const ops = (...args: string[]) =>
+    run(process.execPath, ['--import', 'tsx', 'src/cli/ops.ts', 'unmatched', ...args], env);
+  const listed = await ops('list');
+  const entry = new RegExp(`^(\\d+) +foreign_order_ref +stripe +stripe~${foreign.id}`, 'm').exec(
+    listed.output,
+  );
+  expect(entry).not.toBeNull();
+  for (let i = 0; i < 2; i++) {
+    const attached = await ops('attach', entry![1]!, '--order', String(orderId));
+    expect([attached.code, attached.output]).toEqual([
+      0,
+      expect.stringContaining(`payment-unmatched~${entry![1]!}`),
+    ]);
+  }
+  await eventually(
+    async () => {
+      const order = (await (
+        await fetch(new URL(`/api/v1/orders/${orderId}`, baseUrl))
+      ).json()) as OrderView;
+      expect([order.status, order.shipment_status, order.payments]).toEqual([
+        'paid',
+        'requested',
+        [expect.objectContaining({ provider_event_id: `unmatched~${entry![1]!}`, amount: 5400 })],
+      ]);
+    },
+    { timeoutMs: 30_000 },
+  );
+  const attachedShipments = (
+    (await (await fetch(new URL('/_simulator/requests', warehouseUrl))).json()) as {
+      shipments: Array<{ order_id: number }>;
+    }
+  ).shipments.filter((s) => s.order_id === orderId);
+  expect(attachedShipments).toHaveLength(1);
+
   stack.child.kill('SIGINT');
   expect(await stack.exited).toBe(0);
-}, 240_000);
+}, 300_000);

@@ -7,7 +7,7 @@ import { type AppDeps, buildApp } from '../../src/http/app';
 import { createHttpMetrics } from '../../src/http/metrics';
 import { createLogger } from '../../src/logger';
 import { codecEndpointFor } from '../../src/temporal/data-converter';
-import { recordingPaymentStarter } from '../support/webhook';
+import { recordingPaymentStarter, recordingUnmatched } from '../support/webhook';
 
 // docs/security.md's endpoint table is the contract: every row is checked against the apps as
 // production builds them, and a route served by either listener but missing from the table
@@ -91,6 +91,7 @@ beforeAll(async () => {
       config: production,
       logger,
       payments: recordingPaymentStarter(),
+      unmatchedRepository: recordingUnmatched(),
       ordersRepository: noLookups as AppDeps['ordersRepository'],
       paymentsRepository: noLookups as AppDeps['paymentsRepository'],
       metrics,

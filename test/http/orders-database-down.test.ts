@@ -9,13 +9,10 @@ import {
   migrateToLatest,
 } from '../../src/db';
 import { buildApp } from '../../src/http/app';
-import type { PaymentStarter } from '../../src/temporal/payment-starter';
+import { noPayments } from '../support/app';
 import { capturingLogger } from '../support/capturing-logger';
 import { startFreezablePostgres, type FreezablePostgres } from '../db/hung-postgres';
 
-const noPayments: PaymentStarter = {
-  start: () => Promise.reject(new Error('orders tests start no payments')),
-};
 const body = { user_id: 7, customer_email: 'buyer@example.com', total_amount: 5400 };
 // The server's statement_timeout in src/db/connection.ts; a hung server never enforces it.
 const STATEMENT_TIMEOUT_MS = 5_000;
@@ -29,6 +26,7 @@ function appOver(
     config: { PAYMENT_WEBHOOK_SECRET: 'unused', WEBHOOK_BODY_LIMIT_BYTES: 65536 },
     logger,
     payments: noPayments,
+    unmatchedRepository: { record: () => Promise.reject(new Error('no webhook here')) },
     ordersRepository: orders,
     paymentsRepository: payments,
   });

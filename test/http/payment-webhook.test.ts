@@ -80,7 +80,7 @@ describe('POST /api/v1/webhooks/payment', () => {
     const input =
       history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
     expect(input.map((p) => defaultPayloadConverter.fromPayload(p))).toEqual([
-      { eventId: event.id, orderId: 42, amount: 5400 },
+      { eventId: event.id, orderId: 42, amount: 5400, paymentRef: event.id },
     ]);
     expect(await runsOf(workflowId)).toBe(1);
   });
@@ -160,7 +160,7 @@ describe('POST /api/v1/webhooks/payment', () => {
       const input =
         history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
       expect(input.map((p) => defaultPayloadConverter.fromPayload(p))).toEqual([
-        { eventId: first.id, orderId: 42, amount: 5400 },
+        { eventId: first.id, orderId: 42, amount: 5400, paymentRef: first.id },
       ]);
       expect(await runsOf(workflowId)).toBe(1);
     } finally {
@@ -200,7 +200,7 @@ describe('POST /api/v1/webhooks/payment', () => {
   });
 
   it('acknowledges other event types as ignored and starts no workflow', async () => {
-    const event = paymentEvent({ event: 'payment.refunded' });
+    const event = paymentEvent({ event: 'payment.failed' });
     const res = await deliverWebhook(app, event);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ status: 'ignored' });

@@ -70,6 +70,45 @@ describe('provider settings', () => {
     expect(config.SHOP_CURRENCY).toBe('eur');
   });
 
+  it('binds Stripe to test mode in development and live mode in production, unless told', () => {
+    expect(loadConfig({}).STRIPE_LIVEMODE).toBe(false);
+    expect(loadConfig(production).STRIPE_LIVEMODE).toBe(true);
+    const told = loadConfig({
+      ...production,
+      STRIPE_LIVEMODE: 'false',
+      STRIPE_ACCOUNT_ID: 'acct_1Shop',
+      STRIPE_API_KEY: 'rk_test_readonly0123',
+      STRIPE_API_BASE_URL: 'http://127.0.0.1:12111',
+    });
+    expect([
+      told.STRIPE_LIVEMODE,
+      told.STRIPE_ACCOUNT_ID,
+      told.STRIPE_API_KEY,
+      told.STRIPE_API_BASE_URL,
+    ]).toEqual([false, 'acct_1Shop', 'rk_test_readonly0123', 'http://127.0.0.1:12111']);
+    expect(loadConfig({}).STRIPE_API_KEY).toBeUndefined();
+  });
+
+  it.each([
+    [{ STRIPE_LIVEMODE: 'yes' }, 'STRIPE_LIVEMODE: must be true or false'],
+    [{ STRIPE_ACCOUNT_ID: 'acct 1' }, 'STRIPE_ACCOUNT_ID: must be a Stripe account ID, acct_…'],
+    [
+      { STRIPE_API_KEY: 'pk_live_0123456789' },
+      'STRIPE_API_KEY: must be a Stripe secret (sk_…) or restricted (rk_…) key, not a publishable or webhook one',
+    ],
+    [
+      { STRIPE_API_KEY: 'whsec_0123456789abcdef' },
+      'STRIPE_API_KEY: must be a Stripe secret (sk_…) or restricted (rk_…) key, not a publishable or webhook one',
+    ],
+    [
+      { ...production, STRIPE_API_KEY: 'sk_test_0123456789ab' },
+      'STRIPE_API_KEY: a test-mode key cannot fetch live-mode events: use the live key, or set STRIPE_LIVEMODE=false',
+    ],
+    [{ STRIPE_API_BASE_URL: 'not a url' }, 'STRIPE_API_BASE_URL: Invalid URL'],
+  ])('refuses the Stripe settings %j', (env, problem) => {
+    expect(problems(env)).toContain(problem);
+  });
+
   it('needs no dev secret for Standard Webhooks when only public keys are configured', () => {
     const config = loadConfig({ STANDARD_WEBHOOK_PUBLIC_KEYS: publicKey });
     expect(config.STANDARD_WEBHOOK_SECRETS).toEqual([]);
@@ -279,15 +318,15 @@ describe('the contract’s provider', () => {
     expect(
       read({ id: 'evt_1', event: 'payment.succeeded', order_id: 3, amount: 5400 }).data,
     ).toEqual({
-      handled: true,
+      kind: 'payment',
       event: 'payment.succeeded',
       eventId: 'evt_1',
-      orderId: 3,
+      orderRef: 3,
       amount: 5400,
     });
-    expect(read({ event: 'payment.refunded' }).data).toEqual({
-      handled: false,
-      event: 'payment.refunded',
+    expect(read({ event: 'payment.failed' }).data).toEqual({
+      kind: 'ignored',
+      event: 'payment.failed',
     });
     expect(read({ id: 'evt_1', event: 'payment.succeeded', order_id: 3 }).success).toBe(false);
   });

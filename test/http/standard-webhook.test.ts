@@ -1,5 +1,6 @@
-import { generateKeyPairSync, sign } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { Webhook as SvixWebhook } from 'svix';
 import {
   createStandardVerifier,
   parseStandardPublicKey,
@@ -15,7 +16,9 @@ import {
 import {
   buildWebhookApp,
   recordingPaymentStarter,
+  recordingUnmatched,
   type RecordingPaymentStarter,
+  type RecordingUnmatched,
 } from '../support/webhook';
 
 // The spec's reference library (`standardwebhooks`) signs every delivery here and gives its own
@@ -28,12 +31,15 @@ const { publicKey, privateKey } = generateKeyPairSync('ed25519');
 const PUBLIC_KEY = `whpk_${Buffer.from(publicKey.export({ format: 'jwk' }).x!, 'base64url').toString('base64')}`;
 
 let starter: RecordingPaymentStarter;
+let inbox: RecordingUnmatched;
 let app: FastifyInstance;
 
 async function build(config: Record<string, unknown>) {
   starter = recordingPaymentStarter();
+  inbox = recordingUnmatched();
   app = await buildWebhookApp({
     payments: starter,
+    unmatchedRepository: inbox,
     now: () => NOW_S * 1000,
     config: { SHOP_CURRENCY: 'jpy', ...config },
   });
@@ -66,7 +72,15 @@ describe('Standard Webhooks signatures, as the reference library signs them', ()
     const response = await deliverStandard(app, payload, headers);
     expect([response.statusCode, response.json()]).toEqual([200, { status: 'accepted' }]);
     expect(response.headers['x-workflow-id']).toBe('payment-standard~msg_2Lib');
-    expect(starter.starts).toEqual([{ eventId: 'standard~msg_2Lib', orderId: 42, amount: 5400 }]);
+    expect(starter.starts).toEqual([
+      {
+        eventId: 'standard~msg_2Lib',
+        orderId: 42,
+        amount: 5400,
+        currency: 'jpy',
+        paymentRef: 'standard~msg_2Lib',
+      },
+    ]);
   });
 
   it('accepts timestamps up to five minutes either way, and refuses beyond, as the library does', async () => {
@@ -328,6 +342,76 @@ describe('Standard Webhooks signatures, as the reference library signs them', ()
   });
 });
 
+describe('Svix-branded headers, as the official svix library signs them', () => {
+  /** svix-id / svix-timestamp / svix-signature, as Svix's standard plan sends them. */
+  const svixHeaders = (payload: string, id: string, timestamp = NOW_S) => ({
+    'svix-id': id,
+    'svix-timestamp': String(timestamp),
+    'svix-signature': new SvixWebhook(TEST_STANDARD_SECRET).sign(
+      id,
+      new Date(timestamp * 1000),
+      payload,
+    ),
+  });
+  const svixAccepts = (payload: string, headers: Record<string, string>) => {
+    const realNow = Date.now;
+    Date.now = () => NOW_S * 1000;
+    try {
+      new SvixWebhook(TEST_STANDARD_SECRET).verify(payload, headers);
+      return true;
+    } catch {
+      return false;
+    } finally {
+      Date.now = realNow;
+    }
+  };
+
+  it('accepts a payment signed by svix under its svix- headers, keyed by svix-id', async () => {
+    const payload = JSON.stringify(standardPaymentEvent({ order_id: 9 }));
+    const headers = svixHeaders(payload, 'msg_svix1');
+    expect(svixAccepts(payload, headers)).toBe(true);
+    const response = await deliverStandard(app, payload, headers);
+    expect([response.statusCode, response.json()]).toEqual([200, { status: 'accepted' }]);
+    expect(starter.starts).toEqual([
+      expect.objectContaining({ eventId: 'standard~msg_svix1', orderId: 9 }),
+    ]);
+  });
+
+  it('refuses what svix refuses: a tampered body, another ID, an old timestamp (401, with the svix- names)', async () => {
+    const payload = JSON.stringify(standardPaymentEvent());
+    const headers = svixHeaders(payload, 'msg_svix2');
+    const cases: Array<[string, Record<string, string>, string]> = [
+      [payload.replace('5400', '5401'), headers, 'invalid signature'],
+      [payload, { ...headers, 'svix-id': 'msg_other' }, 'invalid signature'],
+      [
+        payload,
+        svixHeaders(payload, 'msg_svix2', NOW_S - 301),
+        'svix-timestamp is outside the 300 s tolerance window',
+      ],
+    ];
+    for (const [body, sent, reason] of cases) {
+      expect(svixAccepts(body, sent)).toBe(false);
+      const response = await deliverStandard(app, body, sent);
+      expect([response.statusCode, response.json()]).toEqual([401, { error: reason }]);
+    }
+    expect(starter.starts).toEqual([]);
+  });
+
+  it('reads one set of headers, never a mix: webhook-id with svix-signature is missing its signature', async () => {
+    const payload = JSON.stringify(standardPaymentEvent());
+    const svix = svixHeaders(payload, 'msg_mix');
+    const response = await deliverStandard(app, payload, {
+      'webhook-id': 'msg_mix',
+      'webhook-timestamp': svix['svix-timestamp'],
+      'svix-signature': svix['svix-signature'],
+    });
+    expect([response.statusCode, response.json()]).toEqual([
+      401,
+      { error: 'missing webhook-signature header' },
+    ]);
+  });
+});
+
 describe('Standard Webhooks events as payments', () => {
   const deliver = (event: object, id?: string) => {
     const payload = JSON.stringify(event);
@@ -339,20 +423,58 @@ describe('Standard Webhooks events as payments', () => {
       (await deliver(standardPaymentEvent({ order_id: '12', currency: 'JPY' }), 'msg_a'))
         .statusCode,
     ).toBe(200);
-    expect(starter.starts).toEqual([{ eventId: 'standard~msg_a', orderId: 12, amount: 5400 }]);
+    expect(starter.starts).toEqual([
+      {
+        eventId: 'standard~msg_a',
+        orderId: 12,
+        amount: 5400,
+        currency: 'jpy',
+        paymentRef: 'standard~msg_a',
+      },
+    ]);
+  });
+
+  it('takes the payment reference from payment_id when the sender gives one', async () => {
+    await deliver(standardPaymentEvent({ payment_id: 'pay/7+x=' }), 'msg_ref');
+    expect(starter.starts).toEqual([
+      expect.objectContaining({ eventId: 'standard~msg_ref', paymentRef: 'standard~pay/7+x=' }),
+    ]);
   });
 
   it('acknowledges other event types and ignores them', async () => {
-    const response = await deliver(standardPaymentEvent({}, 'payment.refunded'));
+    const response = await deliver(standardPaymentEvent({}, 'payment.failed'));
     expect([response.statusCode, response.json()]).toEqual([200, { status: 'ignored' }]);
     expect(starter.starts).toEqual([]);
   });
 
-  it('refuses a payment in another currency with 422', async () => {
-    const response = await deliver(standardPaymentEvent({ currency: 'eur' }));
-    expect(response.statusCode).toBe(422);
+  it('keeps a payment in another currency as unmatched (200), starting nothing', async () => {
+    const response = await deliver(standardPaymentEvent({ currency: 'eur' }), 'msg_eur');
+    expect([response.statusCode, response.json()]).toEqual([200, { status: 'unmatched' }]);
     expect(starter.starts).toEqual([]);
+    expect(inbox.entries).toEqual([
+      expect.objectContaining({
+        reason: 'currency',
+        provider: 'standard',
+        eventId: 'standard~msg_eur',
+      }),
+    ]);
   });
+
+  it.each([['ORD-12'], ['-5'], ['99999999999'], [0], [-5], [1.5], [99_999_999_999]])(
+    'keeps a payment for the order reference %j, not one of ours, as unmatched (200)',
+    async (orderRef) => {
+      const response = await deliver(standardPaymentEvent({ order_id: orderRef }), 'msg_ord');
+      expect([response.statusCode, response.json()]).toEqual([200, { status: 'unmatched' }]);
+      expect(starter.starts).toEqual([]);
+      expect(inbox.entries).toEqual([
+        expect.objectContaining({
+          reason: 'foreign_order_ref',
+          eventId: 'standard~msg_ord',
+          payload: expect.objectContaining({ orderRef: String(orderRef) }) as unknown,
+        }),
+      ]);
+    },
+  );
 
   it.each([
     ['no order ID', { order_id: undefined }, 'data.order_id: Invalid input'],
@@ -371,13 +493,21 @@ describe('Standard Webhooks events as payments', () => {
     expect([response.statusCode, response.json()]).toEqual([400, { error: reason }]);
   });
 
-  it('refuses a webhook-id outside the event-ID alphabet with 400: it names the workflow', async () => {
-    const response = await deliver(standardPaymentEvent(), 'msg/1');
-    expect([response.statusCode, response.json()]).toEqual([
-      400,
-      { error: 'the event ID must be 1-200 characters of letters, digits and _ . : -' },
-    ]);
-  });
+  it.each([['msg/1+a=='], ['a b'], ['id;with,punct'], ['x'.repeat(300)]])(
+    'accepts the webhook-id %j (any the spec allows) under a hashed key, the same on every retry',
+    async (id) => {
+      const first = await deliver(standardPaymentEvent(), id);
+      expect([first.statusCode, first.json()]).toEqual([200, { status: 'accepted' }]);
+      const key = `standard~sha256~${createHash('sha256').update(id).digest('hex')}`;
+      expect(first.headers['x-workflow-id']).toBe(`payment-${key}`);
+      await deliver(standardPaymentEvent(), id);
+      // The original ID stays the payment's reference: the row can be found by what the sender sent.
+      expect(starter.starts).toEqual([
+        expect.objectContaining({ eventId: key, paymentRef: `standard~${id}` }),
+        expect.objectContaining({ eventId: key, paymentRef: `standard~${id}` }),
+      ]);
+    },
+  );
 
   it('dedups on webhook-id: a redelivery is a duplicate, another body under it is 409', async () => {
     const event = standardPaymentEvent();

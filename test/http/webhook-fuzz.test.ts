@@ -51,8 +51,11 @@ function expectedOutcome(
 }
 
 /** What the starter must have been asked: a start for every valid payment, conflicting or not. */
+// The contract's payment is its own reference: its event ID names it.
 const startsFor = (expected: Outcome) =>
-  expected.kind === 'accepted' || expected.kind === 'conflict' ? [expected.input] : [];
+  expected.kind === 'accepted' || expected.kind === 'conflict'
+    ? [{ ...expected.input, paymentRef: expected.input.eventId }]
+    : [];
 
 /** Counts of each outcome, to prove the generators reach every branch, not just 401. */
 function tally() {

@@ -60,7 +60,7 @@ describe('webhook logs carry no secrets, signatures or bodies', () => {
       (await send(first)).statusCode,
       (await send(withCanary(), { secret: PREVIOUS_SECRET })).statusCode,
       (await send(first)).statusCode,
-      (await send(withCanary({ event: 'payment.refunded' }))).statusCode,
+      (await send(withCanary({ event: 'payment.failed' }))).statusCode,
       // The same event ID with another amount: a conflict, logged with both amounts.
       (await send({ ...first, amount: first.amount + 1 })).statusCode,
       // Invalid signatures of every kind (one of them: the secret itself as the signature).

@@ -45,7 +45,7 @@ describe('timestamped signature scheme', () => {
 
   it('refuses a replay outside the window with 401 and a reason, starting nothing', async () => {
     const { app, payments, advance } = await setUp(timestamped);
-    const event = paymentEvent({ event: 'payment.refunded' });
+    const event = paymentEvent({ event: 'payment.failed' });
     const first = await deliverWebhook(app, event, { timestamp: NOW_S });
     expect(first.json()).toEqual({ status: 'ignored' });
 

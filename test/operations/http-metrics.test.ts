@@ -44,7 +44,7 @@ describe('HTTP metrics', () => {
     await deliverWebhook(app, event); // the provider's retry: duplicate
     await deliverWebhook(app, { ...event, amount: event.amount + 1 }); // another body: 409
     await deliverWebhook(app, paymentEvent()); // accepted
-    await deliverWebhook(app, { ...paymentEvent(), event: 'payment.refunded' }); // ignored
+    await deliverWebhook(app, { ...paymentEvent(), event: 'payment.failed' }); // ignored
     await deliverWebhook(app, paymentEvent(), { signature: null }); // 401
     await deliverWebhook(app, paymentEvent(), { signature: 'ab'.repeat(32) }); // 401
     await deliverWebhook(app, '{"event":'); // 400

@@ -3,6 +3,7 @@ import {
   createLoyaltyRepository,
   createOrdersRepository,
   createPaymentsRepository,
+  createUnmatchedRepository,
   type DatabaseHandle,
 } from '../../src/db';
 import type { WorkerActivityDeps } from '../../src/workers/payments';
@@ -22,5 +23,6 @@ export function testActivityDeps(
     }),
     mail: { smtpUrl: peers.smtpUrl, from: 'Order Payments <orders@test.local>' },
     alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
+    stripeApi: { unmatched: createUnmatchedRepository(db.db), shopCurrency: 'jpy' },
   };
 }

@@ -6,9 +6,12 @@ import { createLogger } from '../../src/logger';
 import {
   createOrdersRepository,
   createPaymentsRepository,
+  createUnmatchedRepository,
   type DatabaseHandle,
 } from '../../src/db';
-import { createPaymentStarter, type PaymentStarter } from '../../src/temporal/payment-starter';
+import type { ProviderEventStarter } from '../../src/http/providers/delivery';
+import type { PaymentStarter } from '../../src/temporal/payment-starter';
+import { createProviderEventStarter } from '../../src/temporal/provider-event-starter';
 import { TEST_WEBHOOK_SECRET } from './webhook';
 
 /** The app's logger with nothing written: for tests that do not read the app's log. */
@@ -17,17 +20,33 @@ export function silentLogger() {
 }
 
 /** For apps whose tests start no payment: a call fails the test loudly. */
-export const noPayments: PaymentStarter = {
+export const noPayments: ProviderEventStarter = {
   start: () => Promise.reject(new Error('this test starts no payments')),
+  startRefund: () => Promise.reject(new Error('this test starts no refunds')),
+  startDispute: () => Promise.reject(new Error('this test starts no disputes')),
 };
 
-export interface TestAppOptions extends Partial<Omit<AppDeps, 'config' | 'payments'>> {
+/**
+ * A payments-only starter as the webhook's: a refund or dispute started through it fails the
+ * test loudly (tests of payments never send one).
+ */
+function withoutRefunds(starter: PaymentStarter | ProviderEventStarter): ProviderEventStarter {
+  if ('startRefund' in starter) return starter;
+  const none = () => Promise.reject(new Error('this test starts no refunds or disputes'));
+  return { start: (input) => starter.start(input), startRefund: none, startDispute: none };
+}
+
+export interface TestAppOptions extends Partial<
+  Omit<AppDeps, 'config' | 'payments' | 'unmatchedRepository'>
+> {
   /** The database behind both repositories, unless they are given. */
   db?: DatabaseHandle;
   /** Settings beyond the test's webhook secret and the default body limit. */
   config?: Partial<AppDeps['config']>;
   /** Default: starts through `client` when given, else `noPayments`. */
-  payments?: PaymentStarter;
+  payments?: PaymentStarter | ProviderEventStarter;
+  /** Default: the database's inbox when `db` is given, else one that fails the test if used. */
+  unmatchedRepository?: AppDeps['unmatchedRepository'];
   /** A Temporal client the webhook starts payment workflows with. */
   client?: Client;
   /** How long the webhook waits for Temporal (default 5000 ms). */
@@ -67,8 +86,17 @@ export function buildTestApp(options: TestAppOptions = {}): Promise<FastifyInsta
       ...config,
     },
     logger: deps.logger ?? silentLogger(),
-    payments:
-      deps.payments ?? (client ? createPaymentStarter(client, { startTimeoutMs }) : noPayments),
+    payments: withoutRefunds(
+      deps.payments ??
+        (client ? createProviderEventStarter(client, { startTimeoutMs }) : noPayments),
+    ),
+    unmatchedRepository:
+      deps.unmatchedRepository ??
+      (db
+        ? createUnmatchedRepository(db.db)
+        : {
+            record: () => Promise.reject(new Error('this test keeps nothing as unmatched')),
+          }),
     ordersRepository: repository('ordersRepository') as AppDeps['ordersRepository'],
     paymentsRepository: repository('paymentsRepository') as AppDeps['paymentsRepository'],
   });

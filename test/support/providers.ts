@@ -82,7 +82,12 @@ export function deliverStripe(
 
 /** A Standard Webhooks `payment.succeeded` payload in the shape docs/webhook-security.md gives. */
 export function standardPaymentEvent(
-  data: Partial<{ order_id: unknown; amount: unknown; currency: unknown }> = {},
+  data: Partial<{
+    order_id: unknown;
+    amount: unknown;
+    currency: unknown;
+    payment_id: unknown;
+  }> = {},
   type = 'payment.succeeded',
 ) {
   return {

@@ -3,7 +3,9 @@ import type { AppDeps } from '../../src/http/app';
 import { signBody, signTimestamped } from '../../src/http/signature';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
 import { paymentWorkflowId } from '../../src/shared/constants';
-import type { PaymentWorkflowInput } from '../../src/shared/payment';
+import type { RecordUnmatchedInput, UnmatchedRepository } from '../../src/db';
+import type { PaymentStart, ProviderEventStarter } from '../../src/http/providers/delivery';
+import type { DisputeEvent, RefundEvent } from '../../src/shared/payment-events';
 import type { PaymentStarter, StartedPayment } from '../../src/temporal/payment-starter';
 import { buildTestApp } from './app';
 
@@ -69,9 +71,11 @@ export function deliverWebhook(
   });
 }
 
-/** A PaymentStarter that records what the webhook asked it to start, instead of Temporal. */
-export interface RecordingPaymentStarter extends PaymentStarter {
-  readonly starts: PaymentWorkflowInput[];
+/** A starter that records what the webhook asked it to start, instead of Temporal. */
+export interface RecordingPaymentStarter extends ProviderEventStarter {
+  readonly starts: PaymentStart[];
+  readonly refunds: RefundEvent[];
+  readonly disputes: DisputeEvent[];
 }
 
 /**
@@ -79,23 +83,56 @@ export interface RecordingPaymentStarter extends PaymentStarter {
  * the ID was first started with, as the real starter reads it from the memo.
  */
 export function recordingPaymentStarter(): RecordingPaymentStarter {
-  const starts: PaymentWorkflowInput[] = [];
-  const first = new Map<string, PaymentWorkflowInput>();
+  const starts: PaymentStart[] = [];
+  const refunds: RefundEvent[] = [];
+  const disputes: DisputeEvent[] = [];
+  const first = new Map<string, { orderId?: number; amount: number }>();
+  const keyed = (workflowId: string, input: { orderId?: number; amount: number }) => {
+    const earlier = first.get(workflowId);
+    if (earlier === undefined) {
+      first.set(workflowId, input);
+      return Promise.resolve<StartedPayment>({ workflowId, duplicate: false });
+    }
+    return Promise.resolve<StartedPayment>({
+      workflowId,
+      duplicate: true,
+      existing: { known: true, orderId: earlier.orderId, amount: earlier.amount },
+    });
+  };
   return {
     starts,
-    start(input): Promise<StartedPayment> {
+    refunds,
+    disputes,
+    start(input) {
       starts.push(input);
-      const workflowId = paymentWorkflowId(input.eventId);
-      const earlier = first.get(input.eventId);
-      if (earlier === undefined) {
-        first.set(input.eventId, input);
-        return Promise.resolve({ workflowId, duplicate: false });
-      }
-      const { orderId, amount } = earlier;
+      return keyed(paymentWorkflowId(input.eventId), input);
+    },
+    startRefund(event) {
+      refunds.push(event);
+      return keyed(`refund-${event.eventId}`, event);
+    },
+    startDispute(event) {
+      disputes.push(event);
+      return keyed(`dispute-${event.eventId}`, event);
+    },
+  };
+}
+
+/** The unmatched inbox in memory, for webhook-only tests: what the route kept, by event ID. */
+export interface RecordingUnmatched extends Pick<UnmatchedRepository, 'record'> {
+  readonly entries: RecordUnmatchedInput[];
+}
+
+export function recordingUnmatched(): RecordingUnmatched {
+  const entries: RecordUnmatchedInput[] = [];
+  return {
+    entries,
+    record(input) {
+      const index = entries.findIndex((e) => e.eventId === input.eventId);
+      if (index === -1) entries.push(input);
       return Promise.resolve({
-        workflowId,
-        duplicate: true,
-        existing: { known: true, orderId, amount },
+        id: index === -1 ? entries.length : index + 1,
+        created: index === -1,
       });
     },
   };
@@ -106,8 +143,11 @@ export function recordingPaymentStarter(): RecordingPaymentStarter {
  * repositories that fail if ever called.
  */
 export function buildWebhookApp(
-  deps: Pick<AppDeps, 'payments' | 'now'> &
-    Partial<Pick<AppDeps, 'logger' | 'metrics'>> & { config?: Partial<AppDeps['config']> },
+  deps: Pick<AppDeps, 'now'> & { payments: PaymentStarter | ProviderEventStarter } & Partial<
+      Pick<AppDeps, 'logger' | 'metrics' | 'unmatchedRepository' | 'thinEvents'>
+    > & {
+      config?: Partial<AppDeps['config']>;
+    },
 ): Promise<FastifyInstance> {
   return buildTestApp(deps);
 }

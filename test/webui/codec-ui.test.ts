@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config';
 import {
   createOrdersRepository,
   createPaymentsRepository,
+  createUnmatchedRepository,
   type DatabaseHandle,
 } from '../../src/db';
 import { buildApp } from '../../src/http/app';
@@ -18,6 +19,7 @@ import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
 import { codecEndpointFor, dataConverterFor } from '../../src/temporal/data-converter';
 import { startDevServer, type DevServer } from '../../dev/temporal/dev-server';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
+import { createProviderEventStarter } from '../../src/temporal/provider-event-starter';
 import { createPaymentWorker } from '../../src/workers/payments';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases } from '../support/databases';
@@ -100,7 +102,8 @@ beforeAll(async () => {
   app = await buildApp({
     config,
     logger: createLogger(config),
-    payments: createPaymentStarter(client, { startTimeoutMs: 10_000 }),
+    payments: createProviderEventStarter(client, { startTimeoutMs: 10_000 }),
+    unmatchedRepository: createUnmatchedRepository(db.db),
     ordersRepository: createOrdersRepository(db.db),
     paymentsRepository: createPaymentsRepository(db.db),
     codec: codecEndpointFor(config),

@@ -19,6 +19,8 @@ export type ProvidersConfig = Partial<
     Config,
     | 'STRIPE_WEBHOOK_SECRETS'
     | 'STRIPE_WEBHOOK_TOLERANCE_SECONDS'
+    | 'STRIPE_LIVEMODE'
+    | 'STRIPE_ACCOUNT_ID'
     | 'STANDARD_WEBHOOK_SECRETS'
     | 'STANDARD_WEBHOOK_PUBLIC_KEYS'
     | 'STANDARD_WEBHOOK_TOLERANCE_SECONDS'
@@ -44,6 +46,8 @@ export function configuredProviders(
         toleranceSeconds:
           config.STRIPE_WEBHOOK_TOLERANCE_SECONDS ?? STRIPE_DEFAULT_TOLERANCE_SECONDS,
         now,
+        // Test mode unless told: what loadConfig gives every process but a production one.
+        binding: { livemode: config.STRIPE_LIVEMODE ?? false, account: config.STRIPE_ACCOUNT_ID },
       }),
     );
   }

@@ -7,32 +7,94 @@ import type { ProviderNotification, WebhookProvider } from './provider';
 /** The contract's endpoint (DESIGN.md): unchanged, whatever other providers are configured. */
 export const PAYMENT_WEBHOOK_PATH = '/api/v1/webhooks/payment';
 
+/** A refund of a payment, in the contract's scheme and (as `type`) the Standard Webhooks one. */
+export const PAYMENT_REFUNDED_EVENT = 'payment.refunded';
+/** A dispute opened or closed on a payment, in both schemes likewise. */
+export const PAYMENT_DISPUTED_EVENT = 'payment.disputed';
+
+const eventIdText = z
+  .string()
+  .regex(EVENT_ID_PATTERN, 'must be 1-200 characters of letters, digits and _ . : -');
+
 const paymentSucceededSchema = z.object({
-  id: z
-    .string()
-    .regex(EVENT_ID_PATTERN, 'id must be 1-200 characters of letters, digits and _ . : -'),
+  id: eventIdText,
   event: z.literal(PAYMENT_SUCCEEDED_EVENT),
   order_id: orderIdNumber,
   amount: amountMinorUnits,
 });
 
+// `payment_id` is the `id` of the payment.succeeded event that paid: the payment's reference.
+const paymentRefundedSchema = z.object({
+  id: eventIdText,
+  order_id: orderIdNumber,
+  payment_id: eventIdText,
+  amount: amountMinorUnits,
+  refund_id: eventIdText,
+});
+
+const paymentDisputedSchema = z.object({
+  id: eventIdText,
+  order_id: orderIdNumber,
+  payment_id: eventIdText,
+  amount: amountMinorUnits,
+  dispute_id: eventIdText,
+  status: z.enum(['opened', 'won', 'lost']),
+  evidence_due_by: z.iso
+    .datetime({ offset: true })
+    .transform((at) => new Date(at).toISOString())
+    .optional(),
+});
+
 /**
- * The contract's notification, `{"id","event","order_id","amount"}`: any event type is
- * acknowledged, and only payment.succeeded must be a whole payment (its problems are reported
- * as the fields that failed). Amounts are in the shop's currency: the contract has no other.
+ * The contract's notification, `{"id","event","order_id","amount"}` (docs/webhook-security.md):
+ * `payment.succeeded`, `payment.refunded` and `payment.disputed` must be whole (their problems
+ * are reported as the fields that failed, 400); any other event type is acknowledged. Amounts
+ * are in the shop's currency: the contract has no other.
  */
 const notificationSchema = z
   .object({ event: eventType })
   .loose()
   .transform((body, ctx): ProviderNotification => {
-    if (body.event !== PAYMENT_SUCCEEDED_EVENT) return { handled: false, event: body.event };
-    return readPayment(body, ctx, paymentSucceededSchema, ({ id, event, order_id, amount }) => ({
-      handled: true,
-      event,
-      eventId: id,
-      orderId: order_id,
-      amount,
-    }));
+    switch (body.event) {
+      case PAYMENT_SUCCEEDED_EVENT:
+        return readPayment(body, ctx, paymentSucceededSchema, (p) => ({
+          kind: 'payment',
+          event: p.event,
+          eventId: p.id,
+          orderRef: p.order_id,
+          amount: p.amount,
+        }));
+      case PAYMENT_REFUNDED_EVENT:
+        return readPayment(body, ctx, paymentRefundedSchema, (r) => ({
+          kind: 'refund',
+          event: body.event,
+          eventId: r.id,
+          paymentRef: r.payment_id,
+          refund: {
+            kind: 'refund',
+            refundId: r.refund_id,
+            amount: r.amount,
+            status: 'succeeded',
+            orderId: r.order_id,
+          },
+        }));
+      case PAYMENT_DISPUTED_EVENT:
+        return readPayment(body, ctx, paymentDisputedSchema, (d) => ({
+          kind: 'dispute',
+          event: body.event,
+          eventId: d.id,
+          paymentRef: d.payment_id,
+          dispute: {
+            disputeId: d.dispute_id,
+            amount: d.amount,
+            status: d.status,
+            orderId: d.order_id,
+            ...(d.evidence_due_by === undefined ? {} : { evidenceDueBy: d.evidence_due_by }),
+          },
+        }));
+      default:
+        return { kind: 'ignored', event: body.event };
+    }
   });
 
 /**
@@ -47,5 +109,6 @@ export function originalProvider(options: WebhookAuthOptions): WebhookProvider {
     verify: createWebhookVerifier(options),
     notification: notificationSchema,
     qualifyEventId: (eventId) => eventId,
+    qualifyPaymentRef: (ref) => ref,
   };
 }

@@ -51,3 +51,25 @@ export function readPayment<P>(
   }
   return toPayment(payment.data);
 }
+
+/**
+ * An order reference as a provider's metadata carries it: the order ID when it is one (digits,
+ * or a whole number, within the ID column), else the reference as sent ("ORD-12", "-5",
+ * "99999999999"). Such a payment is signed and well-formed, only not for an order we know: it is
+ * kept for an operator, not refused (a refused delivery is retried for days).
+ */
+export function orderReference(value: string | number): number | string {
+  const text = String(value);
+  return /^[1-9][0-9]{0,9}$/.test(text) && Number(text) <= MAX_ROW_ID ? Number(text) : text;
+}
+
+/**
+ * A provider's amount as it was sent: a positive whole number (anything else is no amount, a
+ * 400); past the columns' range it is well-formed but can be no order's (amountInRange).
+ */
+export const amountAsSent = z.number().positive().int();
+
+/** Whether an amount can be recorded (and so be an order's total, or part of one). */
+export function amountInRange(amount: number): boolean {
+  return amount <= MAX_INTEGER_COLUMN;
+}

@@ -1,5 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { z } from 'zod';
+import type { UnmatchedReason } from '../../db';
+import type { DisputeEvent, RefundEvent } from '../../shared/payment-events';
+import type { StripeThinNotification } from '../../shared/thin-event';
 
 /**
  * A payment provider as the webhook route sees it: how its deliveries are authenticated, and
@@ -20,6 +23,8 @@ export interface WebhookProvider {
    * is never taken for another's.
    */
   qualifyEventId(eventId: string): string;
+  /** A payment reference (`pi_…`, a `payment_id`) in the same key space, for the payment row. */
+  qualifyPaymentRef(ref: string): string;
 }
 
 export type ProviderAuthResult =
@@ -39,20 +44,57 @@ export type ProviderVerifier = (
   rawHeaders: readonly string[],
 ) => ProviderAuthResult;
 
+/**
+ * A provider's event as this shop reads it. Amounts are in the currency's smallest unit;
+ * currencies are lowercase ISO 4217 (absent for the contract's scheme, whose amounts are the
+ * shop's). `eventId` is the provider's own, unqualified; absent when the scheme signs it in a
+ * header instead (the verifier's). Payment references are the provider's own too (`pi_…`, a
+ * `payment_id`): the route qualifies them like event IDs.
+ */
 export type ProviderNotification =
-  /** An event type we do not act on: acknowledged with 200 "ignored". `note` says why, for the log. */
-  | { handled: false; event: string; note?: string }
+  /** A type we do not act on: acknowledged with 200 "ignored". `note` says why, for the log. */
+  | { kind: 'ignored'; event: string; note?: string }
   | {
-      handled: true;
+      kind: 'payment';
       event: string;
-      /** The provider's event ID, when the body carries it (else the verifier's). */
       eventId?: string;
-      orderId: number;
-      /** In the currency's smallest unit, as the provider reports it. */
+      /** The order ID; text when the provider's reference is not one of ours ("ORD-12"). */
+      orderRef: number | string;
       amount: number;
-      /** ISO 4217, lowercase; absent for the original contract, whose amounts are the shop's. */
       currency?: string;
-    };
+      /** Absent: the event's own ID stands for the payment (the contract's, Standard's default). */
+      paymentRef?: string;
+    }
+  | {
+      kind: 'refund';
+      event: string;
+      eventId?: string;
+      paymentRef: string;
+      refund: Omit<RefundEvent, 'eventId' | 'paymentRef'>;
+    }
+  | {
+      kind: 'dispute';
+      event: string;
+      eventId?: string;
+      paymentRef: string;
+      dispute: Omit<DisputeEvent, 'eventId' | 'paymentRef'>;
+    }
+  /**
+   * Signed and well-formed, but not ours to act on as sent (another Stripe account or mode, an
+   * amount no order can have): answered 2xx and kept in the unmatched inbox.
+   */
+  | {
+      kind: 'unmatched';
+      event: string;
+      eventId?: string;
+      reason: UnmatchedReason;
+      /** For the operator: what did not match. */
+      note: string;
+      /** What the provider sent about it, kept with the entry. */
+      object: unknown;
+    }
+  /** A Stripe thin event: only a notification; its object is fetched from Stripe's API. */
+  | { kind: 'thin'; event: string; eventId: string; notification: StripeThinNotification };
 
 /**
  * How a secret that verified a delivery is named in the log: the first configured is the
@@ -102,5 +144,6 @@ export function namedProvider(
   verify: ProviderVerifier,
   notification: WebhookProvider['notification'],
 ): WebhookProvider {
-  return { name, path, verify, notification, qualifyEventId: (id) => providerEventId(name, id) };
+  const qualify = (id: string) => providerEventId(name, id);
+  return { name, path, verify, notification, qualifyEventId: qualify, qualifyPaymentRef: qualify };
 }

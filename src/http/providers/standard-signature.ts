@@ -1,4 +1,5 @@
 import { createHmac, createPublicKey, type KeyObject, verify } from 'node:crypto';
+import { headerLines } from '../header-lines';
 import { singleHeader } from '../webhook-auth';
 import {
   firstMatchingKey,
@@ -11,6 +12,14 @@ import {
 export const WEBHOOK_ID_HEADER = 'webhook-id';
 export const WEBHOOK_TIMESTAMP_HEADER = 'webhook-timestamp';
 export const WEBHOOK_SIGNATURE_HEADER = 'webhook-signature';
+
+/**
+ * The same three headers as Svix names them: its standard plan signs with `svix-id`,
+ * `svix-timestamp` and `svix-signature`, the same scheme under its own brand (its library reads
+ * either set). A delivery that carries no `webhook-id` line is read from the `svix-` set.
+ */
+export const SVIX_HEADER_PREFIX = 'svix-';
+const SPEC_HEADER_PREFIX = 'webhook-';
 
 /** The spec's tolerance, and its reference library's (five minutes, either way). */
 export const STANDARD_DEFAULT_TOLERANCE_SECONDS = 300;
@@ -99,18 +108,25 @@ export function createStandardVerifier(options: StandardSignatureOptions): Provi
   const now = options.now ?? Date.now;
   const publicKeys = options.publicKeys ?? [];
   return (rawBody, rawHeaders): ProviderAuthResult => {
-    const id = singleHeader(rawHeaders, WEBHOOK_ID_HEADER, 'webhook-id');
+    // One set, never a mix: the three values are signed together, so they come from one sender.
+    const prefix =
+      headerLines(rawHeaders, WEBHOOK_ID_HEADER).length === 0 &&
+      headerLines(rawHeaders, `${SVIX_HEADER_PREFIX}id`).length > 0
+        ? SVIX_HEADER_PREFIX
+        : SPEC_HEADER_PREFIX;
+    const read = (name: string) => singleHeader(rawHeaders, prefix + name, prefix + name);
+    const id = read('id');
     if (!id.ok) return id;
-    const timestamp = singleHeader(rawHeaders, WEBHOOK_TIMESTAMP_HEADER, 'webhook-timestamp');
+    const timestamp = read('timestamp');
     if (!timestamp.ok) return timestamp;
     if (!UNIX_SECONDS.test(timestamp.value)) {
-      return { ok: false, reason: 'webhook-timestamp must be a Unix time in seconds' };
+      return { ok: false, reason: `${prefix}timestamp must be a Unix time in seconds` };
     }
-    const header = singleHeader(rawHeaders, WEBHOOK_SIGNATURE_HEADER, 'webhook-signature');
+    const header = read('signature');
     if (!header.ok) return header;
     const signatures = parseStandardSignatures(header.value);
     if (signatures.v1.length + signatures.v1a.length === 0) {
-      return { ok: false, reason: 'webhook-signature has no v1 or v1a signature' };
+      return { ok: false, reason: `${prefix}signature has no v1 or v1a signature` };
     }
 
     // The library signs the number it parsed, so a padded timestamp stands for its value here too.
@@ -139,7 +155,7 @@ export function createStandardVerifier(options: StandardSignatureOptions): Provi
     if (Math.abs(Math.floor(now() / 1000) - seconds) > options.toleranceSeconds) {
       return {
         ok: false,
-        reason: `webhook-timestamp is outside the ${options.toleranceSeconds} s tolerance window`,
+        reason: `${prefix}timestamp is outside the ${options.toleranceSeconds} s tolerance window`,
       };
     }
     return { ok: true, matchedSecret: matched, eventId: id.value };

@@ -1,53 +1,173 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { PAYMENT_SUCCEEDED_EVENT } from '../../shared/constants';
+import { EVENT_ID_PATTERN, PAYMENT_SUCCEEDED_EVENT } from '../../shared/constants';
+import { PAYMENT_DISPUTED_EVENT, PAYMENT_REFUNDED_EVENT } from './original';
 import {
-  amountMinorUnits,
+  amountAsSent,
+  amountInRange,
   currencyCode,
   eventType,
-  orderIdNumber,
-  orderIdText,
+  orderReference,
   readPayment,
 } from './payment-fields';
-import { namedProvider, type ProviderNotification, type WebhookProvider } from './provider';
+import {
+  namedProvider,
+  providerEventId,
+  type ProviderNotification,
+  type WebhookProvider,
+} from './provider';
 import { createStandardVerifier, type StandardSignatureOptions } from './standard-signature';
 
 export const STANDARD_WEBHOOK_PATH = '/api/v1/webhooks/standard';
 
+const PROVIDER = 'standard';
+
+// A number, or text for senders whose metadata is text only; a reference that is not one of
+// our order IDs is kept for an operator (orderReference).
+const orderRef = z
+  .union([z.number(), z.string().min(1).max(500)])
+  .transform((value) => orderReference(value));
+const reference = z.string().min(1).max(255);
+
 const paymentSchema = z.object({
   data: z.object({
-    // A number, or digits in a string for senders whose metadata is text only.
-    order_id: z.union([orderIdNumber, orderIdText]),
-    amount: amountMinorUnits,
+    order_id: orderRef,
+    amount: amountAsSent,
     currency: currencyCode,
+    payment_id: reference.optional(),
+  }),
+});
+
+const refundSchema = z.object({
+  data: z.object({
+    order_id: orderRef.optional(),
+    payment_id: reference,
+    amount: amountAsSent,
+    currency: currencyCode.optional(),
+    refund_id: reference,
+  }),
+});
+
+const disputeSchema = z.object({
+  data: z.object({
+    order_id: orderRef.optional(),
+    payment_id: reference,
+    amount: amountAsSent,
+    currency: currencyCode.optional(),
+    dispute_id: reference,
+    status: z.enum(['opened', 'won', 'lost']),
+    evidence_due_by: z.iso
+      .datetime({ offset: true })
+      .transform((at) => new Date(at).toISOString())
+      .optional(),
   }),
 });
 
 /**
- * The payload the spec recommends, `{"type","timestamp","data"}`, with our event in `data`:
- * `payment.succeeded` is `{"order_id","amount","currency"}` (amount in the currency's smallest
- * unit); every other type is acknowledged and ignored. The event ID is not in the body: it is the
- * signed `webhook-id` header, the spec's idempotency key.
+ * The payload the spec recommends, `{"type","timestamp","data"}`, with our event in `data`
+ * (docs/webhook-security.md): `payment.succeeded` `{"order_id","amount","currency","payment_id"?}`,
+ * `payment.refunded` and `payment.disputed` as in the contract's scheme; every other type is
+ * acknowledged and ignored. The event ID is not in the body: it is the signed `webhook-id`
+ * header, the spec's idempotency key, which also names the payment when no `payment_id` does.
  */
 const notificationSchema = z
   .object({ type: eventType })
   .loose()
   .transform((body, ctx): ProviderNotification => {
-    if (body.type !== PAYMENT_SUCCEEDED_EVENT) return { handled: false, event: body.type };
-    return readPayment(body, ctx, paymentSchema, ({ data }) => ({
-      handled: true,
-      event: body.type,
-      orderId: data.order_id,
-      amount: data.amount,
-      currency: data.currency,
-    }));
+    const event = body.type;
+    switch (event) {
+      case PAYMENT_SUCCEEDED_EVENT:
+        return readPayment(body, ctx, paymentSchema, ({ data }) =>
+          amountInRange(data.amount)
+            ? {
+                kind: 'payment',
+                event,
+                orderRef: data.order_id,
+                amount: data.amount,
+                currency: data.currency,
+                ...(data.payment_id === undefined ? {} : { paymentRef: data.payment_id }),
+              }
+            : outOfRange(event, data),
+        );
+      case PAYMENT_REFUNDED_EVENT:
+        return readPayment(body, ctx, refundSchema, ({ data }) =>
+          amountInRange(data.amount)
+            ? {
+                kind: 'refund',
+                event,
+                paymentRef: data.payment_id,
+                refund: {
+                  kind: 'refund',
+                  refundId: data.refund_id,
+                  amount: data.amount,
+                  status: 'succeeded',
+                  ...(data.currency === undefined ? {} : { currency: data.currency }),
+                  ...orderIdOf(data.order_id),
+                },
+              }
+            : outOfRange(event, data),
+        );
+      case PAYMENT_DISPUTED_EVENT:
+        return readPayment(body, ctx, disputeSchema, ({ data }) =>
+          amountInRange(data.amount)
+            ? {
+                kind: 'dispute',
+                event,
+                paymentRef: data.payment_id,
+                dispute: {
+                  disputeId: data.dispute_id,
+                  amount: data.amount,
+                  status: data.status,
+                  ...(data.currency === undefined ? {} : { currency: data.currency }),
+                  ...(data.evidence_due_by === undefined
+                    ? {}
+                    : { evidenceDueBy: data.evidence_due_by }),
+                  ...orderIdOf(data.order_id),
+                },
+              }
+            : outOfRange(event, data),
+        );
+      default:
+        return { kind: 'ignored', event };
+    }
   });
 
-/** A Standard Webhooks sender (Svix and others); its events are keyed `standard~<webhook-id>`. */
+function orderIdOf(ref: number | string | undefined): { orderId?: number } {
+  return typeof ref === 'number' ? { orderId: ref } : {};
+}
+
+function outOfRange(event: string, data: { amount: number }): ProviderNotification {
+  return {
+    kind: 'unmatched',
+    event,
+    reason: 'amount_mismatch',
+    note: `amount ${data.amount} cannot be an order's (1 to 2147483647 in the smallest unit)`,
+    object: data,
+  };
+}
+
+/**
+ * The dedup key of a `webhook-id`. The spec lets a sender use any characters (Svix's `msg_…`,
+ * others base64 with `/`, `+`, `=`); a workflow ID and a log line want a safe alphabet. An ID
+ * inside the event-ID alphabet keeps its readable key, `standard~<id>`; any other becomes
+ * `standard~sha256~<hex of its SHA-256>`, which no readable key can take (`~` is outside that
+ * alphabet) and which is the same on every retry. The original stays the payment's reference.
+ */
+export function standardEventKey(webhookId: string): string {
+  if (EVENT_ID_PATTERN.test(webhookId)) return providerEventId(PROVIDER, webhookId);
+  const digest = createHash('sha256').update(webhookId, 'utf8').digest('hex');
+  return providerEventId(PROVIDER, `sha256~${digest}`);
+}
+
+/** A Standard Webhooks sender (Svix and others); its events are keyed by `standardEventKey`. */
 export function standardWebhooksProvider(options: StandardSignatureOptions): WebhookProvider {
-  return namedProvider(
-    'standard',
-    STANDARD_WEBHOOK_PATH,
-    createStandardVerifier(options),
-    notificationSchema,
-  );
+  return {
+    ...namedProvider(
+      PROVIDER,
+      STANDARD_WEBHOOK_PATH,
+      createStandardVerifier(options),
+      notificationSchema,
+    ),
+    qualifyEventId: standardEventKey,
+  };
 }

@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { EVENT_ID_PATTERN } from '../../shared/constants';
+import type { DisputeEvent, RefundEvent } from '../../shared/payment-events';
 import {
-  amountMinorUnits,
+  amountAsSent,
+  amountInRange,
   currencyCode,
   eventType,
-  orderIdText,
+  orderReference,
   readPayment,
 } from './payment-fields';
 import { namedProvider, type ProviderNotification, type WebhookProvider } from './provider';
@@ -13,7 +15,7 @@ import { createStripeVerifier, type StripeSignatureOptions } from './stripe-sign
 export const STRIPE_WEBHOOK_PATH = '/api/v1/webhooks/stripe';
 
 /**
- * The one Stripe event that is a payment here. `checkout.session.completed` is not: a Checkout
+ * The Stripe event that is a payment here. `checkout.session.completed` is not: a Checkout
  * payment also emits `payment_intent.succeeded` for its PaymentIntent, and the two events have
  * two IDs, so taking both would record one payment twice (and flag it as a double charge). A
  * Checkout integration puts the order ID on the PaymentIntent instead
@@ -21,52 +23,353 @@ export const STRIPE_WEBHOOK_PATH = '/api/v1/webhooks/stripe';
  */
 export const STRIPE_PAYMENT_EVENT = 'payment_intent.succeeded';
 
-const eventSchema = z.object({
-  id: z
-    .string()
-    .regex(EVENT_ID_PATTERN, 'id must be 1-200 characters of letters, digits and _ . : -'),
-  type: eventType,
+/** Every Stripe event type acted on, by the object its `data.object` (or thin fetch) is. */
+export const STRIPE_EVENT_TYPES = [
+  STRIPE_PAYMENT_EVENT,
+  'charge.refunded',
+  'refund.created',
+  'refund.updated',
+  'charge.dispute.created',
+  'charge.dispute.closed',
+] as const;
+
+/** Thin events (event destinations' thin payload style) name the snapshot type with this prefix. */
+const THIN_TYPE_PREFIX = 'v1.';
+
+/** Which Stripe account and mode this shop's events come from (STRIPE_LIVEMODE, STRIPE_ACCOUNT_ID). */
+export interface StripeBinding {
+  livemode: boolean;
+  /** `acct_…`; unset: events are not checked for their account. */
+  account?: string;
+}
+
+const stripeId = z.string().min(1).max(255);
+const metadata = z.object({ order_id: z.string().optional() }).loose().optional();
+/** `payment_intent` on charges, refunds and disputes: an ID, or the object when expanded. */
+const intentRef = z
+  .union([stripeId, z.object({ id: stripeId }).loose()])
+  .nullable()
+  .optional()
+  .transform((ref) => (typeof ref === 'object' && ref !== null ? ref.id : (ref ?? undefined)));
+
+// Only what each mapping needs is read; Stripe adds fields with every API version.
+const paymentIntent = z.object({
+  id: stripeId,
+  // What was captured; `amount` is what was asked for, and the money taken is what counts.
+  amount_received: amountAsSent,
+  currency: currencyCode,
+  metadata,
+});
+const charge = z.object({
+  id: stripeId,
+  payment_intent: intentRef,
+  amount_refunded: amountAsSent,
+  currency: currencyCode,
+  metadata,
+});
+const refund = z.object({
+  id: stripeId,
+  payment_intent: intentRef,
+  charge: z
+    .union([stripeId, z.object({ id: stripeId }).loose()])
+    .nullable()
+    .optional(),
+  amount: amountAsSent,
+  currency: currencyCode,
+  status: z.string().nullable().optional(),
+  metadata,
+});
+const dispute = z.object({
+  id: stripeId,
+  payment_intent: intentRef,
+  charge: z.union([stripeId, z.object({ id: stripeId }).loose()]).optional(),
+  amount: amountAsSent,
+  currency: currencyCode,
+  status: z.string(),
+  reason: z.string().nullable().optional(),
+  evidence_details: z
+    .object({ due_by: z.number().int().nullable().optional() })
+    .loose()
+    .nullable()
+    .optional(),
 });
 
-// The PaymentIntent of the event (`data.object`). Only what a payment needs is read; Stripe adds
-// fields with every API version, and they are no concern of ours.
-const paymentIntentSchema = z.object({
-  data: z.object({
-    object: z.object({
-      // What was captured; `amount` is what was asked for, and the money taken is what counts.
-      amount_received: amountMinorUnits,
-      currency: currencyCode,
-      metadata: z.object({ order_id: orderIdText.optional() }).loose(),
+type Read = (object: unknown, ctx: z.RefinementCtx, type: string) => ProviderNotification;
+
+/** How each handled type's object reads: the HTTP route's snapshot events and the thin fetch's. */
+const readers: Record<(typeof STRIPE_EVENT_TYPES)[number], Read> = {
+  [STRIPE_PAYMENT_EVENT]: (object, ctx, type) =>
+    readPayment(object, ctx, paymentIntent, (pi): ProviderNotification => {
+      if (pi.metadata?.order_id === undefined) {
+        // Not a payment of this shop (another product on the same Stripe account): a 4xx would
+        // have Stripe retry it for three days and, in the end, disable the endpoint.
+        return { kind: 'ignored', event: type, note: 'no metadata.order_id' };
+      }
+      if (!amountInRange(pi.amount_received)) return outOfRange(type, pi.amount_received, pi);
+      return {
+        kind: 'payment',
+        event: type,
+        orderRef: orderReference(pi.metadata.order_id),
+        amount: pi.amount_received,
+        currency: pi.currency,
+        paymentRef: pi.id,
+      };
     }),
-  }),
-});
+  // The charge's refunded total so far: a partial refund, or the last one, by amounts.
+  'charge.refunded': (object, ctx, type) =>
+    readPayment(object, ctx, charge, (ch): ProviderNotification => {
+      if (!amountInRange(ch.amount_refunded)) return outOfRange(type, ch.amount_refunded, ch);
+      return {
+        kind: 'refund',
+        event: type,
+        paymentRef: ch.payment_intent ?? ch.id,
+        refund: {
+          kind: 'cumulative',
+          amount: ch.amount_refunded,
+          currency: ch.currency,
+          status: 'succeeded',
+          ...orderIdOf(ch.metadata),
+        },
+      };
+    }),
+  'refund.created': readRefund,
+  'refund.updated': readRefund,
+  'charge.dispute.created': readDispute,
+  'charge.dispute.closed': readDispute,
+};
+
+function readRefund(object: unknown, ctx: z.RefinementCtx, type: string): ProviderNotification {
+  return readPayment(object, ctx, refund, (re): ProviderNotification => {
+    if (!amountInRange(re.amount)) return outOfRange(type, re.amount, re);
+    const chargeId = typeof re.charge === 'object' && re.charge !== null ? re.charge.id : re.charge;
+    return {
+      kind: 'refund',
+      event: type,
+      paymentRef: re.payment_intent ?? chargeId ?? re.id,
+      refund: {
+        kind: 'refund',
+        refundId: re.id,
+        amount: re.amount,
+        currency: re.currency,
+        status: refundStatus(re.status),
+        ...orderIdOf(re.metadata),
+      },
+    };
+  });
+}
+
+function readDispute(object: unknown, ctx: z.RefinementCtx, type: string): ProviderNotification {
+  return readPayment(object, ctx, dispute, (dp): ProviderNotification => {
+    if (!amountInRange(dp.amount)) return outOfRange(type, dp.amount, dp);
+    const dueBy = dp.evidence_details?.due_by;
+    const chargeId = typeof dp.charge === 'object' ? dp.charge.id : dp.charge;
+    const result: Omit<DisputeEvent, 'eventId' | 'paymentRef'> = {
+      disputeId: dp.id,
+      amount: dp.amount,
+      currency: dp.currency,
+      status: disputeStatus(type, dp.status),
+      ...(dueBy ? { evidenceDueBy: new Date(dueBy * 1000).toISOString() } : {}),
+      ...(dp.reason ? { reason: dp.reason } : {}),
+    };
+    return {
+      kind: 'dispute',
+      event: type,
+      paymentRef: dp.payment_intent ?? chargeId ?? dp.id,
+      dispute: result,
+    };
+  });
+}
+
+/** `requires_action` waits on the customer: pending until Stripe reports it settled. */
+function refundStatus(status: string | null | undefined): RefundEvent['status'] {
+  switch (status) {
+    case 'succeeded':
+    case 'failed':
+    case 'canceled':
+      return status;
+    default:
+      return 'pending';
+  }
+}
 
 /**
- * A Stripe event (`{"id":"evt_…","type":…,"data":{"object":{…}}}`) as a notification:
- * `payment_intent.succeeded` is a payment of `amount_received` in `currency` for the order in
- * `metadata.order_id` (a string: Stripe metadata holds strings only); every other type is
- * acknowledged and ignored, as Stripe expects of an endpoint subscribed to more than it needs.
+ * Opened on creation; on closing, `lost` is money gone and anything else (`won`, an inquiry's
+ * `warning_closed`) leaves it with the shop.
  */
-const notificationSchema = eventSchema.loose().transform((body, ctx): ProviderNotification => {
-  if (body.type !== STRIPE_PAYMENT_EVENT) return { handled: false, event: body.type };
-  return readPayment(body, ctx, paymentIntentSchema, ({ data }) => {
-    const { amount_received: amount, currency, metadata } = data.object;
-    if (metadata.order_id === undefined) {
-      // Not a payment of this shop (another product on the same Stripe account): a 4xx would
-      // have Stripe retry it for three days and, in the end, disable the endpoint.
-      return { handled: false, event: body.type, note: 'no metadata.order_id' };
-    }
-    const orderId = metadata.order_id;
-    return { handled: true, event: body.type, eventId: body.id, orderId, amount, currency };
-  });
+function disputeStatus(type: string, status: string): DisputeEvent['status'] {
+  if (type === 'charge.dispute.created') return 'opened';
+  return status === 'lost' ? 'lost' : 'won';
+}
+
+/** The order, when the object's metadata names one of ours: a hint for matching, never required. */
+function orderIdOf(data: { order_id?: string } | undefined): { orderId?: number } {
+  if (data?.order_id === undefined) return {};
+  const ref = orderReference(data.order_id);
+  return typeof ref === 'number' ? { orderId: ref } : {};
+}
+
+function outOfRange(type: string, amount: number, object: unknown): ProviderNotification {
+  return {
+    kind: 'unmatched',
+    event: type,
+    reason: 'amount_mismatch',
+    note: `amount ${amount} cannot be an order's (1 to 2147483647 in the smallest unit)`,
+    object,
+  };
+}
+
+/**
+ * A Stripe object of a handled event type, read as this shop's notification: the snapshot
+ * event's `data.object`, or what a thin event's fetch returned. Other types are ignored.
+ */
+export function readStripeObject(type: string, object: unknown): ProviderNotification {
+  const reader = (readers as Partial<Record<string, Read>>)[type];
+  if (!reader) return { kind: 'ignored', event: type };
+  // The object was fetched or delivered whole; a shape we cannot read is kept, not lost.
+  const parsed = z
+    .unknown()
+    .transform((value, ctx) => reader(value, ctx, type))
+    .safeParse(object);
+  // A delivered object of the wrong shape is the sender's error (400); a fetched one is ours to keep.
+  if (parsed.success) return parsed.data;
+  return {
+    kind: 'unmatched',
+    event: type,
+    reason: 'thin_unresolved',
+    note: `the ${type} object could not be read: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    object,
+  };
+}
+
+/** The mode and account an event came from, against the shop's; undefined when it is ours. */
+function bindingMismatch(
+  binding: StripeBinding,
+  livemode: boolean,
+  account: string | undefined,
+): Pick<Extract<ProviderNotification, { kind: 'unmatched' }>, 'reason' | 'note'> | undefined {
+  if (livemode !== binding.livemode) {
+    return {
+      reason: 'livemode',
+      note: `a ${livemode ? 'live' : 'test'}-mode event, but this shop takes ${binding.livemode ? 'live' : 'test'}-mode events (STRIPE_LIVEMODE)`,
+    };
+  }
+  if (binding.account !== undefined && account !== binding.account) {
+    return {
+      reason: 'account',
+      note: `an event of ${account ?? 'the platform account'}, but this shop is ${binding.account} (STRIPE_ACCOUNT_ID)`,
+    };
+  }
+  return undefined;
+}
+
+const eventId = z
+  .string()
+  .regex(EVENT_ID_PATTERN, 'id must be 1-200 characters of letters, digits and _ . : -');
+
+// A snapshot event: `{"id":"evt_…","object":"event","type",…,"data":{"object":{…}}}`.
+const snapshotEvent = z.object({
+  id: eventId,
+  type: eventType,
+  livemode: z.boolean(),
+  account: stripeId.optional(),
+  data: z.object({ object: z.unknown() }),
 });
 
-/** Stripe, verified with `Stripe-Signature`; its events are keyed `stripe~<evt id>`. */
-export function stripeProvider(options: StripeSignatureOptions): WebhookProvider {
+// A thin event notification (event destinations): the object is fetched, never sent.
+const thinEvent = z.object({
+  id: eventId,
+  object: z.literal('v2.core.event'),
+  type: eventType,
+  livemode: z.boolean(),
+  context: z.string().max(255).optional(),
+  related_object: z
+    .object({ id: stripeId, type: z.string().max(100), url: z.string().startsWith('/').max(500) })
+    .nullable()
+    .optional(),
+});
+
+/** The notification schema of a Stripe endpoint bound to one account and mode. */
+function stripeNotification(binding: StripeBinding): WebhookProvider['notification'] {
+  return z
+    .object({ object: z.string().optional() })
+    .loose()
+    .transform((body, ctx): ProviderNotification => {
+      if (body.object === 'v2.core.event') {
+        return readPayment(body, ctx, thinEvent, (thin): ProviderNotification => {
+          // The context is the account the event happened on (`acct_…`, then sub-contexts).
+          const mismatch = bindingMismatch(binding, thin.livemode, thin.context?.split('/')[0]);
+          if (mismatch) {
+            return {
+              kind: 'unmatched',
+              event: thin.type,
+              eventId: thin.id,
+              ...mismatch,
+              object: thin,
+            };
+          }
+          const type = thin.type.startsWith(THIN_TYPE_PREFIX)
+            ? thin.type.slice(THIN_TYPE_PREFIX.length)
+            : undefined;
+          if (type === undefined || !(STRIPE_EVENT_TYPES as readonly string[]).includes(type)) {
+            return { kind: 'ignored', event: thin.type };
+          }
+          if (!thin.related_object) {
+            return {
+              kind: 'unmatched',
+              event: thin.type,
+              eventId: thin.id,
+              reason: 'thin_unresolved',
+              note: 'a thin event without a related object: nothing to fetch',
+              object: thin,
+            };
+          }
+          return {
+            kind: 'thin',
+            event: thin.type,
+            eventId: thin.id,
+            notification: { ...thin, object: 'v2.core.event', related_object: thin.related_object },
+          };
+        });
+      }
+      return readPayment(body, ctx, snapshotEvent, (event): ProviderNotification => {
+        const mismatch = bindingMismatch(binding, event.livemode, event.account);
+        const reader = (readers as Partial<Record<string, Read>>)[event.type];
+        const read: ProviderNotification = mismatch
+          ? { kind: 'unmatched', event: event.type, ...mismatch, object: event.data.object }
+          : reader
+            ? reader(event.data.object, under(ctx, ['data', 'object']), event.type)
+            : { kind: 'ignored', event: event.type };
+        return read.kind === 'ignored' || read.kind === 'thin'
+          ? read
+          : { ...read, eventId: event.id };
+      });
+    });
+}
+
+/** `ctx` for a part of the body: its issues name their field from the body's root. */
+function under(ctx: z.RefinementCtx, prefix: PropertyKey[]): z.RefinementCtx {
+  return {
+    ...ctx,
+    addIssue: (issue) =>
+      ctx.addIssue(
+        typeof issue === 'string' ? issue : { ...issue, path: [...prefix, ...(issue.path ?? [])] },
+      ),
+  };
+}
+
+export interface StripeProviderOptions extends StripeSignatureOptions {
+  binding: StripeBinding;
+}
+
+/**
+ * Stripe, verified with `Stripe-Signature`; its events are keyed `stripe~<evt id>`, its payments
+ * `stripe~<PaymentIntent id>`. Snapshot events carry their object; thin events are fetched.
+ */
+export function stripeProvider(options: StripeProviderOptions): WebhookProvider {
   return namedProvider(
     'stripe',
     STRIPE_WEBHOOK_PATH,
     createStripeVerifier(options),
-    notificationSchema,
+    stripeNotification(options.binding),
   );
 }

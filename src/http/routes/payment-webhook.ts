@@ -1,12 +1,19 @@
-import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
-import { EVENT_ID_PATTERN } from '../../shared/constants';
-import {
-  type PaymentStarter,
-  type StartedPayment,
-  TemporalUnavailableError,
-} from '../../temporal/payment-starter';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { UnmatchedRepository } from '../../db';
+import { type StartedPayment, TemporalUnavailableError } from '../../temporal/payment-starter';
+import type { StartedThinEvent, ThinEventStarter } from '../../temporal/thin-event-starter';
 import { HttpError } from '../errors';
-import type { ProviderAuthResult, WebhookProvider } from '../providers/provider';
+import {
+  deliver,
+  type DeliveryOutcome,
+  type ProviderEventStarter,
+  toDelivery,
+} from '../providers/delivery';
+import type {
+  ProviderAuthResult,
+  ProviderNotification,
+  WebhookProvider,
+} from '../providers/provider';
 import type { FailureLimiter } from '../rate-limit';
 import { withZodSchemas } from '../validation';
 
@@ -26,10 +33,14 @@ export interface PaymentWebhookOptions {
   /** Counts failed signature checks per client (one limiter for every provider's endpoint). */
   failures: FailureLimiter;
   bodyLimitBytes: number;
-  payments: PaymentStarter;
+  payments: ProviderEventStarter;
+  /** The unmatched inbox: signed deliveries answered 2xx that no workflow can act on as sent. */
+  unmatched: Pick<UnmatchedRepository, 'record'>;
+  /** Starts the fetch of a Stripe thin event's object; unset (no STRIPE_API_KEY): unmatched. */
+  thinEvents?: ThinEventStarter;
   /**
    * The currency of the shop's order totals (SHOP_CURRENCY, lowercase). A payment the provider
-   * reports in another currency is refused with 422 rather than compared with a total in
+   * reports in another currency is kept as unmatched rather than compared with a total in
    * another unit. The contract's notifications carry none: their amounts are the shop's.
    */
   shopCurrency: string;
@@ -101,82 +112,135 @@ export async function paymentWebhookRoutes(
       const auth = verified.get(request);
       const matchedSecret = auth?.matchedSecret;
       const notification = request.body;
-      if (!notification.handled) {
+      const log = { provider: provider.name, event: notification.event, matchedSecret };
+      if (notification.kind === 'ignored') {
         request.log.info(
-          {
-            provider: provider.name,
-            event: notification.event,
-            note: notification.note,
-            matchedSecret,
-          },
+          { ...log, note: notification.note },
           'webhook ignored: event type not handled',
         );
         return reply.code(200).send({ status: 'ignored' });
       }
+      // Every scheme gives an ID (its body's, or the header the verifier checked).
       const providerEventId = notification.eventId ?? auth?.eventId ?? '';
-      if (!EVENT_ID_PATTERN.test(providerEventId)) {
-        throw new HttpError(
-          400,
-          'the event ID must be 1-200 characters of letters, digits and _ . : -',
-        );
+      if (notification.kind === 'thin') {
+        return startThinEvent(request, reply, notification, log, options);
       }
-      const eventId = provider.qualifyEventId(providerEventId);
-      const { orderId, amount, currency } = notification;
-      if (currency !== undefined && currency !== options.shopCurrency) {
-        // Not a 200: an amount in another unit must not pay (or be compared with) the order's
-        // total. Providers retry a refusal for days, so if SHOP_CURRENCY is what is wrong, fixing
-        // it lets the retries through; otherwise the payment is on the provider's dashboard.
-        request.log.error(
-          {
-            provider: provider.name,
-            eventId,
-            orderId,
-            amount,
-            currency,
-            shopCurrency: options.shopCurrency,
-          },
-          "webhook refused: payment in another currency than the shop's",
-        );
-        throw new HttpError(
-          422,
-          `the payment is in ${currency.toUpperCase()}, but this shop's orders are in ${options.shopCurrency.toUpperCase()} (SHOP_CURRENCY); it is not recorded`,
-        );
-      }
-
-      let started: StartedPayment;
+      const delivery = toDelivery(notification, {
+        provider,
+        providerEventId,
+        shopCurrency: options.shopCurrency,
+      });
+      let outcome: DeliveryOutcome;
       try {
-        started = await options.payments.start({ eventId, orderId, amount });
+        outcome = await deliver(delivery, options);
       } catch (err) {
-        if (err instanceof TemporalUnavailableError && err.configurationProblem) {
-          // Still 503 (nothing accepted is lost), but no outage will end by itself: say so loudly.
-          request.log.error(
-            { eventId, orderId, reason: err.configurationProblem, err: err.cause },
-            'webhook deferred: Temporal refused the start: configuration error, not an outage',
-          );
-        } else if (err instanceof TemporalUnavailableError) {
-          request.log.warn(
-            { eventId, orderId, err: err.cause },
-            'webhook deferred: Temporal unavailable',
-          );
-        }
-        if (err instanceof TemporalUnavailableError) {
-          throw new HttpError(503, 'temporarily unavailable, please retry', { 'retry-after': '5' });
-        }
-        throw err;
+        throw deferred(request.log, err, { ...log, providerEventId });
       }
 
+      if (outcome.kind === 'unmatched') {
+        request.log.warn(
+          {
+            ...log,
+            eventId: delivery.kind === 'unmatched' ? delivery.entry.eventId : undefined,
+            reason: delivery.kind === 'unmatched' ? delivery.entry.reason : undefined,
+            note: delivery.kind === 'unmatched' ? delivery.note : undefined,
+            unmatchedId: outcome.id,
+            duplicate: !outcome.created,
+          },
+          'webhook kept as unmatched: signed, but not ours to act on as sent (npm run ops -- unmatched list)',
+        );
+        return reply.code(200).send({ status: 'unmatched' });
+      }
+
+      const { started } = outcome;
       const { workflowId } = started;
-      if (started.duplicate) {
-        checkDuplicate(request.log, started, { eventId, orderId, amount, matchedSecret });
-      } else {
+      if (delivery.kind === 'payment') {
+        const { eventId, orderId, amount } = delivery.input;
+        if (started.duplicate) {
+          checkDuplicate(request.log, started, { eventId, orderId, amount, matchedSecret });
+        } else {
+          request.log.info(
+            { eventId, orderId, workflowId, duplicate: false, matchedSecret },
+            'webhook accepted: payment workflow started',
+          );
+        }
+      } else if (delivery.kind !== 'unmatched') {
+        // A refund or dispute keyed by its event ID: a second start is the provider's retry.
         request.log.info(
-          { eventId, orderId, workflowId, duplicate: false, matchedSecret },
-          'webhook accepted: payment workflow started',
+          {
+            ...log,
+            eventId: delivery.event.eventId,
+            paymentRef: delivery.event.paymentRef,
+            workflowId,
+            duplicate: started.duplicate,
+          },
+          `webhook accepted: ${delivery.kind} workflow ${started.duplicate ? 'already started' : 'started'}`,
         );
       }
       return reply.code(200).header('x-workflow-id', workflowId).send({ status: 'accepted' });
     },
   );
+}
+
+/**
+ * A Stripe thin event: its object is fetched from Stripe's API by a workflow, whose activity
+ * retries until Stripe answers; the notification is durably queued once that workflow starts.
+ * Without an API key there is nothing to fetch with: kept as unmatched, for an operator.
+ */
+async function startThinEvent(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  notification: Extract<ProviderNotification, { kind: 'thin' }>,
+  log: Record<string, unknown>,
+  options: PaymentWebhookOptions,
+) {
+  const { provider } = options;
+  const eventId = provider.qualifyEventId(notification.eventId);
+  if (!options.thinEvents) {
+    const kept = await options.unmatched.record({
+      reason: 'thin_unresolved',
+      provider: provider.name,
+      eventId,
+      payload: { event: notification.event, notification: notification.notification },
+    });
+    request.log.warn(
+      {
+        ...log,
+        eventId,
+        reason: 'thin_unresolved',
+        unmatchedId: kept.id,
+        duplicate: !kept.created,
+      },
+      'webhook kept as unmatched: a thin event, and no STRIPE_API_KEY to fetch its object with',
+    );
+    return reply.code(200).send({ status: 'unmatched' });
+  }
+  let started: StartedThinEvent;
+  try {
+    started = await options.thinEvents.start({ eventId, notification: notification.notification });
+  } catch (err) {
+    throw deferred(request.log, err, { ...log, eventId });
+  }
+  request.log.info(
+    { ...log, eventId, workflowId: started.workflowId, duplicate: started.duplicate },
+    'webhook accepted: thin event queued for its fetch',
+  );
+  return reply.code(200).header('x-workflow-id', started.workflowId).send({ status: 'accepted' });
+}
+
+/** A start Temporal did not take: 503, so the provider delivers again and nothing is lost. */
+function deferred(log: FastifyBaseLogger, err: unknown, fields: Record<string, unknown>): unknown {
+  if (!(err instanceof TemporalUnavailableError)) return err;
+  if (err.configurationProblem) {
+    // Still 503 (nothing accepted is lost), but no outage will end by itself: say so loudly.
+    log.error(
+      { ...fields, reason: err.configurationProblem, err: err.cause },
+      'webhook deferred: Temporal refused the start: configuration error, not an outage',
+    );
+  } else {
+    log.warn({ ...fields, err: err.cause }, 'webhook deferred: Temporal unavailable');
+  }
+  return new HttpError(503, 'temporarily unavailable, please retry', { 'retry-after': '5' });
 }
 
 /**

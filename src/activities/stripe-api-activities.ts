@@ -1,0 +1,146 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import Stripe from 'stripe';
+import type { UnmatchedRepository } from '../db';
+import { deliver, type ProviderEventStarter, toDelivery } from '../http/providers/delivery';
+import { providerEventId } from '../http/providers/provider';
+import { readStripeObject } from '../http/providers/stripe';
+import { FailureType } from '../shared/errors';
+import type { ThinEventResult, ThinEventWorkflowInput } from '../shared/thin-event';
+import { atCrashPoint } from './crash-points';
+
+export interface StripeApiActivityDeps {
+  /** Stripe's client with the shop's key (STRIPE_API_KEY); absent: no thin event can be fetched. */
+  stripe?: Stripe;
+  /** Starts what a resolved event is: the same starter, and so the same keys, as the webhook's. */
+  starter: ProviderEventStarter;
+  unmatched: Pick<UnmatchedRepository, 'record'>;
+  /** SHOP_CURRENCY: a payment in another currency is kept as unmatched, as on the webhook. */
+  shopCurrency: string;
+}
+
+/**
+ * Stripe's client for thin events: STRIPE_API_KEY against Stripe, or a double at `baseUrl`. It
+ * retries nothing itself: the activity's RetryPolicy schedules every attempt, where the Web UI
+ * and `temporal activity` see it.
+ */
+export function createStripeClient(options: { apiKey: string; baseUrl?: string }): Stripe {
+  const base = options.baseUrl ? new URL(options.baseUrl) : undefined;
+  return new Stripe(options.apiKey, {
+    maxNetworkRetries: 0,
+    // Below the activity's 30 s start-to-close, so a hung call fails as the attempt it is.
+    timeout: 20_000,
+    telemetry: false,
+    ...(base && {
+      host: base.hostname,
+      port: base.port || (base.protocol === 'https:' ? 443 : 80),
+      protocol: base.protocol === 'https:' ? 'https' : 'http',
+    }),
+  });
+}
+
+/** 4xx answers other than 409 (a lock) and 429 (slow down): the same on every attempt. */
+function refusedForGood(error: unknown): error is Stripe.errors.StripeError {
+  if (!(error instanceof Stripe.errors.StripeError)) return false;
+  const status = error.statusCode ?? 0;
+  return status >= 400 && status < 500 && status !== 409 && status !== 429;
+}
+
+/** Activities of the thin event workflow (src/workflows/thin-event.ts). */
+export function createStripeApiActivities(deps: StripeApiActivityDeps) {
+  return {
+    /**
+     * Fetches the object a verified thin event names, through Stripe's official client (the
+     * notification's own `fetchRelatedObject`, in the event's account context). A read: a crash
+     * around it loses nothing.
+     */
+    async fetchThinEventObject(input: ThinEventWorkflowInput): Promise<{ object: unknown }> {
+      const { stripe } = deps;
+      if (!stripe) {
+        throw ApplicationFailure.create({
+          type: FailureType.StripeApiRejected,
+          message: 'no STRIPE_API_KEY: the thin event cannot be fetched',
+          nonRetryable: true,
+        });
+      }
+      // Every handled type relates an object; the union's other members are not ours.
+      const notification = stripe.parseEventNotificationWithoutVerification(
+        JSON.stringify(input.notification),
+      ) as unknown as { fetchRelatedObject(): Promise<unknown> };
+      try {
+        const object: unknown = await notification.fetchRelatedObject();
+        // Plain data for the history (the client's result carries its response non-enumerably).
+        return { object: JSON.parse(JSON.stringify(object)) as unknown };
+      } catch (error) {
+        if (refusedForGood(error)) {
+          throw ApplicationFailure.create({
+            type: FailureType.StripeApiRejected,
+            message: `Stripe refused ${input.notification.related_object.url}: ${error.statusCode} ${error.message}`,
+            nonRetryable: true,
+          });
+        }
+        throw error;
+      }
+    },
+
+    /**
+     * Starts the payment, refund or dispute workflow the fetched object is, under the event's
+     * own key (a redelivered thin event, or its snapshot twin, finds it started); or keeps the
+     * event in the unmatched inbox, once by its key, when it cannot be acted on.
+     */
+    async deliverThinEvent(input: {
+      event: ThinEventWorkflowInput;
+      object?: unknown;
+      /** Why the object could not be fetched. */
+      unresolved?: string;
+    }): Promise<ThinEventResult> {
+      const { event } = input;
+      const type = event.notification.type.replace(/^v1\./, '');
+      const read =
+        input.unresolved === undefined
+          ? readStripeObject(type, input.object)
+          : ({
+              kind: 'unmatched',
+              event: type,
+              reason: 'thin_unresolved',
+              note: input.unresolved,
+              object: event.notification,
+            } as const);
+      if (read.kind === 'ignored') return { kind: 'ignored', note: read.note };
+      if (read.kind === 'thin') throw new Error('a fetched object is never a thin event');
+      const delivery = toDelivery(read, {
+        // The workflow's key already is the qualified event ID; the provider's own is inside.
+        provider: {
+          name: 'stripe',
+          qualifyEventId: () => event.eventId,
+          qualifyPaymentRef: (ref) => providerEventId('stripe', ref),
+        },
+        providerEventId: event.notification.id,
+        shopCurrency: deps.shopCurrency,
+      });
+      const outcome = await atCrashPoint('deliverThinEvent.deliver', () =>
+        deliver(delivery, { payments: deps.starter, unmatched: deps.unmatched }),
+      );
+      Context.current().log.info('thin event resolved', {
+        eventId: event.eventId,
+        type: event.notification.type,
+        outcome: outcome.kind,
+      });
+      if (outcome.kind === 'unmatched') {
+        return {
+          kind: 'unmatched',
+          unmatchedId: outcome.id,
+          reason: delivery.kind === 'unmatched' ? delivery.entry.reason : 'unknown',
+        };
+      }
+      return {
+        kind: 'started',
+        workflowId: outcome.started.workflowId,
+        duplicate: outcome.started.duplicate,
+      };
+    },
+  };
+}
+
+/** The type the thin event workflow proxies against (`import type` only). */
+export type StripeApiActivities = ReturnType<typeof createStripeApiActivities>;

@@ -1,0 +1,277 @@
+import { ConfigError, loadConfig } from '../config';
+import { createDatabase, createUnmatchedRepository, type UnmatchedRepository } from '../db';
+import { type Column, formatTable } from '../operator/table';
+import {
+  attachUnmatched,
+  attachedEventId,
+  closeUnmatched,
+  describeResolution,
+} from '../operator/unmatched';
+import { createPaymentStarter, type PaymentStarter } from '../temporal/payment-starter';
+import { addCommand, atMost, createProgram, parseCommandLine, UsageError } from './command-line';
+import { withTemporalClient } from './temporal-session';
+
+/**
+ * `npm run ops -- unmatched <command>`: the unmatched inbox. Only `attach` needs Temporal; the
+ * others read and write the database alone, so the inbox stays usable while Temporal is down.
+ */
+
+const EXIT_OK = 0;
+const EXIT_PROBLEM = 1;
+const EXIT_USAGE = 2;
+
+export interface UnmatchedIo {
+  out(text: string): void;
+  err(text: string): void;
+  /** Who runs the command: written into the resolution's note. */
+  user: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+interface Session {
+  inbox: UnmatchedRepository;
+  shopCurrency: string;
+  /** Set for the commands that need Temporal (`temporal: true`). */
+  payments?: PaymentStarter;
+}
+type Work = { temporal: boolean; run: (session: Session, io: UnmatchedIo) => Promise<number> };
+
+function commandLine() {
+  const program = createProgram(
+    'npm run ops -- unmatched',
+    'The unmatched inbox: signed provider deliveries that no workflow could act on as sent.',
+  ).addHelpText(
+    'after',
+    `
+Each entry is one provider event (a redelivery counts, it adds no entry), with why it could not
+be acted on: unknown_order, unknown_payment, foreign_order_ref, currency, amount_mismatch,
+livemode, account or thin_unresolved. Resolve each exactly once: attach it to an order, mark it
+refunded outside this system, or dismiss it. See docs/operator.md.
+
+Reads DATABASE_URL; attach also connects to TEMPORAL_ADDRESS.`,
+  );
+
+  addCommand<Work>(program, 'list', '[--all | --resolved] [--limit N]', (args, options) => {
+    atMost(args, 0);
+    const state = options.all ? 'all' : options.resolved ? 'resolved' : 'open';
+    const limit = positiveInteger('--limit', options.limit as string | undefined);
+    return { temporal: false, run: (s, io) => listCommand(s, io, state, limit) };
+  })
+    .summary('list open entries, newest first')
+    .option('--all', 'open and resolved entries')
+    .option('--resolved', 'resolved entries only')
+    .option('-n, --limit <N>', 'show at most N (default: 100)');
+
+  addCommand<Work>(program, 'show', '<id>', (args) => {
+    const id = entryId(atMost(args, 1)[0]);
+    return { temporal: false, run: (s, io) => showCommand(s, io, id) };
+  }).summary('one entry with what the provider sent');
+
+  addCommand<Work>(program, 'attach', '<id> --order <orderId> [--note text]', (args, options) => {
+    const id = entryId(atMost(args, 1)[0]);
+    const order = options.order as string | undefined;
+    if (order === undefined) throw new UsageError('Name the order: --order <orderId>.');
+    const orderId = positiveInteger('--order', order)!;
+    const note = options.note as string | undefined;
+    return { temporal: true, run: (s, io) => attachCommand(s, io, id, orderId, note) };
+  })
+    .summary('attach a payment to an order: it then flows as a normal payment, once')
+    .description(
+      `Records that the entry's payment belongs to the order, then starts its payment workflow
+(payment-unmatched~<id>), which pays the order if the amount is its total (else flags it for
+refund review, as any payment). Running it again, or after a crash in between, starts nothing
+twice. Only a payment in the shop's currency can be attached.`,
+    )
+    .option('-o, --order <orderId>', 'the order the payment belongs to')
+    .option('--note <text>', 'why (kept with the entry)');
+
+  addCommand<Work>(program, 'refunded', '<id> [--note text]', (args, options) => {
+    const id = entryId(atMost(args, 1)[0]);
+    const note = options.note as string | undefined;
+    return {
+      temporal: false,
+      run: (s, io) =>
+        closeCommand(s, io, id, { kind: 'refunded_outside', note: withUser(io, note) }),
+    };
+  })
+    .summary('mark an entry refunded outside this system (e.g. in the provider’s dashboard)')
+    .option('--note <text>', 'what was done (kept with the entry)');
+
+  addCommand<Work>(program, 'dismiss', '<id> --reason <text>', (args, options) => {
+    const id = entryId(atMost(args, 1)[0]);
+    const reason = options.reason as string | undefined;
+    if (!reason?.trim()) throw new UsageError('Say why: --reason <text>.');
+    return {
+      temporal: false,
+      run: (s, io) => closeCommand(s, io, id, { kind: 'dismissed', note: withUser(io, reason) }),
+    };
+  })
+    .summary('dismiss an entry with a reason (a test event, another integration’s…)')
+    .option('-r, --reason <text>', 'why it needs nothing (kept with the entry)');
+
+  return program;
+}
+
+/** `npm run ops -- unmatched …`; resolves to the exit code. */
+export async function unmatchedMain(argv: readonly string[], io: UnmatchedIo): Promise<number> {
+  const parsed = await parseCommandLine<Work>(commandLine(), argv, io);
+  if (parsed.kind === 'help') return EXIT_OK;
+  if (parsed.kind === 'usage-error') return EXIT_USAGE;
+  const { work } = parsed;
+  let config;
+  try {
+    config = loadConfig(io.env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    io.err(err.message);
+    return EXIT_PROBLEM;
+  }
+  const db = createDatabase(config.DATABASE_URL);
+  try {
+    const session = { inbox: createUnmatchedRepository(db.db), shopCurrency: config.SHOP_CURRENCY };
+    if (!work.temporal) return await work.run(session, io);
+    return await withTemporalClient(io, `unmatched ${argv[0]}`, (client) =>
+      // A person waits at the terminal; a start that takes longer than this is an outage.
+      work.run(
+        { ...session, payments: createPaymentStarter(client, { startTimeoutMs: 10_000 }) },
+        io,
+      ),
+    );
+  } finally {
+    await db.close();
+  }
+}
+
+const LIST_COLUMNS: Column[] = [
+  { header: 'ID' },
+  { header: 'REASON' },
+  { header: 'PROVIDER' },
+  { header: 'EVENT', maxWidth: 50 },
+  { header: 'SEEN' },
+  { header: 'FIRST SEEN' },
+  { header: 'LAST SEEN' },
+  { header: 'RESOLUTION', maxWidth: 60 },
+];
+
+async function listCommand(
+  session: Session,
+  io: UnmatchedIo,
+  state: 'open' | 'resolved' | 'all',
+  limit: number | undefined,
+): Promise<number> {
+  const entries = await session.inbox.list({ state, limit });
+  if (entries.length === 0) {
+    io.out(state === 'open' ? 'No open unmatched entries.' : 'No unmatched entries.');
+    return EXIT_OK;
+  }
+  io.out(
+    formatTable(
+      LIST_COLUMNS,
+      entries.map((e) => [
+        String(e.id),
+        e.reason,
+        e.provider,
+        e.eventId,
+        String(e.deliveryCount),
+        seconds(e.firstSeenAt),
+        seconds(e.lastSeenAt),
+        describeResolution(e.resolution),
+      ]),
+    ),
+  );
+  if (state !== 'resolved') {
+    io.out(
+      '\nResolve one: npm run ops -- unmatched attach <id> --order <orderId> | refunded <id> | ' +
+        'dismiss <id> --reason <text>',
+    );
+  }
+  return EXIT_OK;
+}
+
+async function showCommand(session: Session, io: UnmatchedIo, id: number): Promise<number> {
+  const entry = await session.inbox.get(id);
+  if (!entry) {
+    io.err(`No unmatched entry ${id}.`);
+    return EXIT_PROBLEM;
+  }
+  io.out(
+    [
+      `Entry ${entry.id}: ${entry.reason}`,
+      `Provider:    ${entry.provider}`,
+      `Event:       ${entry.eventId}`,
+      `Deliveries:  ${entry.deliveryCount} (first ${seconds(entry.firstSeenAt)}, last ${seconds(entry.lastSeenAt)})`,
+      `Resolution:  ${describeResolution(entry.resolution)}`,
+      `Payload:\n${JSON.stringify(entry.payload, null, 2)}`,
+    ].join('\n'),
+  );
+  return EXIT_OK;
+}
+
+async function attachCommand(
+  session: Session,
+  io: UnmatchedIo,
+  id: number,
+  orderId: number,
+  note: string | undefined,
+): Promise<number> {
+  const { payments } = session;
+  if (!payments) throw new Error('attach runs with a Temporal connection');
+  const result = await attachUnmatched(
+    { inbox: session.inbox, payments, shopCurrency: session.shopCurrency },
+    id,
+    orderId,
+    withUser(io, note),
+  );
+  if (result.kind === 'refused') {
+    io.err(`Refused: ${result.reason}. Nothing was changed.`);
+    return EXIT_PROBLEM;
+  }
+  const { started } = result;
+  io.out(
+    result.first
+      ? `Attached entry ${id} to order ${orderId}.`
+      : `Entry ${id} was already attached to order ${orderId}.`,
+  );
+  io.out(
+    started.duplicate
+      ? `Its payment workflow ${started.workflowId} was already started: nothing started twice.`
+      : `Started its payment workflow ${started.workflowId} (event ${attachedEventId({ id })}).`,
+  );
+  return EXIT_OK;
+}
+
+async function closeCommand(
+  session: Session,
+  io: UnmatchedIo,
+  id: number,
+  resolution: Parameters<typeof closeUnmatched>[2],
+): Promise<number> {
+  const result = await closeUnmatched(session.inbox, id, resolution);
+  if (result.kind === 'refused') {
+    io.err(`Refused: ${result.reason}. Nothing was changed.`);
+    return EXIT_PROBLEM;
+  }
+  io.out(`Entry ${id} ${describeResolution(result.entry.resolution)}.`);
+  return EXIT_OK;
+}
+
+function withUser(io: UnmatchedIo, note: string | undefined): string {
+  return note?.trim() ? `${note.trim()} (by ${io.user})` : `by ${io.user}`;
+}
+
+function entryId(value: string | undefined): number {
+  if (value === undefined) throw new UsageError('Name the entry: its ID, from "unmatched list".');
+  return positiveInteger('the entry ID', value)!;
+}
+
+function positiveInteger(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[1-9]\d{0,9}$/.test(value) || Number(value) > 2_147_483_647) {
+    throw new UsageError(`${name} must be a whole number of 1 or more.`);
+  }
+  return Number(value);
+}
+
+function seconds(at: string): string {
+  return at.replace(/\.\d{3}Z$/, 'Z');
+}

@@ -1,0 +1,65 @@
+import { PostgresAdapter, sql, type Kysely } from 'kysely';
+
+/**
+ * The unmatched inbox: signed provider deliveries we could not act on (unknown order, foreign
+ * reference, other currency, a Stripe event for another account…). They are answered 2xx so the
+ * provider does not retry for days and disable the endpoint, which makes this row the only record
+ * an operator has: it must not depend on Temporal's retention. UNIQUE event_id turns a
+ * redelivery into a count; a resolution is written once (a NULL-guarded update).
+ */
+
+// Migrations see the database as it was when they were written, not today's schema type.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyDb = Kysely<any>;
+
+export async function up(db: AnyDb): Promise<void> {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const timestamp = postgres ? 'timestamptz' : 'text';
+  const now = postgres ? sql`now()` : sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`;
+  await db.schema
+    .createTable('unmatched_deliveries')
+    .addColumn('id', 'integer', (col) =>
+      // As in 0001: IDs are never reused; operators name entries by them.
+      postgres ? col.primaryKey().generatedByDefaultAsIdentity() : col.primaryKey().autoIncrement(),
+    )
+    .addColumn('reason', 'text', (col) => col.notNull())
+    .addColumn('provider', 'text', (col) => col.notNull())
+    .addColumn('event_id', 'text', (col) => col.notNull().unique())
+    .addColumn('payload', 'text', (col) => col.notNull())
+    .addColumn('delivery_count', 'integer', (col) =>
+      col
+        .notNull()
+        .defaultTo(1)
+        .check(sql`delivery_count >= 1`),
+    )
+    .addColumn('first_seen_at', timestamp, (col) => col.notNull().defaultTo(now))
+    .addColumn('last_seen_at', timestamp, (col) => col.notNull().defaultTo(now))
+    .addColumn('resolution', 'text', (col) =>
+      col.check(
+        sql`resolution is null or resolution in ('attached', 'refunded_outside', 'dismissed')`,
+      ),
+    )
+    .addColumn('resolved_order_id', 'integer', (col) => col.references('orders.id'))
+    .addColumn('resolution_note', 'text')
+    .addColumn('resolved_at', timestamp)
+    // An attachment names its order; the others name none; every resolution has its moment.
+    .addCheckConstraint(
+      'unmatched_deliveries_resolution_shape_check',
+      sql`(resolution is null and resolved_at is null and resolved_order_id is null)
+        or (resolution = 'attached' and resolved_at is not null and resolved_order_id is not null)
+        or (resolution in ('refunded_outside', 'dismissed') and resolved_at is not null
+            and resolved_order_id is null)`,
+    )
+    .execute();
+
+  // The operator's list is the open entries, newest first.
+  await db.schema
+    .createIndex('unmatched_deliveries_open_idx')
+    .on('unmatched_deliveries')
+    .columns(['resolved_at', 'id'])
+    .execute();
+}
+
+export async function down(db: AnyDb): Promise<void> {
+  await db.schema.dropTable('unmatched_deliveries').execute();
+}

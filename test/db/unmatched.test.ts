@@ -1,0 +1,174 @@
+import { createOrdersRepository, createUnmatchedRepository } from '../../src/db';
+import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+
+// The unmatched inbox: every signed delivery we could not act on, kept until an operator decides.
+describe.each(testDatabases)('unmatched deliveries ($name)', ({ create }) => {
+  let handle: TestDatabaseHandle;
+  beforeAll(async () => {
+    handle = await create();
+  });
+  afterAll(() => handle?.close());
+
+  const payload = { eventId: 'stripe~evt_1', orderId: 99, amount: 1200 };
+
+  it('keeps a delivery once and counts its redeliveries', async () => {
+    const inbox = createUnmatchedRepository(handle.db);
+    const first = await inbox.record({
+      reason: 'unknown_order',
+      provider: 'stripe',
+      eventId: 'stripe~evt_count',
+      payload,
+    });
+    expect(first.created).toBe(true);
+    const again = await inbox.record({
+      reason: 'unknown_order',
+      provider: 'stripe',
+      eventId: 'stripe~evt_count',
+      payload,
+    });
+    expect(again).toEqual({ id: first.id, created: false });
+
+    const kept = await inbox.get(first.id);
+    expect(kept).toMatchObject({
+      reason: 'unknown_order',
+      provider: 'stripe',
+      eventId: 'stripe~evt_count',
+      payload,
+      deliveryCount: 2,
+      resolution: null,
+    });
+    expect(kept!.lastSeenAt >= kept!.firstSeenAt).toBe(true);
+    expect(await inbox.findByEventId('stripe~evt_count')).toEqual(kept);
+    expect(await inbox.findByEventId('stripe~evt_other')).toBeUndefined();
+  });
+
+  it('lets concurrent records of one event agree on a single creator', async () => {
+    const inbox = createUnmatchedRepository(handle.db);
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        inbox.record({ reason: 'currency', provider: 'standard', eventId: 'standard~c', payload }),
+      ),
+    );
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.id)).size).toBe(1);
+    expect((await inbox.findByEventId('standard~c'))?.deliveryCount).toBe(8);
+  });
+
+  it('takes the latest reason while open, and only counts once resolved', async () => {
+    const inbox = createUnmatchedRepository(handle.db);
+    const { id } = await inbox.record({
+      reason: 'thin_unresolved',
+      provider: 'stripe',
+      eventId: 'stripe~evt_thin',
+      payload: { thin: true },
+    });
+    await inbox.record({
+      reason: 'unknown_order',
+      provider: 'stripe',
+      eventId: 'stripe~evt_thin',
+      payload,
+    });
+    expect(await inbox.get(id)).toMatchObject({ reason: 'unknown_order', payload });
+
+    await inbox.resolve(id, { kind: 'dismissed', note: 'test payment' });
+    await inbox.record({
+      reason: 'livemode',
+      provider: 'stripe',
+      eventId: 'stripe~evt_thin',
+      payload: { late: true },
+    });
+    expect(await inbox.get(id)).toMatchObject({
+      reason: 'unknown_order',
+      payload,
+      deliveryCount: 3,
+      resolution: { kind: 'dismissed', note: 'test payment' },
+    });
+  });
+
+  it('resolves an entry exactly once, whoever asks how often', async () => {
+    const inbox = createUnmatchedRepository(handle.db);
+    const order = await createOrdersRepository(handle.db).createWithIdempotencyKey({
+      userId: 1,
+      customerEmail: 'a@example.com',
+      totalAmount: 1200,
+    });
+    const { id } = await inbox.record({
+      reason: 'unknown_order',
+      provider: 'payment',
+      eventId: 'evt_attach',
+      payload,
+    });
+
+    const results = await Promise.all([
+      inbox.resolve(id, { kind: 'attached', orderId: order.order.id }),
+      inbox.resolve(id, { kind: 'dismissed', note: 'duplicate' }),
+      inbox.resolve(id, { kind: 'refunded_outside' }),
+    ]);
+    const winners = results.flatMap((r) => (r.kind === 'resolved' ? [r.delivery] : []));
+    expect(winners).toHaveLength(1);
+    expect(results.filter((r) => r.kind === 'already_resolved')).toHaveLength(2);
+    const resolved = await inbox.get(id);
+    expect(resolved?.resolution).toEqual(winners[0]?.resolution);
+    expect(resolved?.resolution?.resolvedAt).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+  });
+
+  it('records which order an entry was attached to, and refuses an order that does not exist', async () => {
+    const inbox = createUnmatchedRepository(handle.db);
+    const order = await createOrdersRepository(handle.db).createWithIdempotencyKey({
+      userId: 2,
+      customerEmail: 'b@example.com',
+      totalAmount: 500,
+    });
+    const { id } = await inbox.record({
+      reason: 'foreign_order_ref',
+      provider: 'stripe',
+      eventId: 'stripe~evt_ref',
+      payload,
+    });
+    expect(await inbox.resolve(id, { kind: 'attached', orderId: 987_654 })).toEqual({
+      kind: 'order_not_found',
+    });
+    expect((await inbox.get(id))?.resolution).toBeNull();
+
+    const attached = await inbox.resolve(id, {
+      kind: 'attached',
+      orderId: order.order.id,
+      note: 'ORD-12 is order 12',
+    });
+    expect(attached).toMatchObject({
+      kind: 'resolved',
+      delivery: {
+        resolution: { kind: 'attached', orderId: order.order.id, note: 'ORD-12 is order 12' },
+      },
+    });
+    expect(await inbox.resolve(987_655, { kind: 'dismissed', note: 'x' })).toEqual({
+      kind: 'not_found',
+    });
+  });
+
+  it('lists open entries newest first, and resolved ones apart', async () => {
+    const inbox = createUnmatchedRepository(handle.db);
+    const a = await inbox.record({
+      reason: 'account',
+      provider: 'stripe',
+      eventId: 'l-a',
+      payload,
+    });
+    const b = await inbox.record({
+      reason: 'account',
+      provider: 'stripe',
+      eventId: 'l-b',
+      payload,
+    });
+    await inbox.resolve(a.id, { kind: 'refunded_outside', note: 'in the dashboard' });
+
+    const open = (await inbox.list()).map((d) => d.id);
+    expect(open).toContain(b.id);
+    expect(open).not.toContain(a.id);
+    expect(open).toEqual([...open].sort((x, y) => y - x));
+    expect((await inbox.list({ state: 'resolved' })).map((d) => d.id)).toContain(a.id);
+    const all = (await inbox.list({ state: 'all' })).map((d) => d.id);
+    expect(all).toEqual(expect.arrayContaining([a.id, b.id]));
+    expect(await inbox.list({ state: 'all', limit: 1 })).toHaveLength(1);
+  });
+});

@@ -1,0 +1,262 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  createStripeApiActivities,
+  createStripeClient,
+} from '../../src/activities/stripe-api-activities';
+import type { StripeThinNotification, ThinEventResult } from '../../src/shared/thin-event';
+import { thinEventWorkflowId } from '../../src/shared/thin-event';
+import type { thinEventWorkflow } from '../../src/workflows';
+import { bundledWorker, workflowBundle } from '../support/bundles';
+import { createTimeSkippingEnv } from '../support/temporal';
+import {
+  recordingPaymentStarter,
+  recordingUnmatched,
+  type RecordingPaymentStarter,
+  type RecordingUnmatched,
+} from '../support/webhook';
+
+// A Stripe thin event through its workflow in the time-skipping server: the real activities,
+// Stripe's official client, and a local double of the API endpoints it fetches from. Retry
+// waits of minutes pass in milliseconds.
+
+const API_KEY = 'sk_test_thin_event_double_key';
+
+/** Stripe's API as far as thin events need it: an object per path, or the status to answer. */
+interface ApiDouble {
+  url: string;
+  requests: Array<{ path: string; authorization: string | undefined }>;
+  /** Answers per request, in order; the last one repeats. */
+  answers: Array<{ status: number; body: unknown }>;
+  close(): Promise<void>;
+}
+
+async function startApiDouble(): Promise<ApiDouble> {
+  const double = { requests: [], answers: [] } as unknown as ApiDouble;
+  const server: Server = createServer((req: IncomingMessage, res) => {
+    double.requests.push({ path: req.url ?? '', authorization: req.headers.authorization });
+    const answer = double.answers[Math.min(double.requests.length, double.answers.length) - 1] ?? {
+      status: 500,
+      body: {},
+    };
+    res.writeHead(answer.status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(answer.body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  double.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  double.close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return double;
+}
+
+const stripeError = (status: number, message: string) => ({
+  status,
+  body: { error: { type: 'invalid_request_error', message } },
+});
+
+let env: TestWorkflowEnvironment;
+let bundle: WorkflowBundleWithSourceMap;
+let api: ApiDouble;
+let starter: RecordingPaymentStarter;
+let inbox: RecordingUnmatched;
+
+beforeAll(async () => {
+  bundle = await workflowBundle();
+});
+beforeEach(async () => {
+  env = await createTimeSkippingEnv();
+  api = await startApiDouble();
+  starter = recordingPaymentStarter();
+  inbox = recordingUnmatched();
+});
+afterEach(async () => {
+  await api?.close();
+  await env?.teardown();
+});
+
+function notification(
+  type: string,
+  related: { id: string; type: string; url: string },
+): StripeThinNotification {
+  return {
+    id: `evt_${randomUUID()}`,
+    object: 'v2.core.event',
+    type,
+    livemode: false,
+    related_object: related,
+  };
+}
+
+async function run(
+  thin: StripeThinNotification,
+  options: { withKey?: boolean } = {},
+): Promise<ThinEventResult> {
+  const taskQueue = `thin-${randomUUID()}`;
+  const activities = createStripeApiActivities({
+    stripe:
+      options.withKey === false
+        ? undefined
+        : createStripeClient({ apiKey: API_KEY, baseUrl: api.url }),
+    starter,
+    unmatched: inbox,
+    shopCurrency: 'jpy',
+  });
+  const worker = await bundledWorker(env, bundle, taskQueue, activities);
+  const eventId = `stripe~${thin.id}`;
+  return worker.runUntil(
+    env.client.workflow.execute<typeof thinEventWorkflow>('thinEventWorkflow', {
+      workflowId: thinEventWorkflowId(eventId),
+      taskQueue,
+      args: [{ eventId, notification: thin }],
+      workflowExecutionTimeout: '7 days',
+    }),
+  );
+}
+
+const paymentIntent = {
+  id: 'pi_thin1',
+  object: 'payment_intent',
+  amount: 5400,
+  amount_received: 5400,
+  currency: 'jpy',
+  status: 'succeeded',
+  livemode: false,
+  metadata: { order_id: '42' },
+};
+
+it('fetches the PaymentIntent with the API key and starts its payment under the event’s key', async () => {
+  api.answers = [{ status: 200, body: paymentIntent }];
+  const thin = notification('v1.payment_intent.succeeded', {
+    id: 'pi_thin1',
+    type: 'payment_intent',
+    url: '/v1/payment_intents/pi_thin1',
+  });
+  const result = await run(thin);
+  expect(result).toEqual({
+    kind: 'started',
+    workflowId: `payment-stripe~${thin.id}`,
+    duplicate: false,
+  });
+  expect(api.requests).toEqual([
+    { path: '/v1/payment_intents/pi_thin1', authorization: `Bearer ${API_KEY}` },
+  ]);
+  expect(starter.starts).toEqual([
+    {
+      eventId: `stripe~${thin.id}`,
+      orderId: 42,
+      amount: 5400,
+      currency: 'jpy',
+      paymentRef: 'stripe~pi_thin1',
+    },
+  ]);
+  expect(inbox.entries).toEqual([]);
+});
+
+it('retries the fetch through the activity’s RetryPolicy while Stripe fails, then goes on', async () => {
+  api.answers = [
+    { status: 500, body: { error: { type: 'api_error', message: 'down' } } },
+    stripeError(429, 'slow down'),
+    { status: 200, body: paymentIntent },
+  ];
+  const thin = notification('v1.payment_intent.succeeded', {
+    id: 'pi_thin1',
+    type: 'payment_intent',
+    url: '/v1/payment_intents/pi_thin1',
+  });
+  expect(await run(thin)).toMatchObject({ kind: 'started' });
+  // Three attempts, each one request: the client itself retries nothing.
+  expect(api.requests).toHaveLength(3);
+  expect(starter.starts).toHaveLength(1);
+});
+
+it('keeps an object Stripe refuses (404) as unmatched at once, without retrying', async () => {
+  api.answers = [stripeError(404, 'No such payment_intent')];
+  const thin = notification('v1.payment_intent.succeeded', {
+    id: 'pi_gone',
+    type: 'payment_intent',
+    url: '/v1/payment_intents/pi_gone',
+  });
+  const result = await run(thin);
+  expect(result).toEqual({ kind: 'unmatched', unmatchedId: 1, reason: 'thin_unresolved' });
+  expect(api.requests).toHaveLength(1);
+  expect(inbox.entries).toEqual([
+    {
+      reason: 'thin_unresolved',
+      provider: 'stripe',
+      eventId: `stripe~${thin.id}`,
+      payload: expect.objectContaining({ object: thin }) as unknown,
+    },
+  ]);
+  expect(starter.starts).toEqual([]);
+});
+
+it('keeps the event as unmatched when the worker has no STRIPE_API_KEY', async () => {
+  const thin = notification('v1.payment_intent.succeeded', {
+    id: 'pi_thin1',
+    type: 'payment_intent',
+    url: '/v1/payment_intents/pi_thin1',
+  });
+  expect(await run(thin, { withKey: false })).toMatchObject({
+    kind: 'unmatched',
+    reason: 'thin_unresolved',
+  });
+  expect(api.requests).toEqual([]);
+});
+
+it('starts a refund for a thin charge.refunded, from the fetched charge', async () => {
+  api.answers = [
+    {
+      status: 200,
+      body: {
+        id: 'ch_thin',
+        object: 'charge',
+        payment_intent: 'pi_thin1',
+        amount: 5400,
+        amount_refunded: 5400,
+        currency: 'jpy',
+        metadata: {},
+      },
+    },
+  ];
+  const thin = notification('v1.charge.refunded', {
+    id: 'ch_thin',
+    type: 'charge',
+    url: '/v1/charges/ch_thin',
+  });
+  expect(await run(thin)).toEqual({
+    kind: 'started',
+    workflowId: `refund-stripe~${thin.id}`,
+    duplicate: false,
+  });
+  expect(starter.refunds).toEqual([
+    {
+      eventId: `stripe~${thin.id}`,
+      paymentRef: 'stripe~pi_thin1',
+      kind: 'cumulative',
+      amount: 5400,
+      currency: 'jpy',
+      status: 'succeeded',
+    },
+  ]);
+});
+
+it('keeps a fetched payment in another currency, or for a foreign order, as unmatched', async () => {
+  api.answers = [{ status: 200, body: { ...paymentIntent, currency: 'usd' } }];
+  const related = {
+    id: 'pi_thin1',
+    type: 'payment_intent',
+    url: '/v1/payment_intents/pi_thin1',
+  };
+  expect(await run(notification('v1.payment_intent.succeeded', related))).toMatchObject({
+    kind: 'unmatched',
+    reason: 'currency',
+  });
+  api.answers = [{ status: 200, body: { ...paymentIntent, metadata: { order_id: 'ORD-1' } } }];
+  expect(await run(notification('v1.payment_intent.succeeded', related))).toMatchObject({
+    kind: 'unmatched',
+    reason: 'foreign_order_ref',
+  });
+  expect(starter.starts).toEqual([]);
+});
