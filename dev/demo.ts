@@ -1,6 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../src/config';
+import { Client } from '@temporalio/client';
+import { optionalTsToDate } from '@temporalio/common/lib/time';
+import { embeddedTemporalAddress, loadConfig } from '../src/config';
+import { orderWorkflowId } from '../src/shared/order';
+import { connectOrDiagnose } from '../src/temporal/connection-diagnosis';
 import { localHttpUrl } from '../src/net/addresses';
 import {
   type DeliveryOptions,
@@ -27,6 +31,8 @@ const baseUrl = process.env.DEMO_BASE_URL ?? localHttpUrl(config.HOST, config.PO
 // keys, the demo needs one with orders:write and orders:read.
 const apiKey = process.env.DEMO_API_KEY;
 const apiAuth: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+// How long the demo watches the order before it leaves it to its retries.
+const waitSeconds = Number(process.env.DEMO_WAIT_SECONDS ?? 60) || 60;
 const uiBase =
   process.env.DEMO_UI_URL ??
   config.TEMPORAL_UI_URL?.replace(/\/+$/, '') ??
@@ -66,16 +72,86 @@ async function main(): Promise<void> {
     );
   }
 
-  const final = await waitForShipment(order.id);
+  console.log(`\nWaiting for the shipment of order ${order.id} (up to ${waitSeconds} s):`);
+  const progress = await warehouseProgress(order.id);
+  let final: OrderView;
+  try {
+    final = await waitForShipment(order.id, () => progress.report());
+  } finally {
+    await progress.close();
+  }
   console.log(
-    `\nOrder ${order.id}: status=${final.status}, shipment_status=${final.shipment_status}, payments recorded=${final.payments.length}`,
+    `\nOrder ${order.id}: status=${final.status}, shipment_status=${final.shipment_status ?? 'not yet'}, payments recorded=${final.payments.length}`,
   );
+  if (final.shipment_status === null) {
+    console.log(
+      progress.retrying
+        ? `The warehouse has not taken it yet: the order's workflow keeps retrying it (up to 30 minutes), then fails and alerts.\n` +
+            `Watch it: npm run ops -- stuck    Bring the simulator back: npm run simulate -- warehouse ok`
+        : 'No shipment yet and no warehouse attempt seen: is a worker of the current build running? npm run doctor',
+    );
+  }
   const warehouse = await warehouseCalls(order.id);
   if (warehouse !== undefined)
     console.log(`Warehouse simulator: ${warehouse} shipment request(s) for order ${order.id}`);
+  const link = (workflowId: string) =>
+    `${uiBase}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows/${encodeURIComponent(workflowId)}`;
   console.log(
-    `\nSee the workflow in the Temporal Web UI:\n  ${uiBase}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows/${encodeURIComponent(player.workflowId(payment))}`,
+    `\nSee it in the Temporal Web UI:\n  the order      ${link(orderWorkflowId(order.id))}\n  the payment    ${link(player.workflowId(payment))}`,
   );
+}
+
+/**
+ * The order workflow's warehouse call as the server schedules it, printed when it changes:
+ * attempt, last failure, next retry. Without Temporal (another address, a secured cluster the
+ * demo cannot reach), the demo goes on without it.
+ */
+async function warehouseProgress(orderId: number) {
+  const state = { retrying: false, last: '' };
+  let client: Client | undefined;
+  try {
+    const connection = await connectOrDiagnose(config.temporalConnection, {
+      address: config.TEMPORAL_ADDRESS ?? embeddedTemporalAddress(config),
+      timeoutMs: 3_000,
+    });
+    client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  } catch {
+    client = undefined;
+  }
+  return {
+    get retrying() {
+      return state.retrying;
+    },
+    async report() {
+      if (!client) return;
+      let pending;
+      try {
+        const described = await client.workflow.getHandle(orderWorkflowId(orderId)).describe();
+        pending = described.raw.pendingActivities?.find(
+          (a) => a.activityType?.name === 'notifyWarehouse',
+        );
+      } catch {
+        return;
+      }
+      if (!pending || (pending.attempt ?? 1) < 2) return;
+      state.retrying = true;
+      const of = pending.maximumAttempts ? ` of ${pending.maximumAttempts}` : '';
+      const failure = pending.lastFailure?.message ?? 'failed';
+      const next = optionalTsToDate(pending.nextAttemptScheduleTime);
+      const when = pending.paused
+        ? 'paused by an operator'
+        : next
+          ? `next in ${Math.max(0, Math.round((next.getTime() - Date.now()) / 1000))} s`
+          : 'running now';
+      const line = `  warehouse: attempt ${pending.attempt}${of} next, last: ${failure}; ${when}`;
+      const key = `${pending.attempt}|${failure}|${pending.paused}`;
+      if (key !== state.last) console.log(line);
+      state.last = key;
+    },
+    async close() {
+      await client?.connection.close();
+    },
+  };
 }
 
 type Delivery = [label: string, send: () => Promise<Reply[]>];
@@ -171,14 +247,16 @@ interface OrderView {
   payments: unknown[];
 }
 
-async function waitForShipment(orderId: number): Promise<OrderView> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
+async function waitForShipment(orderId: number, onWait: () => Promise<void>): Promise<OrderView> {
+  const deadline = Date.now() + waitSeconds * 1000;
+  for (let round = 0; ; round++) {
     const response = await fetch(new URL(`/api/v1/orders/${orderId}`, baseUrl), {
       headers: apiAuth,
     });
     const view = (await response.json()) as OrderView;
     if (view.shipment_status !== null || Date.now() > deadline) return view;
+    // About once a second: what the warehouse call is doing meanwhile.
+    if (round % 4 === 3) await onWait();
     await new Promise((r) => setTimeout(r, 250));
   }
 }

@@ -16,13 +16,13 @@ import {
 } from '../src/db';
 import { buildAdminApp, listenAdmin } from '../src/http/admin';
 import { buildApp } from '../src/http/app';
-import { databaseReadiness, temporalReadiness } from '../src/http/health';
+import { databaseReadiness, temporalReadiness, workersReadiness } from '../src/http/health';
 import { createHttpMetrics } from '../src/http/metrics';
 import { ordersApiAccess } from '../src/http/orders-auth';
 import { PAYMENT_WEBHOOK_PATH } from '../src/http/routes/payment-webhook';
 import { providerLines } from './providers/banner';
 import { createLogger } from '../src/logger';
-import { startWatchdogFromConfig } from '../src/monitoring';
+import { startWatchdogFromConfig, WATCHED_TASK_QUEUES } from '../src/monitoring';
 import { findNpmLauncher, watchLauncher } from './process/launcher';
 import { runMain } from '../src/process/run-main';
 import { onShutdownSignal } from '../src/process/shutdown';
@@ -230,6 +230,14 @@ async function main(): Promise<void> {
           databaseReadiness(db.db),
           temporalReadiness(client.connection),
           temporalSetupReadiness(client.connection, config.TEMPORAL_NAMESPACE),
+          workersReadiness(
+            client,
+            {
+              deploymentName: config.WORKER_DEPLOYMENT_NAME,
+              versioned: config.WORKER_VERSIONING === 'on',
+            },
+            WATCHED_TASK_QUEUES,
+          ),
         ],
         metrics,
       });

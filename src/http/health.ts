@@ -1,4 +1,4 @@
-import type { Connection } from '@temporalio/client';
+import type { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance, LogLevel } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db';
@@ -9,6 +9,8 @@ import {
   pingTemporal,
   withDeadline,
 } from '../monitoring/probes';
+import { describeBuildPollers } from '../temporal/build-pollers';
+import { describeDeployment } from '../temporal/deployments';
 
 /** One dependency the process needs before it can take traffic. */
 export interface ReadinessCheck {
@@ -20,6 +22,11 @@ export interface ReadinessCheck {
    * secrets), e.g. "search attributes not registered …: run npm run temporal:setup".
    */
   explain?: boolean;
+  /**
+   * Reported, with its reason, but not a reason to take this process out of the load balancer:
+   * what it checks is not this process's to fix, and intake still durably queues the work.
+   */
+  advisory?: boolean;
 }
 
 export interface HealthRoutesOptions {
@@ -50,6 +57,44 @@ export function temporalReadiness(
   return {
     name: 'temporal',
     check: (deadline) => connection.withDeadline(deadline, () => pingTemporal(connection)),
+  };
+}
+
+/**
+ * The builds that get new runs have live workers on every task queue (advisory: a stranded
+ * rollback shows here, and in `npm run doctor`, while webhooks are still accepted and queued).
+ * Passes when the deployment does not exist yet or workers are unversioned.
+ */
+export function workersReadiness(
+  client: Client,
+  deployment: { deploymentName: string; versioned: boolean },
+  taskQueues: readonly string[],
+): ReadinessCheck {
+  return {
+    name: 'workers',
+    advisory: true,
+    explain: true,
+    check: async (deadline) => {
+      if (!deployment.versioned) return;
+      const state = await client.connection.withDeadline(deadline, () =>
+        describeDeployment(client, deployment.deploymentName),
+      );
+      const builds = [state?.current, state?.ramping?.buildId].filter((b) => b !== undefined);
+      for (const buildId of builds) {
+        const pollers = await describeBuildPollers(
+          client.connection,
+          client.options.namespace,
+          { deploymentName: deployment.deploymentName, buildId },
+          taskQueues,
+          { timeoutMs: Math.max(1, deadline - Date.now()) },
+        );
+        if (pollers.missing.length > 0) {
+          throw new Error(
+            `no live worker of build ${buildId} polls ${pollers.missing.join(', ')}: its new runs wait (npm run doctor)`,
+          );
+        }
+      }
+    },
   };
 }
 
@@ -100,7 +145,8 @@ export async function healthRoutes(app: FastifyInstance, options: HealthRoutesOp
         }
       }),
     );
-    const ready = results.every((r) => r.ok);
+    const advisory = (name: string) => options.readiness.find((c) => c.name === name)?.advisory;
+    const ready = results.every((r) => r.ok || advisory(r.name));
     if (ready !== wasReady) {
       const failed = results.filter((r) => !r.ok).map(({ name, error }) => ({ name, error }));
       if (ready) request.log.info('ready: every dependency answers');
@@ -113,12 +159,14 @@ export async function healthRoutes(app: FastifyInstance, options: HealthRoutesOp
         r.outcome === 'failed' &&
         options.readiness.find((c) => c.name === r.name)?.explain,
     );
+    const warnings = results.filter((r) => !r.ok && advisory(r.name));
     return reply.code(ready ? 200 : 503).send({
       status: ready ? 'ready' : 'unavailable',
       checks: Object.fromEntries(results.map((r) => [r.name, r.outcome])),
       ...(explained.length > 0
         ? { reasons: Object.fromEntries(explained.map((r) => [r.name, r.error])) }
         : {}),
+      ...(warnings.length > 0 ? { warnings: warnings.map((r) => r.name) } : {}),
     });
   });
 }

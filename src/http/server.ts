@@ -11,7 +11,7 @@ import {
   createUnmatchedRepository,
 } from '../db';
 import { createLogger } from '../logger';
-import { startWatchdogFromConfig } from '../monitoring';
+import { startWatchdogFromConfig, WATCHED_TASK_QUEUES } from '../monitoring';
 import { onShutdownSignal } from '../process/shutdown';
 import { runMain } from '../process/run-main';
 import { createLazyClient } from '../temporal/client';
@@ -20,7 +20,7 @@ import { createThinEventStarter } from '../temporal/thin-event-starter';
 import { temporalSetupReadiness } from '../temporal/setup';
 import { buildAdminApp, listenAdmin } from './admin';
 import { buildApp } from './app';
-import { databaseReadiness, temporalReadiness } from './health';
+import { databaseReadiness, temporalReadiness, workersReadiness } from './health';
 import { createHttpMetrics } from './metrics';
 import { ordersApiAccess } from './orders-auth';
 
@@ -74,6 +74,14 @@ async function main(): Promise<void> {
             databaseReadiness(db.db),
             temporalReadiness(client.connection),
             temporalSetupReadiness(client.connection, config.TEMPORAL_NAMESPACE),
+            workersReadiness(
+              client,
+              {
+                deploymentName: config.WORKER_DEPLOYMENT_NAME,
+                versioned: config.WORKER_VERSIONING === 'on',
+              },
+              WATCHED_TASK_QUEUES,
+            ),
           ],
           metrics,
         });

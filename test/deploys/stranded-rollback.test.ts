@@ -8,6 +8,7 @@ import { main as deploymentCli } from '../../src/cli/deployment';
 import { main as doctorCli } from '../../src/cli/doctor';
 import { loadConfig } from '../../src/config';
 import { createAlertDeliveriesRepository } from '../../src/db';
+import { workersReadiness } from '../../src/http/health';
 import { createTaskQueueWatchdog, routedBuilds, WATCHED_TASK_QUEUES } from '../../src/monitoring';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
@@ -269,6 +270,15 @@ describe('a rollback to a build whose workers were stopped', () => {
       );
     }
     expect(report.line('deployment')).toContain(`current ${a.buildId}`);
+    // /readyz names it too (advisory: the webhook still takes and queues payments).
+    const readiness = workersReadiness(
+      env.client,
+      { deploymentName: DEPLOYMENT, versioned: true },
+      WATCHED_TASK_QUEUES,
+    );
+    await expect(readiness.check(Date.now() + 5_000)).rejects.toThrow(
+      `no live worker of build ${a.buildId} polls payments`,
+    );
 
     const described = await operator('describe');
     expect(described.out).toMatch(new RegExp(`${a.buildId} .*MISSING payments`));

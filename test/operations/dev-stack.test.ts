@@ -33,6 +33,44 @@ describe('npm start (the dev stack)', () => {
     await expectAllPortsFree(stack);
   }, 180_000);
 
+  it('during a warehouse outage, the demo prints the retries and links the order workflow', async () => {
+    const stack = await startStack(false);
+    const down = await run(
+      process.execPath,
+      ['--import', 'tsx', 'dev/simulate.ts', 'warehouse', 'down'],
+      stack.env,
+    );
+    expect(down).toMatchObject({ code: 0, output: expect.stringContaining('down, answering 503') });
+
+    const demo = await run(process.execPath, ['--import', 'tsx', 'dev/demo.ts'], {
+      ...stack.env,
+      DEMO_WAIT_SECONDS: '15',
+    });
+    expect(demo.code).toBe(0);
+    const orderId = /Created order (\d+)/.exec(demo.output)?.[1];
+    expect(demo.output).toMatch(
+      /warehouse: attempt 2 of \d+ next, last: warehouse answered 503; next in \d+ s/,
+    );
+    expect(demo.output).toMatch(/shipment_status=not yet/);
+    expect(demo.output).toContain('keeps retrying it');
+    expect(demo.output).toContain(`/workflows/order-${orderId}\n`);
+  }, 180_000);
+
+  it('runs without its workers: no build of its own, the rollout left to the operator', async () => {
+    const stack = await startStack(false, {}, ['--without-workers']);
+    expect(stack.output()).toContain('Workers          none (--without-workers)');
+    expect(stack.output()).not.toContain('worker deployment: this build is current');
+    const describe = await run(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/deployment.ts', 'describe'],
+      stack.env,
+    );
+    expect(describe.output).toContain('No build of order-payments has polled');
+    stack.child.kill('SIGINT');
+    expect(await stack.exited).toBe(0);
+    await expectAllPortsFree(stack);
+  }, 180_000);
+
   it('stops with exit 1, saying why, when its Temporal dev server dies', async () => {
     const stack = await startStack(false);
     const server = await run('pgrep', ['-f', `start-dev .*--port ${stack.temporalPort}( |$)`], {});

@@ -52,6 +52,22 @@ it('is ready (200) when the database and Temporal both answer', async () => {
   });
 });
 
+it('stays ready (200) on an advisory check that fails, naming it with its reason', async () => {
+  const response = await readyz(databaseReadiness(db.db), {
+    name: 'workers',
+    advisory: true,
+    explain: true,
+    check: () => Promise.reject(new Error('no live worker of build b1 polls heavy')),
+  });
+  expect(response.statusCode).toBe(200);
+  expect(response.json()).toEqual({
+    status: 'ready',
+    checks: { database: 'ok', workers: 'failed' },
+    reasons: { workers: 'no live worker of build b1 polls heavy' },
+    warnings: ['workers'],
+  });
+});
+
 it('is not ready (503) within the deadline when Temporal is unreachable, and stays live', async () => {
   const unreachable = createLazyClient({ address: '127.0.0.1:1', namespace: 'default' });
   try {

@@ -73,16 +73,17 @@ async function stackEnv(settings: NodeJS.ProcessEnv) {
 
 /**
  * Starts the stack (`npm start`, or its command directly) and waits for its banner. `settings`:
- * environment variables beyond the free ports and the throwaway folder.
+ * environment variables beyond the free ports and the throwaway folder; `args`: its command line.
  */
 export async function startStack(
   viaNpm: boolean,
   settings: NodeJS.ProcessEnv = {},
+  args: string[] = [],
 ): Promise<Stack> {
   const { env, ports, temporalPort } = await stackEnv(settings);
   const child = viaNpm
-    ? spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawn(process.execPath, ['--import', 'tsx', 'dev/stack.ts'], {
+    ? spawn('npm', ['start', '--', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(process.execPath, ['--import', 'tsx', 'dev/stack.ts', ...args], {
         cwd: ROOT,
         env,
         stdio: ['ignore', 'pipe', 'pipe'],
