@@ -28,8 +28,8 @@ export function createStripeClient(options: { apiKey: string; baseUrl?: string }
   const base = options.baseUrl ? new URL(options.baseUrl) : undefined;
   return new Stripe(options.apiKey, {
     maxNetworkRetries: 0,
-    // Below the activity's 30 s start-to-close, so a hung call fails as the attempt it is.
-    timeout: 20_000,
+    // Below the activity's 15 s start-to-close, so a hung call fails as the attempt it is.
+    timeout: 10_000,
     telemetry: false,
     ...(base && {
       host: base.hostname,

@@ -5,8 +5,9 @@ import { RetryPolicies } from '../shared/retry-policies';
 import type { ThinEventResult, ThinEventWorkflowInput } from '../shared/thin-event';
 
 const { fetchThinEventObject } = proxyActivities<StripeApiActivities>({
-  // Stripe answers a GET in well under a second; an attempt still waiting after 30 s is lost.
-  startToCloseTimeout: '30 seconds',
+  // Stripe answers a GET in well under a second; an attempt still waiting after 15 s is lost.
+  // Within the payments worker's longest activity (its shutdown grace is sized on that).
+  startToCloseTimeout: '15 seconds',
   // As long as Stripe itself retries a delivery: past that, nobody would send it again either,
   // and the event is kept as unmatched instead of waiting on an API that is gone.
   scheduleToCloseTimeout: '3 days',
