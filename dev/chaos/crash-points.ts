@@ -13,12 +13,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import {
-  CRASH_POINTS,
-  type CrashPhase,
-  type CrashPointName,
-} from '../../src/activities/crash-points';
+import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
+import type { CrashPointName } from '../../src/activities/crash-points';
 import { invoiceFile } from '../../src/activities/invoice-activities';
 import {
   createDatabase,
@@ -29,12 +26,14 @@ import {
 import { signBody } from '../../src/http/signature';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
 import { confirmationMessageId } from '../../src/mail/order-confirmation';
+import { closeFailure } from '../../src/operator/failed-workflows';
 import {
   HEAVY_TASK_QUEUE,
   PAYMENT_SUCCEEDED_EVENT,
   PAYMENTS_TASK_QUEUE,
   paymentWorkflowId,
 } from '../../src/shared/constants';
+import { orderWorkflowId } from '../../src/shared/order';
 import { EXPORT_FILE, EXPORT_INDEX_FILE, exportWorkflowId } from '../../src/shared/export';
 import { startSmtpSink, type SmtpSink } from '../partners/smtp-sink';
 import { createWarehouseSimulator, type WarehouseSimulator } from '../partners/warehouse-simulator';
@@ -43,8 +42,17 @@ import { createChaosPostgres, type ChaosPostgres } from './postgres-cluster';
 import { ProcessRegistry, SupervisedProcess, type ProcessSpec } from './supervisor';
 import { devServerArgs, temporalCliPath, waitForTemporal } from './temporal-server';
 import { localActivityType } from './evidence';
-import { appEnvironment, hookedWorkerSpec, httpProcessSpec } from './processes';
-import type { CrashArm, HookMessage } from './worker-hook';
+import { appEnvironment, hookedWorkerSpec, httpProcessSpec, operatorCliSpec } from './processes';
+import {
+  armName,
+  declaredArms,
+  scenarioSpec,
+  type OrderExpectation,
+  type PointRun,
+  type Scenario,
+} from './crash-scenarios';
+import type { OperatorHookMessage } from './operator-hook';
+import type { HookMessage } from './worker-hook';
 
 /**
  * The enumerated crash run: for every crash point declared in src/activities/crash-points.ts,
@@ -55,7 +63,6 @@ import type { CrashArm, HookMessage } from './worker-hook';
  * once per database; per point only the killed worker restarts.
  */
 
-export type Scenario = 'payment' | 'double-charge' | 'warehouse-rejects' | 'export' | 'stock';
 export type Database = 'sqlite' | 'postgres';
 /**
  * What happens at the point: the worker is SIGKILLed (the list's main run); or, while the worker
@@ -66,59 +73,6 @@ export type Database = 'sqlite' | 'postgres';
  */
 export type Fault = 'worker-kill' | 'temporal-restart' | 'db-down' | 'db-hung';
 
-export interface PointRun {
-  point: CrashPointName;
-  phase: CrashPhase;
-  scenario: Scenario;
-}
-
-/** What reaches each activity: the failure paths need their own scenario. */
-const SCENARIOS: Record<string, Scenario[]> = {
-  recordPayment: ['payment'],
-  handOverToOrder: ['payment'],
-  notifyWarehouse: ['payment'],
-  // Once on the way to a shipment, once in the compensation after the warehouse refused.
-  setShipmentStatus: ['payment', 'warehouse-rejects'],
-  requestRefundReview: ['double-charge'],
-  sendOrderConfirmation: ['payment'],
-  awardLoyaltyPoints: ['payment'],
-  deliverAlert: ['warehouse-rejects'],
-  generateInvoicePdf: ['payment'],
-  planOrderExport: ['export'],
-  exportOrdersChunk: ['export'],
-  finishOrderExport: ['export'],
-  aggregateStock: ['stock'],
-};
-
-/** Every run of the full list: each point on both sides (a reply only before), per scenario. */
-export function allPointRuns(): PointRun[] {
-  return (Object.keys(CRASH_POINTS) as CrashPointName[]).flatMap((point) => {
-    const declaration = CRASH_POINTS[point];
-    const phases: CrashPhase[] = declaration.kind === 'reply' ? ['before'] : ['before', 'after'];
-    const scenarios = SCENARIOS[declaration.activity];
-    if (!scenarios) throw new Error(`no scenario reaches ${point} (${declaration.activity})`);
-    return scenarios.flatMap((scenario) => phases.map((phase) => ({ point, phase, scenario })));
-  });
-}
-
-/**
- * A fixed-size share of the list that moves on with `rotation` (npm test passes the day number):
- * consecutive days take consecutive slices, so the whole list comes round every few days.
- */
-export function rotatingShare(
-  runs: readonly PointRun[],
-  size: number,
-  rotation: number,
-): PointRun[] {
-  if (size >= runs.length) return [...runs];
-  const start = (rotation * size) % runs.length;
-  return Array.from({ length: size }, (_, i) => runs[(start + i) % runs.length]!);
-}
-
-export function armName(run: Pick<PointRun, 'point' | 'phase'>): CrashArm {
-  return `${run.point}@${run.phase}`;
-}
-
 export interface Counts {
   payments: number;
   shipments: number;
@@ -127,6 +81,8 @@ export interface Counts {
   otherMails: number;
   ledger: number;
   alerts: number;
+  /** Failed runs of the order's workflow that visibility lists. */
+  failedRuns: number;
   /** Scenario-specific: invoice file, refund flag, export rows, snapshots. */
   extra: string;
   /** When each copy of the confirmation, and each alert, arrived (ms). */
@@ -191,6 +147,8 @@ const HOLD_MS = 10_000;
 // backoff, then the rest of the order.
 const SETTLE_TIMEOUT_MS = 90_000;
 const HIT_TIMEOUT_MS = 60_000;
+// An operator command answers in seconds; this only bounds one that hangs.
+const OPERATOR_TIMEOUT_MS = 60_000;
 
 export async function runCrashPoints(options: CrashPointOptions): Promise<CrashPointReport> {
   const log = options.log ?? ((line: string) => process.stderr.write(`[crash-points] ${line}\n`));
@@ -276,6 +234,11 @@ interface Hold {
   released?: number;
 }
 
+interface Pass {
+  point: string;
+  at: number;
+}
+
 interface Stack {
   database: Database;
   fault: Fault;
@@ -292,7 +255,15 @@ interface Stack {
   dataDir: string;
   /** Every hold a worker reported, and who reported it. */
   holds: Hold[];
+  /** Every declared point a worker passed, armed or not. */
+  passes: Pass[];
   workers: SupervisedProcess[];
+  /** An operator CLI command with the operator hook, not started yet; stopped with the stack. */
+  operatorCli: (
+    name: string,
+    args: string[],
+    onControlLine: (line: string, cli: SupervisedProcess) => void,
+  ) => SupervisedProcess;
   /** Every process ID started (the test checks none survives). */
   pids: () => number[];
   stop: () => Promise<void>;
@@ -404,11 +375,16 @@ async function startStack(
       WORKFLOW_BUNDLE_PATH: bundle,
     };
     const holds: Hold[] = [];
+    const passes: Pass[] = [];
     const onControlLine = (line: string, worker: SupervisedProcess) => {
       let message: HookMessage;
       try {
         message = JSON.parse(line) as HookMessage;
       } catch {
+        return;
+      }
+      if (message.type === 'pass') {
+        passes.push({ point: message.point, at: message.at });
         return;
       }
       if (message.type === 'released') {
@@ -468,7 +444,10 @@ async function startStack(
       armDir: dirs.arm,
       dataDir: dir,
       holds,
+      passes,
       workers,
+      operatorCli: (name, args, onControlLine) =>
+        supervise(operatorCliSpec({ name, args, env: appEnv, logDir: dirs.logs, onControlLine })),
       pids: () => processes.flatMap((p) => p.pids),
       stop,
     };
@@ -551,10 +530,16 @@ async function runPoint(
   const arm = armName(run);
   const armFile = path.join(stack.armDir, arm);
   const holdsBefore = stack.holds.length;
+  let scenario: PreparedScenario | undefined;
   try {
     sequence += 1;
     const tag = `${Date.now().toString(36)}_${sequence}`;
-    const scenario = await prepare(stack, run.scenario, tag);
+    if (scenarioSpec(run.scenario).kind === 'operator') {
+      await runOperatorPoint(stack, run, tag, outcome);
+      return outcome;
+    }
+    scenario = await prepare(stack, run.scenario, tag);
+    const passesBefore = stack.passes.length;
     writeFileSync(armFile, '');
     const root = await scenario.trigger();
     const hold = await waitForHold(stack, holdsBefore);
@@ -568,6 +553,7 @@ async function runPoint(
     outcome.counts = await scenario.count();
     const outage = injected?.outage;
     outcome.problems.push(...scenario.judge(outcome.counts, run, outage));
+    outcome.problems.push(...undeclaredPasses(stack.passes.slice(passesBefore), run.scenario));
     if (injected) {
       outcome.hit = injected.hit;
       outcome.evidence = injected.text;
@@ -590,10 +576,184 @@ async function runPoint(
     );
   } finally {
     rmSync(armFile, { force: true });
+    scenario?.cleanup?.();
+    outcome.verdict = outcome.problems.length === 0 ? 'PASS' : 'FAIL';
+    outcome.durationMs = Date.now() - started;
   }
-  outcome.verdict = outcome.problems.length === 0 ? 'PASS' : 'FAIL';
-  outcome.durationMs = Date.now() - started;
   return outcome;
+}
+
+/** Points the scenario's workflows passed that it does not declare (dev/chaos/crash-scenarios.ts). */
+function undeclaredPasses(passes: readonly Pass[], scenario: Scenario): string[] {
+  const declared = declaredArms(scenario);
+  const undeclared = [...new Set(passes.map((p) => p.point))].filter((p) => !declared.has(p));
+  return undeclared.length === 0
+    ? []
+    : [`passed ${undeclared.join(', ')}, which ${scenario} does not declare it reaches`];
+}
+
+// ---------------------------------------------------------------------------------------------
+// An operator action, interrupted after one of its server calls
+
+/**
+ * An order fails (the warehouse answers 400), the operator's command is started with the point
+ * armed (`call-<n>`), the CLI freezes after its n-th server call returned and is SIGKILLed there;
+ * then the operator runs the command again, as one would after a lost terminal, every workflow
+ * settles, and the order is counted against the scenario's expectations.
+ */
+async function runOperatorPoint(
+  stack: Stack,
+  run: PointRun,
+  tag: string,
+  outcome: PointOutcome,
+): Promise<void> {
+  const spec = scenarioSpec(run.scenario);
+  if (spec.kind !== 'operator' || run.call === undefined) throw new Error(`${run.point}: no call`);
+  // `retry all` and `flush` act on every failed workflow: this run's must be the only one.
+  if (spec.action !== 'retry') await deleteEveryFailedRun(stack.client);
+  const order = await createOrder(stack, tag);
+  stack.warehouse.setMode({ kind: 'reject', status: 400 }, 1);
+  await settle(stack.client, await deliver(stack, `evt_crash_${tag}_1`, order.id));
+  stack.warehouse.setMode({ kind: 'ok' });
+  // Both commands find the failure through visibility, which follows the close a moment later.
+  await waitFor(`order ${order.id} listed as failed`, async () =>
+    (await failedOrderRuns(stack.client, order.id)).length === 1 ? true : undefined,
+  );
+  const args = {
+    retry: ['retry', orderWorkflowId(order.id)],
+    'retry all': ['retry', 'all'],
+    flush: ['flush', '--yes'],
+  }[spec.action];
+  const armFile = path.join(stack.armDir, armName(run));
+  writeFileSync(armFile, '');
+  const interrupted = await operatorCommand(stack, `ops-${tag}-1`, args);
+  rmSync(armFile, { force: true });
+  const again = await operatorCommand(stack, `ops-${tag}-2`, args);
+  await settleOrder(stack.client, order.id);
+  outcome.counts = await countOrder(stack, order.id);
+  outcome.problems.push(...judgeOrder(stack, spec.expected, outcome.counts, run, undefined));
+
+  const held = interrupted.held;
+  outcome.hit = held?.n === run.call && interrupted.signal === 'SIGKILL';
+  if (!held) outcome.problems.push(`the CLI made no call ${run.call}`);
+  else if (!outcome.hit) outcome.problems.push(`the CLI was not killed after call ${run.call}`);
+  const made = (calls: OperatorCall[]) => calls.map((c) => c.method);
+  const expectedCalls = spec.calls.slice(0, run.call);
+  if (made(interrupted.calls).join() !== expectedCalls.join()) {
+    outcome.problems.push(
+      `calls ${made(interrupted.calls).join(', ')}, declared ${expectedCalls.join(', ')}`,
+    );
+  }
+  // Killed after its first call, the command changed nothing: run again, it makes every call.
+  if (run.call === 1 && !sameCalls(made(again.calls), spec.calls, spec.lastRepeats ?? false)) {
+    outcome.problems.push(
+      `run again: calls ${made(again.calls).join(', ')}, declared ${spec.calls.join(', ')}`,
+    );
+  }
+  outcome.evidence =
+    `CLI ${outcome.hit ? 'killed' : 'not killed'} after call ${held?.n ?? '?'} (${held?.method ?? '–'}); ` +
+    `run again: exit ${again.code ?? again.signal}, ${again.calls.length} calls`;
+}
+
+interface OperatorCall {
+  n: number;
+  method: string;
+}
+
+interface OperatorCommandResult {
+  calls: OperatorCall[];
+  held: OperatorCall | undefined;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** Runs one operator command to its end, SIGKILLing it when it freezes at the armed call. */
+async function operatorCommand(
+  stack: Stack,
+  name: string,
+  args: string[],
+): Promise<OperatorCommandResult> {
+  const result: OperatorCommandResult = { calls: [], held: undefined, code: null, signal: null };
+  const cli = stack.operatorCli(name, args, (line, process) => {
+    let message: OperatorHookMessage;
+    try {
+      message = JSON.parse(line) as OperatorHookMessage;
+    } catch {
+      return;
+    }
+    if (message.type === 'call') result.calls.push({ n: message.n, method: message.method });
+    if (message.type === 'hold') {
+      result.held = { n: message.n, method: message.method };
+      process.kill('SIGKILL');
+    }
+  });
+  cli.start();
+  const exited = cli.exited();
+  const timer = setTimeout(() => cli.kill('SIGKILL'), OPERATOR_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+  const exit = cli.exits.at(-1);
+  result.code = exit?.code ?? null;
+  result.signal = exit?.signal ?? null;
+  return result;
+}
+
+function sameCalls(made: readonly string[], declared: readonly string[], lastRepeats: boolean) {
+  const last = declared.at(-1);
+  const trimmed = [...made];
+  while (lastRepeats && trimmed.length > declared.length && trimmed.at(-1) === last) trimmed.pop();
+  return trimmed.join() === declared.join();
+}
+
+/**
+ * Deletes every failed run in the namespace (earlier rows', judged already, and the failed runs a
+ * retry leaves beside its new run), and waits until visibility lists none: `retry all` and `flush`
+ * then see this row's failure alone, and make the calls the scenario declares.
+ */
+async function deleteEveryFailedRun(client: Client): Promise<void> {
+  for await (const execution of client.workflow.list({ query: 'ExecutionStatus = "Failed"' })) {
+    try {
+      await client.workflowService.deleteWorkflowExecution({
+        namespace: NAMESPACE,
+        workflowExecution: { workflowId: execution.workflowId, runId: execution.runId },
+      });
+    } catch (error) {
+      // Deleted already (the listing lags the deletion).
+      if (!(error instanceof Error && /not found/i.test(error.message))) throw error;
+    }
+  }
+  await waitFor('no failed run listed', async () =>
+    (await client.workflow.count('ExecutionStatus = "Failed"')).count === 0 ? true : undefined,
+  );
+}
+
+/** The order's latest run closed (or deleted) and nothing runs in the namespace. */
+async function settleOrder(client: Client, orderId: number): Promise<void> {
+  await waitFor(`order ${orderId} settled`, async () => {
+    try {
+      const latest = await client.workflow.getHandle(orderWorkflowId(orderId)).describe();
+      if (latest.status.name === 'RUNNING') return undefined;
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) return undefined;
+    }
+    return (await client.workflow.count('ExecutionStatus = "Running"')).count === 0
+      ? true
+      : undefined;
+  });
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch {
+      // The server answers slowly: ask again.
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${SETTLE_TIMEOUT_MS / 1000} s`);
+    await delay(200);
+  }
 }
 
 /**
@@ -602,12 +762,12 @@ async function runPoint(
  * database outage that starts before the send can last past it, so the stamp fails after the 250
  * and the retry sends again: the same window, held open by the outage.
  */
-function mayDuplicateMail(run: Pick<PointRun, 'point' | 'phase'>, fault: Fault): boolean {
+function mayDuplicateMail(run: PointRun, fault: Fault): boolean {
   return mayDuplicate(run, fault, 'sendOrderConfirmation.smtp', 'sendOrderConfirmation.stamp');
 }
 
 /** The same window for an alert: the webhook said 2xx, the delivery is not stamped yet. */
-function mayDuplicateAlert(run: Pick<PointRun, 'point' | 'phase'>, fault: Fault): boolean {
+function mayDuplicateAlert(run: PointRun, fault: Fault): boolean {
   return mayDuplicate(run, fault, 'deliverAlert.post', 'deliverAlert.stamp');
 }
 
@@ -629,7 +789,7 @@ function explainedDuplicate(
 }
 
 function mayDuplicate(
-  run: Pick<PointRun, 'point' | 'phase'>,
+  run: PointRun,
   fault: Fault,
   send: CrashPointName,
   stamp: CrashPointName,
@@ -744,83 +904,136 @@ interface PreparedScenario {
   trigger: () => Promise<WorkflowHandle>;
   count: () => Promise<Counts>;
   judge: (counts: Counts, run: PointRun, outage: Outage | undefined) => string[];
+  /** Puts back what the scenario changed in the partners (the warehouse's mode). */
+  cleanup?: () => void;
 }
 
 async function prepare(stack: Stack, scenario: Scenario, tag: string): Promise<PreparedScenario> {
-  if (scenario === 'export') return prepareExport(stack, tag);
-  if (scenario === 'stock') return prepareStock(stack, tag);
-  const orders = createOrdersRepository(stack.db.db);
-  const { order } = await orders.createWithIdempotencyKey({
+  const spec = scenarioSpec(scenario);
+  if (spec.kind === 'export') return prepareExport(stack, tag);
+  if (spec.kind === 'stock') return prepareStock(stack, tag);
+  if (spec.kind !== 'order') throw new Error(`${scenario} is an operator scenario`);
+  const order = await createOrder(stack, tag);
+  const event = (n: number) => `evt_crash_${tag}_${n}`;
+  if (spec.paidBefore) {
+    // The first payment fulfils the order before the point is armed; the second is the double.
+    await settle(stack.client, await deliver(stack, event(1), order.id));
+  }
+  if (spec.warehouse === 'rejects') stack.warehouse.setMode({ kind: 'reject', status: 400 }, 1);
+  if (spec.warehouse === 'down') stack.warehouse.setMode({ kind: 'unavailable', status: 503 });
+  let deadlineShortened: Promise<void> | undefined;
+  return {
+    trigger: async () => {
+      const root = await deliver(stack, event(spec.paidBefore ? 2 : 1), order.id);
+      if (spec.warehouse === 'down') {
+        deadlineShortened = shortenWarehouseDeadline(stack, order.id);
+        // Awaited in count(); handled now, so a failure is not an unhandled rejection meanwhile.
+        deadlineShortened.catch(() => undefined);
+      }
+      return root;
+    },
+    count: async () => {
+      await deadlineShortened;
+      return countOrder(stack, order.id);
+    },
+    judge: (counts, run, outage) => judgeOrder(stack, spec.expected, counts, run, outage),
+    cleanup: () => stack.warehouse.setMode({ kind: 'ok' }),
+  };
+}
+
+async function createOrder(stack: Stack, tag: string) {
+  const { order } = await createOrdersRepository(stack.db.db).createWithIdempotencyKey({
     userId: 1,
     customerEmail: `buyer-${tag}@example.com`,
     totalAmount: AMOUNT,
     idempotencyKey: `crash-${tag}`,
   });
-  const event = (n: number) => `evt_crash_${tag}_${n}`;
-  if (scenario === 'double-charge') {
-    // The first payment fulfils the order before the point is armed; the second is the double.
-    await settle(stack.client, await deliver(stack, event(1), order.id));
-  }
-  if (scenario === 'warehouse-rejects') {
-    stack.warehouse.setMode({ kind: 'reject', status: 400 }, 1);
-  }
-  const expected = expectations(scenario);
-  return {
-    trigger: () => deliver(stack, event(scenario === 'double-charge' ? 2 : 1), order.id),
-    count: () => countOrder(stack, order.id),
-    judge: (counts, run, outage) => {
-      const problems: string[] = [];
-      const want = (what: keyof Counts, value: number, actual: number) => {
-        if (actual !== value) problems.push(`${what} ${actual}, expected ${value}`);
-      };
-      want('payments', expected.payments, counts.payments);
-      want('shipments', expected.shipments, counts.shipments);
-      const mailWindow = mayDuplicateMail(run, stack.fault);
-      const mails = explainedDuplicate(counts.mailTimes, mailWindow, outage) ? 1 : counts.mails;
-      want('mails', expected.mails, mails);
-      want('otherMails', 0, counts.otherMails);
-      want('ledger', expected.ledger, counts.ledger);
-      // A repeated alert carries the same Idempotency-Key (one failed run, one key).
-      const alertWindow = mayDuplicateAlert(run, stack.fault);
-      const alerts = explainedDuplicate(counts.alertTimes, alertWindow, outage) ? 1 : counts.alerts;
-      want('alerts', expected.alerts, alerts);
-      if (counts.extra !== expected.extra)
-        problems.push(`${counts.extra}, expected ${expected.extra}`);
-      return problems;
-    },
-  };
+  return order;
 }
 
-function expectations(scenario: Scenario): Omit<Counts, 'otherMails' | 'mailTimes' | 'alertTimes'> {
-  switch (scenario) {
-    case 'double-charge':
-      return {
-        payments: 2,
-        shipments: 1,
-        mails: 1,
-        ledger: 1,
-        alerts: 1,
-        extra: 'invoice, review, requested',
-      };
-    case 'warehouse-rejects':
-      return {
-        payments: 1,
-        shipments: 0,
-        mails: 0,
-        ledger: 0,
-        alerts: 1,
-        extra: 'no invoice, no review, failed',
-      };
-    default:
-      return {
-        payments: 1,
-        shipments: 1,
-        mails: 1,
-        ledger: 1,
-        alerts: 0,
-        extra: 'invoice, no review, requested',
-      };
+/** The counts a scenario expects, and the checks of the order's row and its failed run. */
+function judgeOrder(
+  stack: Stack,
+  expected: OrderExpectation,
+  counts: Counts,
+  run: PointRun,
+  outage: Outage | undefined,
+): string[] {
+  const problems: string[] = [];
+  const want = (what: keyof Counts, value: number, actual: number) => {
+    if (actual !== value) problems.push(`${what} ${actual}, expected ${value}`);
+  };
+  want('payments', expected.payments, counts.payments);
+  want('shipments', expected.shipments, counts.shipments);
+  const mailWindow = mayDuplicateMail(run, stack.fault);
+  const mails = explainedDuplicate(counts.mailTimes, mailWindow, outage) ? 1 : counts.mails;
+  want('mails', expected.mails, mails);
+  want('otherMails', 0, counts.otherMails);
+  want('ledger', expected.ledger, counts.ledger);
+  // A repeated alert carries the same Idempotency-Key (one failed run, one key).
+  const alertWindow = mayDuplicateAlert(run, stack.fault);
+  const alerts = explainedDuplicate(counts.alertTimes, alertWindow, outage) ? 1 : counts.alerts;
+  want('alerts', expected.alerts, alerts);
+  want('failedRuns', expected.failedRuns, counts.failedRuns);
+  const extra = orderExtra(expected);
+  if (counts.extra !== extra) problems.push(`${counts.extra}, expected ${extra}`);
+  return problems;
+}
+
+/** The order's row and its failed run, as `countOrder` words them. */
+function orderExtra(o: {
+  invoice: boolean;
+  refundReview: boolean;
+  shipmentStatus: string;
+  gaveUp?: string | undefined;
+}): string {
+  return [
+    o.invoice ? 'invoice' : 'no invoice',
+    o.refundReview ? 'review' : 'no review',
+    o.shipmentStatus,
+    ...(o.gaveUp ? [`gave up: ${o.gaveUp}`] : []),
+  ].join(', ');
+}
+
+// The deadline the warehouse-down scenario gives the notification instead of its 30 minutes: the
+// first attempt fails at once, the second after the 10 s backoff, and the third would come 30 s
+// later, past the deadline, so the server gives up on the deadline (retry state TIMEOUT).
+const WAREHOUSE_DOWN_DEADLINE_SECONDS = 20;
+
+/**
+ * "Down until the deadline" in seconds, not the policy's 30 minutes: once the notification is
+ * pending, its schedule-to-close timeout is shortened with the server's UpdateActivityOptions
+ * (what `temporal activity update-options` sends). The workflow code, its bundle and its retry
+ * policy stay as they ship; the server applies the deadline, as it would the real one.
+ */
+async function shortenWarehouseDeadline(stack: Stack, orderId: number): Promise<void> {
+  const order = stack.client.workflow.getHandle(orderWorkflowId(orderId));
+  const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+  for (;;) {
+    let description;
+    try {
+      description = await order.describe();
+    } catch {
+      // The order's workflow is not started yet, or the server answers slowly: ask again.
+    }
+    const pending = description?.raw.pendingActivities ?? [];
+    if (pending.some((a) => a.activityType?.name === 'notifyWarehouse')) break;
+    if (description && description.status.name !== 'RUNNING') {
+      throw new Error('the order workflow closed before its warehouse notification was pending');
+    }
+    if (Date.now() > deadline) throw new Error('the warehouse notification never became pending');
+    await delay(100);
   }
+  await stack.client.workflowService.updateActivityOptions({
+    namespace: NAMESPACE,
+    execution: { workflowId: order.workflowId },
+    identity: 'crash-points',
+    type: 'notifyWarehouse',
+    activityOptions: {
+      scheduleToCloseTimeout: msToTs(`${WAREHOUSE_DOWN_DEADLINE_SECONDS} seconds`),
+    },
+    updateMask: { paths: ['schedule_to_close_timeout'] },
+  });
 }
 
 async function deliver(stack: Stack, eventId: string, orderId: number): Promise<WorkflowHandle> {
@@ -864,6 +1077,7 @@ async function countOrder(stack: Stack, orderId: number): Promise<Counts> {
     return Number(row.n);
   };
   const order = await createOrdersRepository(db).findById(orderId);
+  const failed = await failedOrderRuns(stack.client, orderId);
   const messageId = confirmationMessageId(orderId, MAIL_FROM);
   const toOrder = stack.smtp.messages.filter((m) =>
     m.envelopeTo.includes(order?.customerEmail ?? ''),
@@ -885,12 +1099,38 @@ async function countOrder(stack: Stack, orderId: number): Promise<Counts> {
     otherMails: toOrder.filter((m) => m.messageId !== messageId).length,
     ledger: await count('loyalty_ledger'),
     alerts: stack.alerts.filter((a) => a.orderId === orderId).length,
-    extra: [
-      invoice ? 'invoice' : 'no invoice',
-      row?.refund_review_requested_at ? 'review' : 'no review',
-      row?.shipment_status ?? 'no shipment status',
-    ].join(', '),
+    failedRuns: failed.length,
+    extra: orderExtra({
+      invoice,
+      refundReview: Boolean(row?.refund_review_requested_at),
+      shipmentStatus: row?.shipment_status ?? 'no shipment status',
+      gaveUp: failed[0] && (await gaveUpReason(stack.client, failed[0])),
+    }),
   };
+}
+
+interface Execution {
+  workflowId: string;
+  runId: string;
+}
+
+/** The failed runs of an order's workflow that visibility lists (a reset keeps the old one). */
+async function failedOrderRuns(client: Client, orderId: number): Promise<Execution[]> {
+  const runs: Execution[] = [];
+  const query = `WorkflowId = "${orderWorkflowId(orderId)}" AND ExecutionStatus = "Failed"`;
+  for await (const execution of client.workflow.list({ query })) {
+    runs.push({ workflowId: execution.workflowId, runId: execution.runId });
+  }
+  return runs;
+}
+
+/** Why the order's failed run gave up the warehouse: the `reason` of its failure's details. */
+async function gaveUpReason(client: Client, run: Execution): Promise<string> {
+  const failure = await closeFailure(client, run.workflowId, run.runId);
+  const payload = failure?.applicationFailureInfo?.details?.payloads?.[0];
+  if (!payload?.data) return 'unknown';
+  const details = JSON.parse(Buffer.from(payload.data).toString('utf8')) as { reason?: string };
+  return details.reason ?? 'unknown';
 }
 
 async function prepareExport(stack: Stack, tag: string): Promise<PreparedScenario> {
@@ -953,6 +1193,7 @@ function noOrderCounts(): Counts {
     otherMails: 0,
     ledger: 0,
     alerts: 0,
+    failedRuns: 0,
     extra: '',
     mailTimes: [],
     alertTimes: [],

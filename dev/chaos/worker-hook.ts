@@ -3,6 +3,7 @@ import path from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 import { Context } from '@temporalio/activity';
 import pg from 'pg';
+import { ARM_DIR_ENV, HOLD_MS_ENV } from './hook-env';
 import type { CrashPhase, CrashPointHook, CrashPointName } from '../../src/activities/crash-points';
 
 /**
@@ -47,10 +48,13 @@ export type HookMessage =
       /** A local activity (its result travels in the workflow task's completion). */
       local?: boolean;
     }
-  | { type: 'released'; point: ChaosPoint | CrashArm; pid: number; at: number };
+  | { type: 'released'; point: ChaosPoint | CrashArm; pid: number; at: number }
+  /**
+   * A declared point was passed, armed or not: the enumerated run checks every scenario's path
+   * against the points it declares the scenario reaches.
+   */
+  | { type: 'pass'; point: CrashArm; pid: number; at: number; workflowId?: string };
 
-export const ARM_DIR_ENV = 'CHAOS_ARM_DIR';
-export const HOLD_MS_ENV = 'CHAOS_HOLD_MS';
 const CONTROL_FD = 3;
 const INSTALLED = Symbol.for('order-payments.chaos-hook');
 
@@ -94,8 +98,18 @@ function install(dir: string, holdMs: number): void {
 
   patchPostgres(hold);
   patchFetch(hold);
-  const crashPointHook: CrashPointHook = (point, phase) =>
-    hold(`${point}@${phase}`, activityDetails());
+  const crashPointHook: CrashPointHook = (point, phase) => {
+    const details = activityDetails();
+    const arm: CrashArm = `${point}@${phase}`;
+    send({
+      type: 'pass',
+      point: arm,
+      pid: process.pid,
+      at: Date.now(),
+      workflowId: details.workflowId,
+    });
+    hold(arm, details);
+  };
   (globalThis as { [CRASH_POINT_HOOK]?: CrashPointHook })[CRASH_POINT_HOOK] = crashPointHook;
 }
 

@@ -1,11 +1,6 @@
 import { existsSync } from 'node:fs';
-import {
-  allPointRuns,
-  armName,
-  rotatingShare,
-  runCrashPoints,
-  type CrashPointReport,
-} from '../../dev/chaos/crash-points';
+import { runCrashPoints, type CrashPointReport } from '../../dev/chaos/crash-points';
+import { allPointRuns, armName, rotatingShare } from '../../dev/chaos/crash-scenarios';
 import { renderCrashPointTable } from '../../dev/chaos/crash-points-table';
 import { stillAlive } from '../../dev/chaos/processes';
 
