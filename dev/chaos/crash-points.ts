@@ -15,6 +15,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
+import { temporal } from '@temporalio/proto';
 import type { CrashPointName } from '../../src/activities/crash-points';
 import { invoiceFile } from '../../src/activities/invoice-activities';
 import {
@@ -27,6 +28,7 @@ import { signBody } from '../../src/http/signature';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
 import { confirmationMessageId } from '../../src/mail/order-confirmation';
 import { closeFailure } from '../../src/operator/failed-workflows';
+import { causeChain } from '../../src/operator/failures';
 import {
   HEAVY_TASK_QUEUE,
   PAYMENT_SUCCEEDED_EVENT,
@@ -83,6 +85,8 @@ export interface Counts {
   alerts: number;
   /** Failed runs of the order's workflow that visibility lists. */
   failedRuns: number;
+  /** Something seen that the counts do not judge (shown with the evidence). */
+  note?: string;
   /** Scenario-specific: invoice file, refund flag, export rows, snapshots. */
   extra: string;
   /** When each copy of the confirmation, and each alert, arrived (ms). */
@@ -234,10 +238,7 @@ interface Hold {
   released?: number;
 }
 
-interface Pass {
-  point: string;
-  at: number;
-}
+type Pass = Extract<HookMessage, { type: 'pass' }>;
 
 interface Stack {
   database: Database;
@@ -384,7 +385,7 @@ async function startStack(
         return;
       }
       if (message.type === 'pass') {
-        passes.push({ point: message.point, at: message.at });
+        passes.push(message);
         return;
       }
       if (message.type === 'released') {
@@ -559,13 +560,14 @@ async function runPoint(
       outcome.evidence = injected.text;
       if (!injected.hit) outcome.problems.push('the fault did not overlap the hold');
     } else if (hold) {
-      const evidence = await historyEvidence(stack.client, hold.message);
+      const evidence = await historyEvidence(stack.client, hold.message, stack.passes);
       outcome.hit = hold.killed && evidence.hit;
       outcome.evidence = `${hold.worker} killed at ${hold.message.activityType ?? '?'} attempt ${hold.message.attempt ?? '?'}; ${evidence.text}`;
       if (!evidence.hit) outcome.problems.push('the history does not show the killed attempt lost');
     } else {
       outcome.evidence = 'not reached';
     }
+    if (outcome.counts.note) outcome.evidence += `; ${outcome.counts.note}`;
     outcome.documentedDuplicate =
       explainedDuplicate(outcome.counts.mailTimes, mayDuplicateMail(run, stack.fault), outage) ||
       explainedDuplicate(outcome.counts.alertTimes, mayDuplicateAlert(run, stack.fault), outage);
@@ -1078,6 +1080,7 @@ async function countOrder(stack: Stack, orderId: number): Promise<Counts> {
   };
   const order = await createOrdersRepository(db).findById(orderId);
   const failed = await failedOrderRuns(stack.client, orderId);
+  const gaveUp = failed[0] && (await gaveUpReason(stack.client, failed[0]));
   const messageId = confirmationMessageId(orderId, MAIL_FROM);
   const toOrder = stack.smtp.messages.filter((m) =>
     m.envelopeTo.includes(order?.customerEmail ?? ''),
@@ -1104,8 +1107,11 @@ async function countOrder(stack: Stack, orderId: number): Promise<Counts> {
       invoice,
       refundReview: Boolean(row?.refund_review_requested_at),
       shipmentStatus: row?.shipment_status ?? 'no shipment status',
-      gaveUp: failed[0] && (await gaveUpReason(stack.client, failed[0])),
+      gaveUp: gaveUp?.reason,
     }),
+    ...(gaveUp && gaveUp.label !== gaveUp.reason
+      ? { note: `the workflow labels the give-up ${gaveUp.label ?? 'nothing'}` }
+      : {}),
   };
 }
 
@@ -1124,13 +1130,38 @@ async function failedOrderRuns(client: Client, orderId: number): Promise<Executi
   return runs;
 }
 
-/** Why the order's failed run gave up the warehouse: the `reason` of its failure's details. */
-async function gaveUpReason(client: Client, run: Execution): Promise<string> {
+/**
+ * Why the server stopped retrying the warehouse, from the failed run's failure chain: a deadline
+ * (the retry would pass it, or it passed between attempts), the attempts used up, or a failure
+ * that is not retried. Read from the server's failure, not from the workflow's own label.
+ */
+async function gaveUpReason(client: Client, run: Execution): Promise<GaveUp> {
   const failure = await closeFailure(client, run.workflowId, run.runId);
+  const chain = causeChain(failure);
+  const activity = chain.find((f) => f.activityFailureInfo);
+  const retryState = activity?.activityFailureInfo?.retryState;
+  const timeout = chain.find((f) => f.timeoutFailureInfo)?.timeoutFailureInfo?.timeoutType;
+  const { RetryState, TimeoutType } = temporal.api.enums.v1;
+  const reason =
+    retryState === RetryState.RETRY_STATE_TIMEOUT ||
+    timeout === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE
+      ? 'deadline'
+      : retryState === RetryState.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED
+        ? 'max_attempts'
+        : retryState === RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE
+          ? 'non_retryable'
+          : 'unknown';
   const payload = failure?.applicationFailureInfo?.details?.payloads?.[0];
-  if (!payload?.data) return 'unknown';
-  const details = JSON.parse(Buffer.from(payload.data).toString('utf8')) as { reason?: string };
-  return details.reason ?? 'unknown';
+  const details = payload?.data
+    ? (JSON.parse(Buffer.from(payload.data).toString('utf8')) as { reason?: string })
+    : {};
+  return { reason, label: details.reason };
+}
+
+interface GaveUp {
+  reason: string;
+  /** What the workflow put in its failure's details (FulfilmentFailedDetails.reason). */
+  label: string | undefined;
 }
 
 async function prepareExport(stack: Stack, tag: string): Promise<PreparedScenario> {
@@ -1214,6 +1245,7 @@ type History = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['
 async function historyEvidence(
   client: Client,
   hold: Extract<HookMessage, { type: 'hold' }>,
+  passes: readonly Pass[],
 ): Promise<{ hit: boolean; text: string }> {
   if (!hold.workflowId || !hold.activityType) return { hit: false, text: 'no activity context' };
   const events: History = [];
@@ -1251,6 +1283,25 @@ async function historyEvidence(
     .filter((e) => scheduled.has(String(e.activityTaskStartedEventAttributes?.scheduledEventId)))
     .map((e) => e.activityTaskStartedEventAttributes?.attempt ?? 0);
   const best = Math.max(0, ...attempts);
+  const timedOutIdle = events.some(
+    (e) =>
+      scheduled.has(String(e.activityTaskTimedOutEventAttributes?.scheduledEventId)) &&
+      Number(e.activityTaskTimedOutEventAttributes?.startedEventId ?? 0) === 0,
+  );
+  if (attempts.length === 0 && timedOutIdle) {
+    // Its deadline came between two attempts: no attempt closed it, so the history names none.
+    // The hook saw which attempts ran after the kill.
+    const later = passes
+      .filter((p) => p.workflowId === hold.workflowId && p.activityType === hold.activityType)
+      .map((p) => p.attempt ?? 0)
+      .filter((attempt) => attempt > (hold.attempt ?? Number.POSITIVE_INFINITY));
+    return {
+      hit: later.length > 0,
+      text:
+        `history: ${hold.activityType} timed out between attempts; ` +
+        `attempt ${later.length > 0 ? Math.max(...later) : 'none'} ran after the kill`,
+    };
+  }
   return {
     hit: best > (hold.attempt ?? Number.POSITIVE_INFINITY),
     text: `history: ${hold.activityType} closed by attempt ${best}`,
