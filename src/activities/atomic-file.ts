@@ -5,9 +5,11 @@ import path from 'node:path';
 /**
  * Writes files so that readers only ever see a whole one: the bytes go to a temporary file in
  * the same directory (so the rename below never crosses file systems), are flushed to disk, and
- * the temporary file is renamed over the target in one step. An activity attempt that dies
- * halfway leaves at most a stray `.tmp` file, never a truncated target, and its retry simply
- * writes the target again: same path, same content.
+ * the temporary file is renamed over the target in one step. The directory is flushed after the
+ * rename (and the parent of each directory created): until then a power cut can undo the rename,
+ * and the activity must not report a file that may vanish. An attempt that dies halfway leaves
+ * at most a stray `.tmp` file, never a truncated target, and its retry simply writes the target
+ * again: same path, same content.
  */
 
 /** Writes `data` to `file` atomically, creating the directory when needed. */
@@ -23,7 +25,7 @@ export async function writeAtomically(
   write: (handle: FileHandle) => Promise<void>,
 ): Promise<void> {
   const dir = path.dirname(file);
-  await mkdir(dir, { recursive: true });
+  const firstCreated = await mkdir(dir, { recursive: true });
   // Unique per attempt: two attempts that overlap (a timed-out one still running) never share one.
   const temp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
   try {
@@ -39,6 +41,27 @@ export async function writeAtomically(
   } catch (error) {
     await rm(temp, { force: true });
     throw error;
+  }
+  await syncDirectory(dir);
+  // Each directory mkdir created is an entry in its parent, flushed with the parent.
+  if (firstCreated !== undefined) {
+    for (
+      let created = dir;
+      created !== path.dirname(firstCreated);
+      created = path.dirname(created)
+    ) {
+      await syncDirectory(path.dirname(created));
+    }
+  }
+
+  // Inside the effect it belongs to, so the crash-point scan (test/activities) sees it as part of it.
+  async function syncDirectory(name: string): Promise<void> {
+    const handle = await open(name, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
   }
 }
 

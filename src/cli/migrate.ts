@@ -4,8 +4,9 @@ import { runMain } from '../process/run-main';
 
 /**
  * Applies pending migrations to the database named by DATABASE_URL (default
- * sqlite:./data/app.db): `npx tsx src/cli/migrate.ts`. Safe to run again; prints what it applied
- * and exits with 1, naming the failed migration, when one fails.
+ * sqlite:./data/app.db): `npx tsx src/cli/migrate.ts`. Safe to run again, beside another one, or
+ * after one that was killed (src/db/migrate.ts); prints what it applied and exits with 1, naming
+ * the failed migration, when one fails.
  */
 async function main(): Promise<void> {
   // Only DATABASE_URL is passed on: a migration job must not need the app's other settings

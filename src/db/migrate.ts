@@ -1,5 +1,19 @@
 import { inspect } from 'node:util';
-import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import {
+  Migrator,
+  SqliteAdapter,
+  sql,
+  type Kysely,
+  type KyselyPlugin,
+  type Migration,
+  type MigrationProvider,
+  type MigrationResultSet,
+  type PluginTransformQueryArgs,
+  type PluginTransformResultArgs,
+  type QueryResult,
+  type RootOperationNode,
+  type UnknownRow,
+} from 'kysely';
 import type { Database } from './schema';
 import * as m0001 from './migrations/0001_create_orders_and_payments';
 import * as m0002 from './migrations/0002_order_refund_review';
@@ -11,7 +25,8 @@ import * as m0006 from './migrations/0006_alert_deliveries';
 /**
  * Every migration, by name, in order. Imported rather than found by scanning a folder, so the
  * same list runs under jest, tsx and compiled dist. Names are recorded in the database: never
- * rename or reorder one that has shipped; add the next number instead.
+ * rename or reorder one that has shipped; add the next number instead. A migration runs inside
+ * the runner's transaction: it must not open one of its own.
  */
 const migrations: Readonly<Record<string, Migration>> = {
   '0001_create_orders_and_payments': m0001,
@@ -22,30 +37,143 @@ const migrations: Readonly<Record<string, Migration>> = {
   '0006_alert_deliveries': m0006,
 };
 
-const provider: MigrationProvider = {
-  getMigrations: () => Promise.resolve({ ...migrations }),
-};
+/**
+ * `<migration>#<n>`: inside the migration's transaction, its first n statements have run and the
+ * next one (or, for its last, the row that records it and the commit) has not.
+ */
+export type MigrationPoint = `${string}#${number}`;
+/** Told of every point a migration passes; may pause (return a promise) or end the process. */
+export type MigrationPointHook = (point: MigrationPoint) => void | Promise<void>;
 
-/** Brings the schema up to date; returns the names applied by this call (empty when current). */
-export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
-  // No migration is applied twice when several processes start together: on PostgreSQL they
-  // queue on the migrator's advisory lock; on SQLite (no such lock) the loser of the race fails
-  // its migration transaction with an error and can simply run again.
-  const { error, results = [] } = await new Migrator({ db, provider }).migrateToLatest();
-  if (error !== undefined) {
-    const failed = results.find((r) => r.status === 'Error')?.migrationName;
-    const detail = error instanceof Error ? error.message : inspect(error);
-    throw new Error(
-      failed
-        ? `Database migration ${failed} failed (later ones were not run): ${detail}`
-        : `Database migrations could not run: ${detail}`,
-      { cause: error },
-    );
+/**
+ * Where a test preload (dev/migration-hold.ts) puts its hook, read once when this module loads;
+ * as with the activities' crash points, no setting or environment variable can install it.
+ */
+export const MIGRATION_POINT_HOOK = Symbol.for('order-payments.migration-point-hook');
+const preloadedHook = (globalThis as { [MIGRATION_POINT_HOOK]?: MigrationPointHook })[
+  MIGRATION_POINT_HOOK
+];
+
+// kysely waits this long for PostgreSQL's migration lock; SQLite migrators wait as long.
+const SQLITE_MIGRATION_LOCK_WAIT_MS = 60 * 60 * 1_000;
+
+export interface MigrateOptions {
+  /** Called at every point of every migration applied (default: the preloaded hook, if any). */
+  atPoint?: MigrationPointHook;
+}
+
+/**
+ * Brings the schema up to date; returns the names applied by this call (empty when current).
+ *
+ * Each migration runs in a transaction of its own with the row that records it, under a lock
+ * that other migrators wait for: a process that dies mid-migration leaves nothing of it, and
+ * the next run (or a concurrent one) applies it whole, once. kysely does that on PostgreSQL
+ * (advisory lock, one transaction); on SQLite it runs migrations statement by statement, so
+ * there the runner takes SQLite's write lock itself (BEGIN IMMEDIATE) around kysely's migrator.
+ */
+export async function migrateToLatest(
+  db: Kysely<Database>,
+  options: MigrateOptions = {},
+): Promise<string[]> {
+  const provider = providerFor(options.atPoint ?? preloadedHook);
+  const applied: string[] = [];
+  for (;;) {
+    const { error, results = [] } = await migrateOneInTransaction(db, provider);
+    if (error !== undefined) {
+      const failed = results.find((r) => r.status === 'Error')?.migrationName;
+      const detail = error instanceof Error ? error.message : inspect(error);
+      throw new Error(
+        failed
+          ? `Database migration ${failed} failed and was rolled back (later ones were not run): ${detail}`
+          : `Database migrations could not run: ${detail}`,
+        { cause: error },
+      );
+    }
+    const [result] = results;
+    if (result?.status !== 'Success') return applied;
+    applied.push(result.migrationName);
   }
-  return results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
 /** Names of all migrations this build knows, in order. */
 export function knownMigrations(): string[] {
   return Object.keys(migrations);
+}
+
+async function migrateOneInTransaction(
+  db: Kysely<Database>,
+  provider: MigrationProvider,
+): Promise<MigrationResultSet> {
+  if (!(db.getExecutor().adapter instanceof SqliteAdapter)) {
+    return new Migrator({ db, provider }).migrateUp();
+  }
+  // One connection for the whole step: its transaction is the lock, and kysely's migrator
+  // (which then sees no transaction support and opens none) runs inside it.
+  return db.connection().execute(async (connection) => {
+    await beginImmediate(connection);
+    const result = await new Migrator({ db: connection, provider }).migrateUp();
+    try {
+      await sql.raw(result.error === undefined ? 'commit' : 'rollback').execute(connection);
+    } catch (error) {
+      // A commit that failed may leave the transaction open on the process's shared connection.
+      await sql
+        .raw('rollback')
+        .execute(connection)
+        .catch(() => undefined);
+      throw error;
+    }
+    return result;
+  });
+}
+
+/**
+ * Takes SQLite's write lock before the migrator reads which migrations are applied, so two
+ * processes cannot both decide to apply the same one. Each attempt waits busy_timeout; another
+ * migrator may hold the lock for a long migration.
+ */
+async function beginImmediate(connection: Kysely<Database>): Promise<void> {
+  const deadline = Date.now() + SQLITE_MIGRATION_LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      await sql.raw('begin immediate').execute(connection);
+      return;
+    } catch (error) {
+      if (!isSqliteBusy(error) || Date.now() >= deadline) throw error;
+    }
+  }
+}
+
+function isSqliteBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_'));
+}
+
+function providerFor(atPoint: MigrationPointHook | undefined): MigrationProvider {
+  const entries = Object.entries(migrations).map(([name, migration]): [string, Migration] => [
+    name,
+    atPoint
+      ? { ...migration, up: (db) => migration.up(db.withPlugin(new PointReporter(name, atPoint))) }
+      : migration,
+  ]);
+  return { getMigrations: () => Promise.resolve(Object.fromEntries(entries)) };
+}
+
+/** Reports `<migration>#<n>` after the migration's n-th statement has returned. */
+class PointReporter implements KyselyPlugin {
+  #statements = 0;
+
+  constructor(
+    private readonly migration: string,
+    private readonly atPoint: MigrationPointHook,
+  ) {}
+
+  transformQuery({ node }: PluginTransformQueryArgs): RootOperationNode {
+    return node;
+  }
+
+  async transformResult({ result }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    this.#statements += 1;
+    await this.atPoint(`${this.migration}#${this.#statements}`);
+    return result;
+  }
 }

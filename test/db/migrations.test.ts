@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import { createDatabase } from '../../src/db/connection';
 import { knownMigrations, migrateToLatest } from '../../src/db/migrate';
+import { migrationPoints } from '../../dev/migrations/points';
 import { createOrdersRepository } from '../../src/db/repositories/orders';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 
@@ -24,20 +24,53 @@ describe.each(testDatabases)('migrations ($name)', ({ create }) => {
     const tables = (await handle.db.introspection.getTables()).map((t) => t.name);
     expect(tables).toEqual(expect.arrayContaining(['orders', 'payments']));
   });
+});
 
-  it('applies each migration once when two processes migrate at the same moment', async () => {
-    const other = createDatabase(handle.url);
-    try {
-      const [first, second] = await Promise.all([
-        migrateToLatest(handle.db),
-        migrateToLatest(other.db),
-      ]);
-      expect([...first, ...second]).toEqual(knownMigrations());
-    } finally {
-      await other.close();
+// The real crash (a process killed between statements) and two real processes are in
+// migrations-crash.test.ts; here a migration fails at every one of its points, in-process.
+describe.each(testDatabases)('a migration that fails midway ($name)', ({ create }) => {
+  let reference: TestDatabaseHandle;
+  beforeAll(async () => {
+    reference = await create();
+  });
+  afterAll(() => reference?.close());
+
+  it('is rolled back whole at every point of every migration, and the next run applies it', async () => {
+    const points = await migrationPoints();
+    expect(points.length).toBeGreaterThan(knownMigrations().length);
+    for (const point of points) {
+      const handle = await create({ migrate: false });
+      try {
+        await expect(
+          migrateToLatest(handle.db, {
+            atPoint: (reached) => {
+              if (reached === point) throw new Error(`interrupted at ${point}`);
+            },
+          }),
+        ).rejects.toMatchObject({ message: expect.stringContaining(`interrupted at ${point}`) });
+
+        const failed = point.slice(0, point.indexOf('#'));
+        const rest = knownMigrations().slice(knownMigrations().indexOf(failed));
+        expect({ point, applied: await migrateToLatest(handle.db) }).toEqual({
+          point,
+          applied: rest,
+        });
+        expect({ point, schema: await schemaOf(handle) }).toEqual({
+          point,
+          schema: await schemaOf(reference),
+        });
+      } finally {
+        await handle.close();
+      }
     }
   });
 });
+
+/** Every table with its columns, kysely's own included. */
+async function schemaOf(handle: TestDatabaseHandle): Promise<Record<string, string[]>> {
+  const tables = await handle.db.introspection.getTables({ withInternalKyselyTables: true });
+  return Object.fromEntries(tables.map((t) => [t.name, t.columns.map((c) => c.name).sort()]));
+}
 
 describe.each(testDatabases)('schema constraints ($name)', ({ create }) => {
   let handle: TestDatabaseHandle;
