@@ -28,7 +28,7 @@ Exits 1 when a row failed, 2 when the run could not be made.`;
 /** The rows a fault applies to: the server restart at replies, the database faults at points. */
 function underFault(run: PointRun, fault: Fault): boolean {
   if (fault === 'worker-kill') return true;
-  if (run.call !== undefined) return false;
+  if (run.call !== undefined || run.scenario === 'migration') return false;
   return fault !== 'temporal-restart' || CRASH_POINTS[run.point as CrashPointName].kind === 'reply';
 }
 
@@ -62,8 +62,8 @@ async function main(): Promise<number> {
     : fault === 'db-down' || fault === 'db-hung'
       ? ['postgres']
       : ['sqlite', 'postgres'];
-  const selected = allPointRuns()
-    .filter((r) => underFault(r, fault))
+  const everyRun = (await allPointRuns()).filter((r) => underFault(r, fault));
+  const selected = everyRun
     .filter((r) => !scenarios || scenarios.includes(r.scenario))
     .filter((r) => !point || r.point.includes(point) || armName(r).includes(point))
     .filter((r) => !only || `${armName(r)} ${r.scenario}`.includes(only));
@@ -87,7 +87,7 @@ async function main(): Promise<number> {
   const report = await runCrashPoints({ databases, runs, fault, signal: controller.signal });
   const command = `npm run crash-points${fault === 'worker-kill' ? '' : ` -- --fault ${fault}`}`;
   const table = renderCrashPointTable(report, command);
-  if (runs.length === allPointRuns().filter((r) => underFault(r, fault)).length && !db) {
+  if (runs.length === everyRun.length && !db) {
     const name = fault === 'worker-kill' ? 'crash-points.md' : `crash-points-${fault}.md`;
     const file = path.resolve(__dirname, '..', '..', 'reports', name);
     // Formatted as the repository formats Markdown (npm run format:check reads it too).

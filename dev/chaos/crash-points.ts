@@ -15,6 +15,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
+import { sql } from 'kysely';
 import { temporal } from '@temporalio/proto';
 import type { CrashPointName } from '../../src/activities/crash-points';
 import { invoiceFile } from '../../src/activities/invoice-activities';
@@ -44,11 +45,12 @@ import { createChaosPostgres, type ChaosPostgres } from './postgres-cluster';
 import { ProcessRegistry, SupervisedProcess, type ProcessSpec } from './supervisor';
 import { devServerArgs, temporalCliPath, waitForTemporal } from './temporal-server';
 import { localActivityType } from './evidence';
+import { allMigrationsLine, migrateSpec, schemaOf } from './migration-points';
 import { appEnvironment, hookedWorkerSpec, httpProcessSpec, operatorCliSpec } from './processes';
 import {
   armName,
-  declaredArms,
   scenarioSpec,
+  undeclaredArms,
   type OrderExpectation,
   type PointRun,
   type Scenario,
@@ -259,6 +261,11 @@ interface Stack {
   /** Every declared point a worker passed, armed or not. */
   passes: Pass[];
   workers: SupervisedProcess[];
+  /** A process of the stack's that is not restarted (a migration); stopped with the stack. */
+  oneShot: (spec: ProcessSpec) => SupervisedProcess;
+  logDir: string;
+  /** What a clean migration leaves, for the migration rows (computed by the first). */
+  referenceSchema?: string;
   /** An operator CLI command with the operator hook, not started yet; stopped with the stack. */
   operatorCli: (
     name: string,
@@ -447,6 +454,8 @@ async function startStack(
       holds,
       passes,
       workers,
+      oneShot: supervise,
+      logDir: dirs.logs,
       operatorCli: (name, args, onControlLine) =>
         supervise(operatorCliSpec({ name, args, env: appEnv, logDir: dirs.logs, onControlLine })),
       pids: () => processes.flatMap((p) => p.pids),
@@ -539,6 +548,10 @@ async function runPoint(
       await runOperatorPoint(stack, run, tag, outcome);
       return outcome;
     }
+    if (scenarioSpec(run.scenario).kind === 'migration') {
+      await runMigrationPoint(stack, run, tag, outcome);
+      return outcome;
+    }
     scenario = await prepare(stack, run.scenario, tag);
     const passesBefore = stack.passes.length;
     writeFileSync(armFile, '');
@@ -554,7 +567,13 @@ async function runPoint(
     outcome.counts = await scenario.count();
     const outage = injected?.outage;
     outcome.problems.push(...scenario.judge(outcome.counts, run, outage));
-    outcome.problems.push(...undeclaredPasses(stack.passes.slice(passesBefore), run.scenario));
+    const passed = stack.passes.slice(passesBefore).map((p) => p.point);
+    const undeclared = undeclaredArms(run.scenario, passed);
+    if (undeclared.length > 0) {
+      outcome.problems.push(
+        `passed ${undeclared.join(', ')}, which ${run.scenario} does not declare it reaches`,
+      );
+    }
     if (injected) {
       outcome.hit = injected.hit;
       outcome.evidence = injected.text;
@@ -583,15 +602,6 @@ async function runPoint(
     outcome.durationMs = Date.now() - started;
   }
   return outcome;
-}
-
-/** Points the scenario's workflows passed that it does not declare (dev/chaos/crash-scenarios.ts). */
-function undeclaredPasses(passes: readonly Pass[], scenario: Scenario): string[] {
-  const declared = declaredArms(scenario);
-  const undeclared = [...new Set(passes.map((p) => p.point))].filter((p) => !declared.has(p));
-  return undeclared.length === 0
-    ? []
-    : [`passed ${undeclared.join(', ')}, which ${scenario} does not declare it reaches`];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -655,6 +665,102 @@ async function runOperatorPoint(
   outcome.evidence =
     `CLI ${outcome.hit ? 'killed' : 'not killed'} after call ${held?.n ?? '?'} (${held?.method ?? '–'}); ` +
     `run again: exit ${again.code ?? again.signal}, ${again.calls.length} calls`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A migration, interrupted between two statements
+
+/**
+ * `npm run migrate` on a database of its own, held at the point by the migrations' preload and
+ * SIGKILLed there, then run again as a deploy's next start would: it must finish, and the schema
+ * must be what a clean migration leaves (recorded migrations, tables and columns, indexes).
+ */
+async function runMigrationPoint(
+  stack: Stack,
+  run: PointRun,
+  tag: string,
+  outcome: PointOutcome,
+): Promise<void> {
+  const fresh = await freshDatabase(stack, `migrate_${tag}`);
+  stack.referenceSchema ??= await referenceSchema(stack);
+  let held: string | undefined;
+  const interrupted = await oneShot(stack, `migrate-${tag}-1`, fresh, run.point, (message) => {
+    held = message;
+    return true;
+  });
+  const again = await oneShot(stack, `migrate-${tag}-2`, fresh, undefined, () => false);
+  const schema = await schemaOf(fresh);
+  outcome.hit = held === run.point && interrupted.signal === 'SIGKILL';
+  if (held !== run.point) outcome.problems.push(`the migration never reached ${run.point}`);
+  else if (!outcome.hit) outcome.problems.push('the migrating process was not killed there');
+  if (again.code !== 0) outcome.problems.push(`run again: exit ${again.code ?? again.signal}`);
+  if (schema !== stack.referenceSchema) {
+    const line = schema.split('\n').find((l, i) => l !== stack.referenceSchema!.split('\n')[i]);
+    outcome.problems.push(`schema differs from a clean migration's: ${line ?? schema}`);
+  }
+  if (!schema.startsWith(allMigrationsLine()))
+    outcome.problems.push('not every migration recorded');
+  outcome.counts = {
+    ...noOrderCounts(),
+    extra: schema === stack.referenceSchema ? 'schema as clean' : 'schema differs',
+  };
+  outcome.evidence = `migrate ${outcome.hit ? 'killed' : 'not killed'} at ${held ?? '–'}; run again: exit ${again.code ?? again.signal}`;
+}
+
+/** A database nobody has migrated: a new SQLite file, or a new database in the cluster. */
+async function freshDatabase(stack: Stack, name: string): Promise<string> {
+  if (!stack.postgres) return `sqlite:${path.join(stack.dataDir, `${name}.db`)}`;
+  await sql.raw(`create database "${name}"`).execute(stack.db.db);
+  const url = new URL(stack.postgres.url);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function referenceSchema(stack: Stack): Promise<string> {
+  const url = await freshDatabase(stack, 'migrate_reference');
+  const handle = createDatabase(url, { poolMax: 1 });
+  try {
+    await migrateToLatest(handle.db);
+  } finally {
+    await handle.close();
+  }
+  return schemaOf(url);
+}
+
+/** `npm run migrate` once, to its end; `onHold` says whether to SIGKILL it at a hold. */
+async function oneShot(
+  stack: Stack,
+  name: string,
+  databaseUrl: string,
+  holdAt: string | undefined,
+  onHold: (point: string) => boolean,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  const migrate = stack.oneShot(
+    migrateSpec({
+      name,
+      databaseUrl,
+      holdAt,
+      logDir: stack.logDir,
+      onControlLine: (line, process) => {
+        let message: { type?: string; point?: string };
+        try {
+          message = JSON.parse(line) as typeof message;
+        } catch {
+          return;
+        }
+        if (message.type === 'hold' && message.point && onHold(message.point)) {
+          process.kill('SIGKILL');
+        }
+      },
+    }),
+  );
+  migrate.start();
+  const exited = migrate.exited();
+  const timer = setTimeout(() => migrate.kill('SIGKILL'), OPERATOR_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+  const exit = migrate.exits.at(-1);
+  return { code: exit?.code ?? null, signal: exit?.signal ?? null };
 }
 
 interface OperatorCall {

@@ -3,6 +3,7 @@ import {
   type CrashPhase,
   type CrashPointName,
 } from '../../src/activities/crash-points';
+import { migrationPoints } from '../migrations/points';
 import type { CrashArm } from './worker-hook';
 
 /**
@@ -66,7 +67,9 @@ export type ScenarioSpec =
       lastRepeats?: boolean;
       expected: OrderExpectation;
     }
-  | { kind: 'export' | 'stock'; description: string; activities: readonly string[] };
+  | { kind: 'export' | 'stock'; description: string; activities: readonly string[] }
+  /** `npm run migrate` on a fresh database, killed between two statements of a migration. */
+  | { kind: 'migration'; description: string };
 
 const fulfilled = {
   payments: 1,
@@ -195,6 +198,11 @@ export const SCENARIOS = {
     // Deleted: nothing lists it any more; what it did (the payment, the alert) stays.
     expected: { ...refused, failedRuns: 0, gaveUp: undefined },
   },
+  migration: {
+    kind: 'migration',
+    description:
+      '`npm run migrate` on a fresh database, SIGKILLed between two statements of a migration (dev/migrations/points.ts), then run again: it finishes, and the schema is a clean migration’s',
+  },
 } as const satisfies Record<string, ScenarioSpec>;
 
 export type Scenario = keyof typeof SCENARIOS;
@@ -212,8 +220,11 @@ export interface PointRun {
   call?: number;
 }
 
-/** Every run of the matrix: each point under each scenario that reaches it, on each side. */
-export function allPointRuns(): PointRun[] {
+/**
+ * Every run of the matrix: each point under each scenario that reaches it, on each side; each
+ * operator command after each server call; each migration between each two statements.
+ */
+export async function allPointRuns(): Promise<PointRun[]> {
   const declared = Object.keys(CRASH_POINTS) as CrashPointName[];
   const points = declared.flatMap((point) => {
     const { activity, kind } = CRASH_POINTS[point];
@@ -236,13 +247,18 @@ export function allPointRuns(): PointRun[] {
       call: i + 1,
     }));
   });
-  return [...points, ...operator];
+  const migrations = (await migrationPoints()).map((point) => ({
+    point,
+    phase: 'after' as const,
+    scenario: 'migration' as const,
+  }));
+  return [...points, ...operator, ...migrations];
 }
 
 function scenariosReaching(activity: string): Scenario[] {
   return (Object.keys(SCENARIOS) as Scenario[]).filter((scenario) => {
     const spec = scenarioSpec(scenario);
-    return spec.kind !== 'operator' && spec.activities.includes(activity);
+    return 'activities' in spec && spec.activities.includes(activity);
   });
 }
 
@@ -254,11 +270,17 @@ function unreached(scenario: Scenario): readonly string[] {
 /** The points (with side) a scenario declares it passes: what its runs' traces may contain. */
 export function declaredArms(scenario: Scenario): Set<string> {
   const spec = scenarioSpec(scenario);
-  if (spec.kind === 'operator') return new Set();
+  if (!('activities' in spec)) return new Set();
   const arms = (Object.keys(CRASH_POINTS) as CrashPointName[])
     .filter((point) => spec.activities.includes(CRASH_POINTS[point].activity))
     .flatMap((point) => [`${point}@before`, `${point}@after`]);
   return new Set(arms.filter((arm) => !unreached(scenario).includes(arm)));
+}
+
+/** The points passed (with side) that the scenario does not declare, each once. */
+export function undeclaredArms(scenario: Scenario, passed: readonly string[]): string[] {
+  const declared = declaredArms(scenario);
+  return [...new Set(passed)].filter((arm) => !declared.has(arm));
 }
 
 /**

@@ -1,6 +1,11 @@
 import { existsSync } from 'node:fs';
 import { runCrashPoints, type CrashPointReport } from '../../dev/chaos/crash-points';
-import { allPointRuns, armName, rotatingShare } from '../../dev/chaos/crash-scenarios';
+import {
+  allPointRuns,
+  armName,
+  rotatingShare,
+  type PointRun,
+} from '../../dev/chaos/crash-scenarios';
 import { renderCrashPointTable } from '../../dev/chaos/crash-points-table';
 import { stillAlive } from '../../dev/chaos/processes';
 
@@ -10,10 +15,11 @@ import { stillAlive } from '../../dev/chaos/processes';
 // one), so the whole list comes round within days; `npm run crash-points` runs all of it.
 const SHARE = Number(process.env.CRASH_POINTS_SHARE ?? 2);
 const rotation = Number(process.env.CRASH_POINTS_ROTATION ?? Math.floor(Date.now() / 86_400_000));
-const runs = rotatingShare(allPointRuns(), SHARE, rotation);
+let runs: PointRun[];
 let report: CrashPointReport;
 
 beforeAll(async () => {
+  runs = rotatingShare(await allPointRuns(), SHARE, rotation);
   process.stdout.write(
     `crash points, rotation ${rotation} (CRASH_POINTS_ROTATION=${rotation} replays it): ` +
       `${runs.map((r) => `${armName(r)} (${r.scenario})`).join(', ')}\n`,
