@@ -1,46 +1,93 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { format, resolveConfig } from 'prettier';
-import { CRASH_POINTS } from '../../src/activities/crash-points';
-import { allPointRuns, armName, runCrashPoints, type Database, type Fault } from './crash-points';
+import { CRASH_POINTS, type CrashPointName } from '../../src/activities/crash-points';
+import { runCrashPoints, type Database, type Fault } from './crash-points';
+import { allPointRuns, armName, rotatingShare, SCENARIOS, type PointRun } from './crash-scenarios';
 import { renderCrashPointTable } from './crash-points-table';
 
-/**
- * `npm run crash-points`: every declared crash point, on both sides, on SQLite and PostgreSQL;
- * writes reports/crash-points.md. `-- --db sqlite`, `-- --only <substring>` narrow it (the table
- * is then printed, not written). `-- --fault temporal-restart` restarts the Temporal server at
- * every reply point instead, `-- --fault db-down` stops PostgreSQL at every point and
- * `-- --fault db-hung` freezes it (SIGSTOP: every statement hangs); each writes
- * reports/crash-points-<fault>.md. Exits 1 when a point failed, 2 when the run could not be made.
- */
+const USAGE = `npm run crash-points [-- options]
+
+The crash-point matrix (docs/chaos.md, "Every crash point, by list"): every declared point, on
+both sides, under every scenario that reaches it, and the operator commands killed after each
+server call, on SQLite and PostgreSQL side by side. The whole matrix writes
+reports/crash-points.md; a selection prints its table only.
+
+  --db sqlite|postgres     one database
+  --scenario a,b           these scenarios (${Object.keys(SCENARIOS).join(', ')})
+  --point <text>           rows whose point or arm contains the text
+  --only <text>            rows whose "<arm> <scenario>" contains the text
+  --share <n>              a rotating share of n rows of the selection (CI)
+  --rotation <n>           which share (default: CRASH_POINTS_ROTATION, else the day number)
+  --fault <f>              worker-kill (default), temporal-restart, db-down, db-hung;
+                           the whole list under a fault writes reports/crash-points-<f>.md
+  --list                   print the selected rows and exit
+
+Exits 1 when a row failed, 2 when the run could not be made.`;
+
+/** The rows a fault applies to: the server restart at replies, the database faults at points. */
+function underFault(run: PointRun, fault: Fault): boolean {
+  if (fault === 'worker-kill') return true;
+  if (run.call !== undefined || run.scenario === 'migration') return false;
+  return fault !== 'temporal-restart' || CRASH_POINTS[run.point as CrashPointName].kind === 'reply';
+}
+
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
+  if (argv.includes('--help')) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   const value = (flag: string) => {
     const i = argv.indexOf(flag);
     return i >= 0 ? argv[i + 1] : undefined;
   };
   const db = value('--db');
   const only = value('--only');
+  const point = value('--point');
+  const scenarios = value('--scenario')?.split(',');
+  const share = value('--share');
   const fault = (value('--fault') ?? 'worker-kill') as Fault;
   if (!['worker-kill', 'temporal-restart', 'db-down', 'db-hung'].includes(fault)) {
     throw new Error('--fault must be worker-kill, temporal-restart, db-down or db-hung');
   }
+  if (db !== undefined && db !== 'sqlite' && db !== 'postgres') {
+    throw new Error('--db must be sqlite or postgres');
+  }
+  const unknown = scenarios?.filter((s) => !(s in SCENARIOS));
+  if (unknown?.length) throw new Error(`unknown scenario(s): ${unknown.join(', ')}`);
   // Only PostgreSQL can be taken away; the server restart is at the moment an activity reports.
   const databases: Database[] = db
-    ? [db as Database]
+    ? [db]
     : fault === 'db-down' || fault === 'db-hung'
       ? ['postgres']
       : ['sqlite', 'postgres'];
-  const runs = allPointRuns()
-    .filter((r) => fault !== 'temporal-restart' || CRASH_POINTS[r.point].kind === 'reply')
+  const everyRun = (await allPointRuns()).filter((r) => underFault(r, fault));
+  const selected = everyRun
+    .filter((r) => !scenarios || scenarios.includes(r.scenario))
+    .filter((r) => !point || r.point.includes(point) || armName(r).includes(point))
     .filter((r) => !only || `${armName(r)} ${r.scenario}`.includes(only));
+  const rotation = Number(
+    value('--rotation') ?? process.env.CRASH_POINTS_ROTATION ?? Math.floor(Date.now() / 86_400_000),
+  );
+  const runs = share ? rotatingShare(selected, Number(share), rotation) : selected;
+  if (share) {
+    process.stderr.write(
+      `[crash-points] share ${runs.length} of ${selected.length} rows, rotation ${rotation} ` +
+        `(--rotation ${rotation} replays it; the whole matrix every ${Math.ceil(selected.length / Number(share))} rotations)\n`,
+    );
+  }
+  if (argv.includes('--list')) {
+    for (const r of runs) process.stdout.write(`${r.scenario}\t${r.point}\t${r.phase}\n`);
+    return 0;
+  }
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
   process.once('SIGTERM', () => controller.abort());
   const report = await runCrashPoints({ databases, runs, fault, signal: controller.signal });
   const command = `npm run crash-points${fault === 'worker-kill' ? '' : ` -- --fault ${fault}`}`;
   const table = renderCrashPointTable(report, command);
-  if (!db && !only) {
+  if (runs.length === everyRun.length && !db) {
     const name = fault === 'worker-kill' ? 'crash-points.md' : `crash-points-${fault}.md`;
     const file = path.resolve(__dirname, '..', '..', 'reports', name);
     // Formatted as the repository formats Markdown (npm run format:check reads it too).

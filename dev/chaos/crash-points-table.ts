@@ -1,5 +1,6 @@
-import { CRASH_POINTS } from '../../src/activities/crash-points';
+import { CRASH_POINTS, type CrashPointName } from '../../src/activities/crash-points';
 import type { CrashPointReport, Database, PointOutcome } from './crash-points';
+import { SCENARIOS, scenarioSpec, type OrderExpectation, type Scenario } from './crash-scenarios';
 
 /**
  * The committed table (reports/crash-points.md): one row per point and side, a column group per
@@ -32,39 +33,64 @@ export function renderCrashPointTable(report: CrashPointReport, command: string)
     '',
     'Counts: payments rows / shipments at the warehouse simulator / confirmation mails at the SMTP',
     'sink (same Message-ID; `2 (dup)` is the documented duplicate) / loyalty ledger rows / alerts',
-    'at the alert webhook (`2 (dup)`: the same window for an alert, same Idempotency-Key), then',
-    'what the scenario also checks (invoice file, refund flag, shipment',
-    'status; export rows; stock snapshots).',
+    'at the alert webhook (`2 (dup)`: the same window for an alert, same Idempotency-Key) / failed',
+    "runs of the order's workflow, then what the scenario also checks (invoice file, refund flag,",
+    'shipment status, why the warehouse was given up; export rows; stock snapshots).',
     '',
+    ...scenarioLegend(new Set(report.outcomes.map((o) => o.run.scenario))),
   ];
   for (const database of databases) {
     lines.push(`## ${database}`, '');
     lines.push(
-      '| point | side | scenario | kind | hit (evidence) | pay/ship/mail/pts/alert | checked | verdict |',
+      '| point | side | scenario | kind | hit (evidence) | pay/ship/mail/pts/alert/failed | checked | verdict |',
     );
     lines.push('| --- | --- | --- | --- | --- | --- | --- | --- |');
-    for (const [key, byDb] of rows) {
+    for (const byDb of rows.values()) {
       const outcome = byDb[database];
       if (!outcome) continue;
-      const [point, phase, scenario] = key.split('|') as [
-        keyof typeof CRASH_POINTS,
-        string,
-        string,
-      ];
+      const { point, phase, scenario } = outcome.run;
+      const kind =
+        outcome.run.call === undefined ? CRASH_POINTS[point as CrashPointName].kind : 'operator';
       const c = outcome.counts;
       const counts = c
-        ? `${c.payments}/${c.shipments}/${c.mails}${outcome.documentedDuplicate && c.mails > 1 ? ' (dup)' : ''}${c.otherMails ? `+${c.otherMails} other` : ''}/${c.ledger}/${c.alerts}${outcome.documentedDuplicate && c.alerts > 1 ? ' (dup)' : ''}`
+        ? `${c.payments}/${c.shipments}/${c.mails}${outcome.documentedDuplicate && c.mails > 1 ? ' (dup)' : ''}${c.otherMails ? `+${c.otherMails} other` : ''}/${c.ledger}/${c.alerts}${outcome.documentedDuplicate && c.alerts > 1 ? ' (dup)' : ''}/${c.failedRuns}`
         : '–';
       const verdict =
         outcome.verdict === 'PASS' ? 'PASS' : `**FAIL**: ${outcome.problems.join('; ')}`;
       lines.push(
-        `| ${point} | ${phase} | ${scenario} | ${CRASH_POINTS[point].kind} | ${outcome.hit ? 'yes' : 'no'} (${outcome.evidence}) | ${counts} | ${c?.extra ?? '–'} | ${verdict} |`,
+        `| ${point} | ${phase} | ${scenario} | ${kind} | ${outcome.hit ? 'yes' : 'no'} (${outcome.evidence}) | ${counts} | ${c?.extra ?? '–'} | ${verdict} |`,
       );
     }
     lines.push('');
   }
   if (report.error) lines.push('Run error:', '', '```', report.error, '```', '');
   return `${lines.join('\n')}`;
+}
+
+/** What each scenario of the run sets up and expects (dev/chaos/crash-scenarios.ts). */
+function scenarioLegend(present: Set<Scenario>): string[] {
+  const rows = (Object.keys(SCENARIOS) as Scenario[])
+    .filter((s) => present.has(s))
+    .map((name) => {
+      const spec = scenarioSpec(name);
+      const expected =
+        spec.kind === 'order' || spec.kind === 'operator'
+          ? expectation(spec.expected)
+          : 'see checked';
+      return `| ${name} | ${spec.description} | ${expected} |`;
+    });
+  return rows.length === 0
+    ? []
+    : ['| scenario | what | expected |', '| --- | --- | --- |', ...rows, ''];
+}
+
+function expectation(e: OrderExpectation): string {
+  return `${e.payments}/${e.shipments}/${e.mails}/${e.ledger}/${e.alerts}/${e.failedRuns}; ${[
+    e.invoice ? 'invoice' : 'no invoice',
+    e.refundReview ? 'review' : 'no review',
+    e.shipmentStatus,
+    ...(e.gaveUp ? [`gave up: ${e.gaveUp}`] : []),
+  ].join(', ')}`;
 }
 
 function seconds(ms: number): string {

@@ -1,50 +1,55 @@
 import { execFile, execFileSync } from 'node:child_process';
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import {
-  CRASH_POINTS,
-  type CrashPhase,
-  type CrashPointName,
-} from '../../src/activities/crash-points';
+import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
+import { sql } from 'kysely';
+import { temporal } from '@temporalio/proto';
+import type { CrashPointName } from '../../src/activities/crash-points';
 import { invoiceFile } from '../../src/activities/invoice-activities';
-import {
-  createDatabase,
-  createOrdersRepository,
-  migrateToLatest,
-  type DatabaseHandle,
-} from '../../src/db';
+import { createDatabase, createOrdersRepository, migrateToLatest } from '../../src/db';
 import { signBody } from '../../src/http/signature';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
 import { confirmationMessageId } from '../../src/mail/order-confirmation';
+import { closeFailure } from '../../src/operator/failed-workflows';
+import { causeChain } from '../../src/operator/failures';
 import {
   HEAVY_TASK_QUEUE,
   PAYMENT_SUCCEEDED_EVENT,
   PAYMENTS_TASK_QUEUE,
   paymentWorkflowId,
 } from '../../src/shared/constants';
+import { orderWorkflowId } from '../../src/shared/order';
 import { EXPORT_FILE, EXPORT_INDEX_FILE, exportWorkflowId } from '../../src/shared/export';
-import { startSmtpSink, type SmtpSink } from '../partners/smtp-sink';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../partners/warehouse-simulator';
-import { freePorts, spawnWatchdog, waitForHttp } from './driver';
-import { createChaosPostgres, type ChaosPostgres } from './postgres-cluster';
-import { ProcessRegistry, SupervisedProcess, type ProcessSpec } from './supervisor';
-import { devServerArgs, temporalCliPath, waitForTemporal } from './temporal-server';
+import { waitForTemporal } from './temporal-server';
+import {
+  HOLD_MS,
+  MAIL_FROM,
+  NAMESPACE,
+  READY_TIMEOUT_MS,
+  startStack,
+  WEBHOOK_SECRET,
+  type Database,
+  type Fault,
+  type Hold,
+  type Pass,
+  type Stack,
+} from './crash-stack';
 import { localActivityType } from './evidence';
-import { appEnvironment, hookedWorkerSpec, httpProcessSpec } from './processes';
-import type { CrashArm, HookMessage } from './worker-hook';
+import { allMigrationsLine, migrateSpec, schemaOf } from './migration-points';
+import {
+  armName,
+  scenarioSpec,
+  undeclaredArms,
+  type OrderExpectation,
+  type PointRun,
+  type Scenario,
+} from './crash-scenarios';
+import type { OperatorHookMessage } from './operator-hook';
+import type { HookMessage } from './worker-hook';
 
 /**
  * The enumerated crash run: for every crash point declared in src/activities/crash-points.ts,
@@ -55,71 +60,7 @@ import type { CrashArm, HookMessage } from './worker-hook';
  * once per database; per point only the killed worker restarts.
  */
 
-export type Scenario = 'payment' | 'double-charge' | 'warehouse-rejects' | 'export' | 'stock';
-export type Database = 'sqlite' | 'postgres';
-/**
- * What happens at the point: the worker is SIGKILLed (the list's main run); or, while the worker
- * is frozen there, the Temporal server is SIGKILLed and comes back only after the worker resumed
- * (at a reply point: the moment the activity reports); or PostgreSQL is crash-stopped
- * (connection refused), or frozen with SIGSTOP (every statement hangs), until after the worker
- * resumed.
- */
-export type Fault = 'worker-kill' | 'temporal-restart' | 'db-down' | 'db-hung';
-
-export interface PointRun {
-  point: CrashPointName;
-  phase: CrashPhase;
-  scenario: Scenario;
-}
-
-/** What reaches each activity: the failure paths need their own scenario. */
-const SCENARIOS: Record<string, Scenario[]> = {
-  recordPayment: ['payment'],
-  handOverToOrder: ['payment'],
-  notifyWarehouse: ['payment'],
-  // Once on the way to a shipment, once in the compensation after the warehouse refused.
-  setShipmentStatus: ['payment', 'warehouse-rejects'],
-  orderEventHandledBy: ['payment'],
-  markOrderEventHandled: ['payment', 'warehouse-rejects'],
-  requestRefundReview: ['double-charge'],
-  sendOrderConfirmation: ['payment'],
-  awardLoyaltyPoints: ['payment'],
-  deliverAlert: ['warehouse-rejects'],
-  generateInvoicePdf: ['payment'],
-  planOrderExport: ['export'],
-  exportOrdersChunk: ['export'],
-  finishOrderExport: ['export'],
-  aggregateStock: ['stock'],
-};
-
-/** Every run of the full list: each point on both sides (a reply only before), per scenario. */
-export function allPointRuns(): PointRun[] {
-  return (Object.keys(CRASH_POINTS) as CrashPointName[]).flatMap((point) => {
-    const declaration = CRASH_POINTS[point];
-    const phases: CrashPhase[] = declaration.kind === 'reply' ? ['before'] : ['before', 'after'];
-    const scenarios = SCENARIOS[declaration.activity];
-    if (!scenarios) throw new Error(`no scenario reaches ${point} (${declaration.activity})`);
-    return scenarios.flatMap((scenario) => phases.map((phase) => ({ point, phase, scenario })));
-  });
-}
-
-/**
- * A fixed-size share of the list that moves on with `rotation` (npm test passes the day number):
- * consecutive days take consecutive slices, so the whole list comes round every few days.
- */
-export function rotatingShare(
-  runs: readonly PointRun[],
-  size: number,
-  rotation: number,
-): PointRun[] {
-  if (size >= runs.length) return [...runs];
-  const start = (rotation * size) % runs.length;
-  return Array.from({ length: size }, (_, i) => runs[(start + i) % runs.length]!);
-}
-
-export function armName(run: Pick<PointRun, 'point' | 'phase'>): CrashArm {
-  return `${run.point}@${run.phase}`;
-}
+export type { Database, Fault } from './crash-stack';
 
 export interface Counts {
   payments: number;
@@ -129,6 +70,10 @@ export interface Counts {
   otherMails: number;
   ledger: number;
   alerts: number;
+  /** Failed runs of the order's workflow that visibility lists. */
+  failedRuns: number;
+  /** Something seen that the counts do not judge (shown with the evidence). */
+  note?: string;
   /** Scenario-specific: invoice file, refund flag, export rows, snapshots. */
   extra: string;
   /** When each copy of the confirmation, and each alert, arrived (ms). */
@@ -182,17 +127,13 @@ export interface CrashPointOptions {
 }
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const NAMESPACE = 'default';
-const WEBHOOK_SECRET = 'crash-points-webhook-secret-0123456789';
-const MAIL_FROM = 'Order Payments <orders@order-payments.local>';
 const AMOUNT = 5400;
-const READY_TIMEOUT_MS = 120_000;
-// How long the frozen worker waits for its SIGKILL: the driver reads the line in milliseconds.
-const HOLD_MS = 10_000;
 // Long enough for the slowest retry after a kill: a mail's 15 s start-to-close timeout, then its
 // backoff, then the rest of the order.
 const SETTLE_TIMEOUT_MS = 90_000;
 const HIT_TIMEOUT_MS = 60_000;
+// An operator command answers in seconds; this only bounds one that hangs.
+const OPERATOR_TIMEOUT_MS = 60_000;
 
 export async function runCrashPoints(options: CrashPointOptions): Promise<CrashPointReport> {
   const log = options.log ?? ((line: string) => process.stderr.write(`[crash-points] ${line}\n`));
@@ -261,272 +202,6 @@ export async function runCrashPoints(options: CrashPointOptions): Promise<CrashP
 }
 
 // ---------------------------------------------------------------------------------------------
-// The stack of one database
-
-interface Alert {
-  at: number;
-  idempotencyKey: string | undefined;
-  orderId: number | null;
-  kind: string | undefined;
-}
-
-interface Hold {
-  message: Extract<HookMessage, { type: 'hold' }>;
-  worker: string;
-  killed: boolean;
-  /** When the worker carried on by itself (no kill came): the hook's 'released' line. */
-  released?: number;
-}
-
-interface Stack {
-  database: Database;
-  fault: Fault;
-  temporal: SupervisedProcess;
-  temporalAddress: string;
-  postgres: ChaosPostgres | undefined;
-  db: DatabaseHandle;
-  client: Client;
-  warehouse: WarehouseSimulator;
-  smtp: SmtpSink;
-  alerts: Alert[];
-  baseUrl: string;
-  armDir: string;
-  dataDir: string;
-  /** Every hold a worker reported, and who reported it. */
-  holds: Hold[];
-  workers: SupervisedProcess[];
-  /** Every process ID started (the test checks none survives). */
-  pids: () => number[];
-  stop: () => Promise<void>;
-}
-
-async function startStack(
-  database: Database,
-  dir: string,
-  bundle: string,
-  fault: Fault,
-  log: (line: string) => void,
-): Promise<Stack> {
-  const dirs = {
-    logs: path.join(dir, 'logs'),
-    arm: path.join(dir, 'arm'),
-    temporal: path.join(dir, 'temporal'),
-    data: dir,
-  };
-  for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
-  chmodSync(dir, 0o755);
-  const registry = new ProcessRegistry(path.join(dir, 'pgids'));
-  const processes: SupervisedProcess[] = [];
-  const cleanups: Array<() => unknown> = [];
-  const stop = async () => {
-    await Promise.all(processes.map((p) => p.stop('SIGKILL')));
-    for (const cleanup of cleanups.reverse()) {
-      try {
-        await cleanup();
-      } catch (error) {
-        log(`cleanup failed: ${error instanceof Error ? error.message : String(error)}`);
-      }
-    }
-    registry.killAllSync();
-    stopWatchdog();
-  };
-  let stopWatchdog = () => undefined as void;
-  try {
-    const [pgPort, temporalPort, httpPort] = await freePorts(3);
-    let databaseUrl: string;
-    let postgres: ChaosPostgres | undefined;
-    if (database === 'postgres') {
-      postgres = createChaosPostgres(path.join(dir, 'pg'), pgPort!);
-      stopWatchdog = spawnWatchdog(dir, postgres.stopImmediateCommand);
-      await postgres.start();
-      const [file, ...args] = postgres.stopImmediateCommand;
-      const cluster = postgres;
-      cleanups.push(() => cluster.stopImmediately());
-      process.once('exit', () => {
-        if (cluster.isRunning()) execFileSync(file!, args, { stdio: 'ignore' });
-      });
-      databaseUrl = postgres.url;
-    } else {
-      stopWatchdog = spawnWatchdog(dir, ['true']);
-      databaseUrl = `sqlite:${path.join(dir, 'app.db')}`;
-    }
-    const db = createDatabase(databaseUrl, { poolMax: 2, onPoolError: () => undefined });
-    cleanups.push(() => db.close());
-    await migrateToLatest(db.db);
-
-    const warehouse = createWarehouseSimulator();
-    const warehouseUrl = await warehouse.listen(0);
-    cleanups.push(() => warehouse.close());
-    const smtp = await startSmtpSink();
-    cleanups.push(() => smtp.close());
-    const alerts: Alert[] = [];
-    const alertSink = await startAlertSink(alerts);
-    cleanups.push(() => new Promise((resolve) => alertSink.server.close(resolve)));
-
-    const supervise = (spec: ProcessSpec) => {
-      const supervised = new SupervisedProcess(spec, registry);
-      processes.push(supervised);
-      return supervised;
-    };
-    const temporalAddress = `127.0.0.1:${temporalPort}`;
-    const temporal = supervise({
-      name: 'temporal',
-      command: await temporalCliPath(log),
-      args: devServerArgs({
-        port: temporalPort!,
-        dbFile: path.join(dirs.temporal, 'temporal.db'),
-        namespace: NAMESPACE,
-      }),
-      env: process.env,
-      cwd: dir,
-      logFile: path.join(dirs.logs, 'temporal.log'),
-      restart: true,
-      restartDelayMs: 500,
-    });
-    temporal.start();
-    await waitForTemporal(temporalAddress, NAMESPACE, READY_TIMEOUT_MS);
-    const connection = await Connection.connect({ address: temporalAddress });
-    cleanups.push(() => connection.close());
-    const client = new Client({ connection, namespace: NAMESPACE });
-
-    const appEnv = {
-      ...appEnvironment({
-        temporalAddress,
-        namespace: NAMESPACE,
-        databaseUrl,
-        mailFrom: MAIL_FROM,
-        warehouseUrl,
-        smtpUrl: smtp.url,
-        invoiceDir: path.join(dir, 'invoices'),
-        exportDir: path.join(dir, 'exports'),
-        armDir: dirs.arm,
-        holdMs: HOLD_MS,
-      }),
-      ALERT_WEBHOOK_URL: alertSink.url,
-      WORKFLOW_BUNDLE_PATH: bundle,
-    };
-    const holds: Hold[] = [];
-    const onControlLine = (line: string, worker: SupervisedProcess) => {
-      let message: HookMessage;
-      try {
-        message = JSON.parse(line) as HookMessage;
-      } catch {
-        return;
-      }
-      if (message.type === 'released') {
-        const held = holds.filter((h) => h.message.pid === message.pid && !h.released).pop();
-        if (held) held.released = Date.now();
-        return;
-      }
-      // Killed at once, from this callback: the worker is frozen at the point until then.
-      const killed =
-        fault === 'worker-kill' && worker.pid === message.pid && worker.kill('SIGKILL');
-      holds.push({ message, worker: worker.name, killed });
-    };
-    const worker = (name: string, entry: string) =>
-      supervise(
-        hookedWorkerSpec({
-          name,
-          entry,
-          env: appEnv,
-          logDir: dirs.logs,
-          restartDelayMs: 100,
-          onControlLine,
-        }),
-      );
-    const workers = [
-      worker('worker', 'src/worker.ts'),
-      worker('heavy-worker', 'src/heavy-worker.ts'),
-    ];
-    const http = supervise(
-      httpProcessSpec({
-        env: appEnv,
-        port: httpPort!,
-        secret: WEBHOOK_SECRET,
-        logDir: dirs.logs,
-        restartDelayMs: 500,
-      }),
-    );
-    for (const p of [...workers, http]) p.start();
-    const baseUrl = `http://127.0.0.1:${httpPort}`;
-    const abort = new AbortController();
-    await Promise.all([
-      waitForHttp(baseUrl, abort.signal),
-      waitForPollers(client, PAYMENTS_TASK_QUEUE),
-      waitForPollers(client, HEAVY_TASK_QUEUE),
-    ]);
-    return {
-      database,
-      fault,
-      temporal,
-      temporalAddress,
-      postgres,
-      db,
-      client,
-      warehouse,
-      smtp,
-      alerts,
-      baseUrl,
-      armDir: dirs.arm,
-      dataDir: dir,
-      holds,
-      workers,
-      pids: () => processes.flatMap((p) => p.pids),
-      stop,
-    };
-  } catch (error) {
-    await stop();
-    throw error;
-  }
-}
-
-/** The alert webhook: records each POST (Slack answers 200 and keeps no key). */
-async function startAlertSink(alerts: Alert[]): Promise<{ server: Server; url: string }> {
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      try {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-          alert?: { order_id?: number | null; kind?: string };
-        };
-        alerts.push({
-          at: Date.now(),
-          idempotencyKey: request.headers['idempotency-key'] as string | undefined,
-          orderId: body.alert?.order_id ?? null,
-          kind: body.alert?.kind,
-        });
-      } catch {
-        alerts.push({
-          at: Date.now(),
-          idempotencyKey: undefined,
-          orderId: null,
-          kind: 'unreadable',
-        });
-      }
-      response.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (typeof address !== 'object' || !address) throw new Error('alert sink has no port');
-  return { server, url: `http://127.0.0.1:${address.port}/alerts` };
-}
-
-async function waitForPollers(client: Client, taskQueue: string): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    const queue = await client.workflowService.describeTaskQueue({
-      namespace: NAMESPACE,
-      taskQueue: { name: taskQueue },
-    });
-    if ((queue.pollers?.length ?? 0) > 0) return;
-    await delay(250);
-  }
-  throw new Error(`no worker polled ${taskQueue} within ${READY_TIMEOUT_MS / 1000}s`);
-}
-
-// ---------------------------------------------------------------------------------------------
 // One point
 
 let sequence = 0;
@@ -553,10 +228,20 @@ async function runPoint(
   const arm = armName(run);
   const armFile = path.join(stack.armDir, arm);
   const holdsBefore = stack.holds.length;
+  let scenario: PreparedScenario | undefined;
   try {
     sequence += 1;
     const tag = `${Date.now().toString(36)}_${sequence}`;
-    const scenario = await prepare(stack, run.scenario, tag);
+    if (scenarioSpec(run.scenario).kind === 'operator') {
+      await runOperatorPoint(stack, run, tag, outcome);
+      return outcome;
+    }
+    if (scenarioSpec(run.scenario).kind === 'migration') {
+      await runMigrationPoint(stack, run, tag, outcome);
+      return outcome;
+    }
+    scenario = await prepare(stack, run.scenario, tag);
+    const passesBefore = stack.passes.length;
     writeFileSync(armFile, '');
     const root = await scenario.trigger();
     const hold = await waitForHold(stack, holdsBefore);
@@ -570,18 +255,26 @@ async function runPoint(
     outcome.counts = await scenario.count();
     const outage = injected?.outage;
     outcome.problems.push(...scenario.judge(outcome.counts, run, outage));
+    const passed = stack.passes.slice(passesBefore).map((p) => p.point);
+    const undeclared = undeclaredArms(run.scenario, passed);
+    if (undeclared.length > 0) {
+      outcome.problems.push(
+        `passed ${undeclared.join(', ')}, which ${run.scenario} does not declare it reaches`,
+      );
+    }
     if (injected) {
       outcome.hit = injected.hit;
       outcome.evidence = injected.text;
       if (!injected.hit) outcome.problems.push('the fault did not overlap the hold');
     } else if (hold) {
-      const evidence = await historyEvidence(stack.client, hold.message);
+      const evidence = await historyEvidence(stack.client, hold.message, stack.passes);
       outcome.hit = hold.killed && evidence.hit;
       outcome.evidence = `${hold.worker} killed at ${hold.message.activityType ?? '?'} attempt ${hold.message.attempt ?? '?'}; ${evidence.text}`;
       if (!evidence.hit) outcome.problems.push('the history does not show the killed attempt lost');
     } else {
       outcome.evidence = 'not reached';
     }
+    if (outcome.counts.note) outcome.evidence += `; ${outcome.counts.note}`;
     outcome.documentedDuplicate =
       explainedDuplicate(outcome.counts.mailTimes, mayDuplicateMail(run, stack.fault), outage) ||
       explainedDuplicate(outcome.counts.alertTimes, mayDuplicateAlert(run, stack.fault), outage);
@@ -592,10 +285,272 @@ async function runPoint(
     );
   } finally {
     rmSync(armFile, { force: true });
+    scenario?.cleanup?.();
+    outcome.verdict = outcome.problems.length === 0 ? 'PASS' : 'FAIL';
+    outcome.durationMs = Date.now() - started;
   }
-  outcome.verdict = outcome.problems.length === 0 ? 'PASS' : 'FAIL';
-  outcome.durationMs = Date.now() - started;
   return outcome;
+}
+
+// ---------------------------------------------------------------------------------------------
+// An operator action, interrupted after one of its server calls
+
+/**
+ * An order fails (the warehouse answers 400), the operator's command is started with the point
+ * armed (`call-<n>`), the CLI freezes after its n-th server call returned and is SIGKILLed there;
+ * then the operator runs the command again, as one would after a lost terminal, every workflow
+ * settles, and the order is counted against the scenario's expectations.
+ */
+async function runOperatorPoint(
+  stack: Stack,
+  run: PointRun,
+  tag: string,
+  outcome: PointOutcome,
+): Promise<void> {
+  const spec = scenarioSpec(run.scenario);
+  if (spec.kind !== 'operator' || run.call === undefined) throw new Error(`${run.point}: no call`);
+  // `retry all` and `flush` act on every failed workflow: this run's must be the only one.
+  if (spec.action !== 'retry') await deleteEveryFailedRun(stack.client);
+  const order = await createOrder(stack, tag);
+  stack.warehouse.setMode({ kind: 'reject', status: 400 }, 1);
+  await settle(stack.client, await deliver(stack, `evt_crash_${tag}_1`, order.id));
+  await settleOrder(stack.client, order.id);
+  stack.warehouse.setMode({ kind: 'ok' });
+  // Both commands find the failure through visibility, which follows the close a moment later.
+  await waitFor(`order ${order.id} listed as failed`, async () =>
+    (await failedOrderRuns(stack.client, order.id)).length === 1 ? true : undefined,
+  );
+  const args = {
+    retry: ['retry', orderWorkflowId(order.id)],
+    'retry all': ['retry', 'all'],
+    flush: ['flush', '--yes'],
+  }[spec.action];
+  const armFile = path.join(stack.armDir, armName(run));
+  writeFileSync(armFile, '');
+  const interrupted = await operatorCommand(stack, `ops-${tag}-1`, args);
+  rmSync(armFile, { force: true });
+  const again = await operatorCommand(stack, `ops-${tag}-2`, args);
+  await settleOrder(stack.client, order.id);
+  outcome.counts = await countOrder(stack, order.id);
+  outcome.problems.push(...judgeOrder(stack, spec.expected, outcome.counts, run, undefined));
+
+  const held = interrupted.held;
+  outcome.hit = held?.n === run.call && interrupted.signal === 'SIGKILL';
+  if (!held) outcome.problems.push(`the CLI made no call ${run.call}`);
+  else if (!outcome.hit) outcome.problems.push(`the CLI was not killed after call ${run.call}`);
+  const made = (calls: OperatorCall[]) => calls.map((c) => c.method);
+  const expectedCalls = spec.calls.slice(0, run.call);
+  if (made(interrupted.calls).join() !== expectedCalls.join()) {
+    outcome.problems.push(
+      `calls ${made(interrupted.calls).join(', ')}, declared ${expectedCalls.join(', ')}`,
+    );
+  }
+  // Killed after its first call, the command changed nothing: run again, it makes every call.
+  if (run.call === 1 && !sameCalls(made(again.calls), spec.calls, spec.lastRepeats ?? false)) {
+    outcome.problems.push(
+      `run again: calls ${made(again.calls).join(', ')}, declared ${spec.calls.join(', ')}`,
+    );
+  }
+  outcome.evidence =
+    `CLI ${outcome.hit ? 'killed' : 'not killed'} after call ${held?.n ?? '?'} (${held?.method ?? '–'}); ` +
+    `run again: exit ${again.code ?? again.signal}, ${again.calls.length} calls`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A migration, interrupted between two statements
+
+/**
+ * `npm run migrate` on a database of its own, held at the point by the migrations' preload and
+ * SIGKILLed there, then run again as a deploy's next start would: it must finish, and the schema
+ * must be what a clean migration leaves (recorded migrations, tables and columns, indexes).
+ */
+async function runMigrationPoint(
+  stack: Stack,
+  run: PointRun,
+  tag: string,
+  outcome: PointOutcome,
+): Promise<void> {
+  const fresh = await freshDatabase(stack, `migrate_${tag}`);
+  stack.referenceSchema ??= await referenceSchema(stack);
+  let held: string | undefined;
+  const interrupted = await oneShot(stack, `migrate-${tag}-1`, fresh, run.point, (message) => {
+    held = message;
+    return true;
+  });
+  const again = await oneShot(stack, `migrate-${tag}-2`, fresh, undefined, () => false);
+  const schema = await schemaOf(fresh);
+  outcome.hit = held === run.point && interrupted.signal === 'SIGKILL';
+  if (held !== run.point) outcome.problems.push(`the migration never reached ${run.point}`);
+  else if (!outcome.hit) outcome.problems.push('the migrating process was not killed there');
+  if (again.code !== 0) outcome.problems.push(`run again: exit ${again.code ?? again.signal}`);
+  if (schema !== stack.referenceSchema) {
+    const line = schema.split('\n').find((l, i) => l !== stack.referenceSchema!.split('\n')[i]);
+    outcome.problems.push(`schema differs from a clean migration's: ${line ?? schema}`);
+  }
+  if (!schema.startsWith(allMigrationsLine()))
+    outcome.problems.push('not every migration recorded');
+  outcome.counts = {
+    ...noOrderCounts(),
+    extra: schema === stack.referenceSchema ? 'schema as clean' : 'schema differs',
+  };
+  outcome.evidence = `migrate ${outcome.hit ? 'killed' : 'not killed'} at ${held ?? '–'}; run again: exit ${again.code ?? again.signal}`;
+}
+
+/** A database nobody has migrated: a new SQLite file, or a new database in the cluster. */
+async function freshDatabase(stack: Stack, name: string): Promise<string> {
+  if (!stack.postgres) return `sqlite:${path.join(stack.dataDir, `${name}.db`)}`;
+  await sql.raw(`create database "${name}"`).execute(stack.db.db);
+  const url = new URL(stack.postgres.url);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function referenceSchema(stack: Stack): Promise<string> {
+  const url = await freshDatabase(stack, 'migrate_reference');
+  const handle = createDatabase(url, { poolMax: 1 });
+  try {
+    await migrateToLatest(handle.db);
+  } finally {
+    await handle.close();
+  }
+  return schemaOf(url);
+}
+
+/** `npm run migrate` once, to its end; `onHold` says whether to SIGKILL it at a hold. */
+async function oneShot(
+  stack: Stack,
+  name: string,
+  databaseUrl: string,
+  holdAt: string | undefined,
+  onHold: (point: string) => boolean,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  const migrate = stack.oneShot(
+    migrateSpec({
+      name,
+      databaseUrl,
+      holdAt,
+      logDir: stack.logDir,
+      onControlLine: (line, process) => {
+        let message: { type?: string; point?: string };
+        try {
+          message = JSON.parse(line) as typeof message;
+        } catch {
+          return;
+        }
+        if (message.type === 'hold' && message.point && onHold(message.point)) {
+          process.kill('SIGKILL');
+        }
+      },
+    }),
+  );
+  migrate.start();
+  const exited = migrate.exited();
+  const timer = setTimeout(() => migrate.kill('SIGKILL'), OPERATOR_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+  const exit = migrate.exits.at(-1);
+  return { code: exit?.code ?? null, signal: exit?.signal ?? null };
+}
+
+interface OperatorCall {
+  n: number;
+  method: string;
+}
+
+interface OperatorCommandResult {
+  calls: OperatorCall[];
+  held: OperatorCall | undefined;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** Runs one operator command to its end, SIGKILLing it when it freezes at the armed call. */
+async function operatorCommand(
+  stack: Stack,
+  name: string,
+  args: string[],
+): Promise<OperatorCommandResult> {
+  const result: OperatorCommandResult = { calls: [], held: undefined, code: null, signal: null };
+  const cli = stack.operatorCli(name, args, (line, process) => {
+    let message: OperatorHookMessage;
+    try {
+      message = JSON.parse(line) as OperatorHookMessage;
+    } catch {
+      return;
+    }
+    if (message.type === 'call') result.calls.push({ n: message.n, method: message.method });
+    if (message.type === 'hold') {
+      result.held = { n: message.n, method: message.method };
+      process.kill('SIGKILL');
+    }
+  });
+  cli.start();
+  const exited = cli.exited();
+  const timer = setTimeout(() => cli.kill('SIGKILL'), OPERATOR_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+  const exit = cli.exits.at(-1);
+  result.code = exit?.code ?? null;
+  result.signal = exit?.signal ?? null;
+  return result;
+}
+
+function sameCalls(made: readonly string[], declared: readonly string[], lastRepeats: boolean) {
+  const last = declared.at(-1);
+  const trimmed = [...made];
+  while (lastRepeats && trimmed.length > declared.length && trimmed.at(-1) === last) trimmed.pop();
+  return trimmed.join() === declared.join();
+}
+
+/**
+ * Deletes every failed run in the namespace (earlier rows', judged already, and the failed runs a
+ * retry leaves beside its new run), and waits until visibility lists none: `retry all` and `flush`
+ * then see this row's failure alone, and make the calls the scenario declares.
+ */
+async function deleteEveryFailedRun(client: Client): Promise<void> {
+  for await (const execution of client.workflow.list({ query: 'ExecutionStatus = "Failed"' })) {
+    try {
+      await client.workflowService.deleteWorkflowExecution({
+        namespace: NAMESPACE,
+        workflowExecution: { workflowId: execution.workflowId, runId: execution.runId },
+      });
+    } catch (error) {
+      // Deleted already (the listing lags the deletion).
+      if (!(error instanceof Error && /not found/i.test(error.message))) throw error;
+    }
+  }
+  await waitFor('no failed run listed', async () =>
+    (await client.workflow.count('ExecutionStatus = "Failed"')).count === 0 ? true : undefined,
+  );
+}
+
+/** The order's latest run closed (or deleted) and nothing runs in the namespace. */
+async function settleOrder(client: Client, orderId: number): Promise<void> {
+  await waitFor(`order ${orderId} settled`, async () => {
+    try {
+      const latest = await client.workflow.getHandle(orderWorkflowId(orderId)).describe();
+      if (latest.status.name === 'RUNNING') return undefined;
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) return undefined;
+    }
+    return (await client.workflow.count('ExecutionStatus = "Running"')).count === 0
+      ? true
+      : undefined;
+  });
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch {
+      // The server answers slowly: ask again.
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${SETTLE_TIMEOUT_MS / 1000} s`);
+    await delay(200);
+  }
 }
 
 /**
@@ -604,12 +559,12 @@ async function runPoint(
  * database outage that starts before the send can last past it, so the stamp fails after the 250
  * and the retry sends again: the same window, held open by the outage.
  */
-function mayDuplicateMail(run: Pick<PointRun, 'point' | 'phase'>, fault: Fault): boolean {
+function mayDuplicateMail(run: PointRun, fault: Fault): boolean {
   return mayDuplicate(run, fault, 'sendOrderConfirmation.smtp', 'sendOrderConfirmation.stamp');
 }
 
 /** The same window for an alert: the webhook said 2xx, the delivery is not stamped yet. */
-function mayDuplicateAlert(run: Pick<PointRun, 'point' | 'phase'>, fault: Fault): boolean {
+function mayDuplicateAlert(run: PointRun, fault: Fault): boolean {
   return mayDuplicate(run, fault, 'deliverAlert.post', 'deliverAlert.stamp');
 }
 
@@ -631,7 +586,7 @@ function explainedDuplicate(
 }
 
 function mayDuplicate(
-  run: Pick<PointRun, 'point' | 'phase'>,
+  run: PointRun,
   fault: Fault,
   send: CrashPointName,
   stamp: CrashPointName,
@@ -746,83 +701,139 @@ interface PreparedScenario {
   trigger: () => Promise<WorkflowHandle>;
   count: () => Promise<Counts>;
   judge: (counts: Counts, run: PointRun, outage: Outage | undefined) => string[];
+  /** Puts back what the scenario changed in the partners (the warehouse's mode). */
+  cleanup?: () => void;
 }
 
 async function prepare(stack: Stack, scenario: Scenario, tag: string): Promise<PreparedScenario> {
-  if (scenario === 'export') return prepareExport(stack, tag);
-  if (scenario === 'stock') return prepareStock(stack, tag);
-  const orders = createOrdersRepository(stack.db.db);
-  const { order } = await orders.createWithIdempotencyKey({
+  const spec = scenarioSpec(scenario);
+  if (spec.kind === 'export') return prepareExport(stack, tag);
+  if (spec.kind === 'stock') return prepareStock(stack, tag);
+  if (spec.kind !== 'order') throw new Error(`${scenario} is an operator scenario`);
+  const order = await createOrder(stack, tag);
+  const event = (n: number) => `evt_crash_${tag}_${n}`;
+  if (spec.paidBefore) {
+    // The first payment fulfils the order before the point is armed; the second is the double.
+    await settle(stack.client, await deliver(stack, event(1), order.id));
+    await settleOrder(stack.client, order.id);
+  }
+  if (spec.warehouse === 'rejects') stack.warehouse.setMode({ kind: 'reject', status: 400 }, 1);
+  if (spec.warehouse === 'down') stack.warehouse.setMode({ kind: 'unavailable', status: 503 });
+  let deadlineShortened: Promise<void> | undefined;
+  return {
+    trigger: async () => {
+      const root = await deliver(stack, event(spec.paidBefore ? 2 : 1), order.id);
+      if (spec.warehouse === 'down') {
+        deadlineShortened = shortenWarehouseDeadline(stack, order.id);
+        // Awaited in count(); handled now, so a failure is not an unhandled rejection meanwhile.
+        deadlineShortened.catch(() => undefined);
+      }
+      return root;
+    },
+    count: async () => {
+      await deadlineShortened;
+      // Visibility's count of running workflows may lag a moment; the order's own run does not.
+      await settleOrder(stack.client, order.id);
+      return countOrder(stack, order.id);
+    },
+    judge: (counts, run, outage) => judgeOrder(stack, spec.expected, counts, run, outage),
+    cleanup: () => stack.warehouse.setMode({ kind: 'ok' }),
+  };
+}
+
+async function createOrder(stack: Stack, tag: string) {
+  const { order } = await createOrdersRepository(stack.db.db).createWithIdempotencyKey({
     userId: 1,
     customerEmail: `buyer-${tag}@example.com`,
     totalAmount: AMOUNT,
     idempotencyKey: `crash-${tag}`,
   });
-  const event = (n: number) => `evt_crash_${tag}_${n}`;
-  if (scenario === 'double-charge') {
-    // The first payment fulfils the order before the point is armed; the second is the double.
-    await settle(stack.client, await deliver(stack, event(1), order.id));
-  }
-  if (scenario === 'warehouse-rejects') {
-    stack.warehouse.setMode({ kind: 'reject', status: 400 }, 1);
-  }
-  const expected = expectations(scenario);
-  return {
-    trigger: () => deliver(stack, event(scenario === 'double-charge' ? 2 : 1), order.id),
-    count: () => countOrder(stack, order.id),
-    judge: (counts, run, outage) => {
-      const problems: string[] = [];
-      const want = (what: keyof Counts, value: number, actual: number) => {
-        if (actual !== value) problems.push(`${what} ${actual}, expected ${value}`);
-      };
-      want('payments', expected.payments, counts.payments);
-      want('shipments', expected.shipments, counts.shipments);
-      const mailWindow = mayDuplicateMail(run, stack.fault);
-      const mails = explainedDuplicate(counts.mailTimes, mailWindow, outage) ? 1 : counts.mails;
-      want('mails', expected.mails, mails);
-      want('otherMails', 0, counts.otherMails);
-      want('ledger', expected.ledger, counts.ledger);
-      // A repeated alert carries the same Idempotency-Key (one failed run, one key).
-      const alertWindow = mayDuplicateAlert(run, stack.fault);
-      const alerts = explainedDuplicate(counts.alertTimes, alertWindow, outage) ? 1 : counts.alerts;
-      want('alerts', expected.alerts, alerts);
-      if (counts.extra !== expected.extra)
-        problems.push(`${counts.extra}, expected ${expected.extra}`);
-      return problems;
-    },
-  };
+  return order;
 }
 
-function expectations(scenario: Scenario): Omit<Counts, 'otherMails' | 'mailTimes' | 'alertTimes'> {
-  switch (scenario) {
-    case 'double-charge':
-      return {
-        payments: 2,
-        shipments: 1,
-        mails: 1,
-        ledger: 1,
-        alerts: 1,
-        extra: 'invoice, review, requested',
-      };
-    case 'warehouse-rejects':
-      return {
-        payments: 1,
-        shipments: 0,
-        mails: 0,
-        ledger: 0,
-        alerts: 1,
-        extra: 'no invoice, no review, failed',
-      };
-    default:
-      return {
-        payments: 1,
-        shipments: 1,
-        mails: 1,
-        ledger: 1,
-        alerts: 0,
-        extra: 'invoice, no review, requested',
-      };
+/** The counts a scenario expects, and the checks of the order's row and its failed run. */
+function judgeOrder(
+  stack: Stack,
+  expected: OrderExpectation,
+  counts: Counts,
+  run: PointRun,
+  outage: Outage | undefined,
+): string[] {
+  const problems: string[] = [];
+  const want = (what: keyof Counts, value: number, actual: number) => {
+    if (actual !== value) problems.push(`${what} ${actual}, expected ${value}`);
+  };
+  want('payments', expected.payments, counts.payments);
+  want('shipments', expected.shipments, counts.shipments);
+  const mailWindow = mayDuplicateMail(run, stack.fault);
+  const mails = explainedDuplicate(counts.mailTimes, mailWindow, outage) ? 1 : counts.mails;
+  want('mails', expected.mails, mails);
+  want('otherMails', 0, counts.otherMails);
+  want('ledger', expected.ledger, counts.ledger);
+  // A repeated alert carries the same Idempotency-Key (one failed run, one key).
+  const alertWindow = mayDuplicateAlert(run, stack.fault);
+  const alerts = explainedDuplicate(counts.alertTimes, alertWindow, outage) ? 1 : counts.alerts;
+  want('alerts', expected.alerts, alerts);
+  want('failedRuns', expected.failedRuns, counts.failedRuns);
+  const extra = orderExtra(expected);
+  if (counts.extra !== extra) problems.push(`${counts.extra}, expected ${extra}`);
+  return problems;
+}
+
+/** The order's row and its failed run, as `countOrder` words them. */
+function orderExtra(o: {
+  invoice: boolean;
+  refundReview: boolean;
+  shipmentStatus: string;
+  gaveUp?: string | undefined;
+}): string {
+  return [
+    o.invoice ? 'invoice' : 'no invoice',
+    o.refundReview ? 'review' : 'no review',
+    o.shipmentStatus,
+    ...(o.gaveUp ? [`gave up: ${o.gaveUp}`] : []),
+  ].join(', ');
+}
+
+// The deadline the warehouse-down scenario gives the notification instead of its 30 minutes: the
+// first attempt fails at once, the second after the 10 s backoff, and the third would come 30 s
+// later, past the deadline, so the server gives up on the deadline (retry state TIMEOUT).
+const WAREHOUSE_DOWN_DEADLINE_SECONDS = 20;
+
+/**
+ * "Down until the deadline" in seconds, not the policy's 30 minutes: once the notification is
+ * pending, its schedule-to-close timeout is shortened with the server's UpdateActivityOptions
+ * (what `temporal activity update-options` sends). The workflow code, its bundle and its retry
+ * policy stay as they ship; the server applies the deadline, as it would the real one.
+ */
+async function shortenWarehouseDeadline(stack: Stack, orderId: number): Promise<void> {
+  const order = stack.client.workflow.getHandle(orderWorkflowId(orderId));
+  const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+  for (;;) {
+    let description;
+    try {
+      description = await order.describe();
+    } catch {
+      // The order's workflow is not started yet, or the server answers slowly: ask again.
+    }
+    const pending = description?.raw.pendingActivities ?? [];
+    if (pending.some((a) => a.activityType?.name === 'notifyWarehouse')) break;
+    if (description && description.status.name !== 'RUNNING') {
+      throw new Error('the order workflow closed before its warehouse notification was pending');
+    }
+    if (Date.now() > deadline) throw new Error('the warehouse notification never became pending');
+    await delay(100);
   }
+  await stack.client.workflowService.updateActivityOptions({
+    namespace: NAMESPACE,
+    execution: { workflowId: order.workflowId },
+    identity: 'crash-points',
+    type: 'notifyWarehouse',
+    activityOptions: {
+      scheduleToCloseTimeout: msToTs(`${WAREHOUSE_DOWN_DEADLINE_SECONDS} seconds`),
+    },
+    updateMask: { paths: ['schedule_to_close_timeout'] },
+  });
 }
 
 async function deliver(stack: Stack, eventId: string, orderId: number): Promise<WorkflowHandle> {
@@ -866,6 +877,8 @@ async function countOrder(stack: Stack, orderId: number): Promise<Counts> {
     return Number(row.n);
   };
   const order = await createOrdersRepository(db).findById(orderId);
+  const failed = await failedOrderRuns(stack.client, orderId);
+  const gaveUp = failed[0] && (await gaveUpReason(stack.client, failed[0]));
   const messageId = confirmationMessageId(orderId, MAIL_FROM);
   const toOrder = stack.smtp.messages.filter((m) =>
     m.envelopeTo.includes(order?.customerEmail ?? ''),
@@ -887,12 +900,66 @@ async function countOrder(stack: Stack, orderId: number): Promise<Counts> {
     otherMails: toOrder.filter((m) => m.messageId !== messageId).length,
     ledger: await count('loyalty_ledger'),
     alerts: stack.alerts.filter((a) => a.orderId === orderId).length,
-    extra: [
-      invoice ? 'invoice' : 'no invoice',
-      row?.refund_review_requested_at ? 'review' : 'no review',
-      row?.shipment_status ?? 'no shipment status',
-    ].join(', '),
+    failedRuns: failed.length,
+    extra: orderExtra({
+      invoice,
+      refundReview: Boolean(row?.refund_review_requested_at),
+      shipmentStatus: row?.shipment_status ?? 'no shipment status',
+      gaveUp: gaveUp?.reason,
+    }),
+    ...(gaveUp && gaveUp.label !== gaveUp.reason
+      ? { note: `the workflow labels the give-up ${gaveUp.label ?? 'nothing'}` }
+      : {}),
   };
+}
+
+interface Execution {
+  workflowId: string;
+  runId: string;
+}
+
+/** The failed runs of an order's workflow that visibility lists (a reset keeps the old one). */
+async function failedOrderRuns(client: Client, orderId: number): Promise<Execution[]> {
+  const runs: Execution[] = [];
+  const query = `WorkflowId = "${orderWorkflowId(orderId)}" AND ExecutionStatus = "Failed"`;
+  for await (const execution of client.workflow.list({ query })) {
+    runs.push({ workflowId: execution.workflowId, runId: execution.runId });
+  }
+  return runs;
+}
+
+/**
+ * Why the server stopped retrying the warehouse, from the failed run's failure chain: a deadline
+ * (the retry would pass it, or it passed between attempts), the attempts used up, or a failure
+ * that is not retried. Read from the server's failure, not from the workflow's own label.
+ */
+async function gaveUpReason(client: Client, run: Execution): Promise<GaveUp> {
+  const failure = await closeFailure(client, run.workflowId, run.runId);
+  const chain = causeChain(failure);
+  const activity = chain.find((f) => f.activityFailureInfo);
+  const retryState = activity?.activityFailureInfo?.retryState;
+  const timeout = chain.find((f) => f.timeoutFailureInfo)?.timeoutFailureInfo?.timeoutType;
+  const { RetryState, TimeoutType } = temporal.api.enums.v1;
+  const reason =
+    retryState === RetryState.RETRY_STATE_TIMEOUT ||
+    timeout === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE
+      ? 'deadline'
+      : retryState === RetryState.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED
+        ? 'max_attempts'
+        : retryState === RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE
+          ? 'non_retryable'
+          : 'unknown';
+  const payload = failure?.applicationFailureInfo?.details?.payloads?.[0];
+  const details = payload?.data
+    ? (JSON.parse(Buffer.from(payload.data).toString('utf8')) as { reason?: string })
+    : {};
+  return { reason, label: details.reason };
+}
+
+interface GaveUp {
+  reason: string;
+  /** What the workflow put in its failure's details (FulfilmentFailedDetails.reason). */
+  label: string | undefined;
 }
 
 async function prepareExport(stack: Stack, tag: string): Promise<PreparedScenario> {
@@ -955,6 +1022,7 @@ function noOrderCounts(): Counts {
     otherMails: 0,
     ledger: 0,
     alerts: 0,
+    failedRuns: 0,
     extra: '',
     mailTimes: [],
     alertTimes: [],
@@ -975,6 +1043,7 @@ type History = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['
 async function historyEvidence(
   client: Client,
   hold: Extract<HookMessage, { type: 'hold' }>,
+  passes: readonly Pass[],
 ): Promise<{ hit: boolean; text: string }> {
   if (!hold.workflowId || !hold.activityType) return { hit: false, text: 'no activity context' };
   const events: History = [];
@@ -1012,6 +1081,25 @@ async function historyEvidence(
     .filter((e) => scheduled.has(String(e.activityTaskStartedEventAttributes?.scheduledEventId)))
     .map((e) => e.activityTaskStartedEventAttributes?.attempt ?? 0);
   const best = Math.max(0, ...attempts);
+  const timedOutIdle = events.some(
+    (e) =>
+      scheduled.has(String(e.activityTaskTimedOutEventAttributes?.scheduledEventId)) &&
+      Number(e.activityTaskTimedOutEventAttributes?.startedEventId ?? 0) === 0,
+  );
+  if (attempts.length === 0 && timedOutIdle) {
+    // Its deadline came between two attempts: no attempt closed it, so the history names none.
+    // The hook saw which attempts ran after the kill.
+    const later = passes
+      .filter((p) => p.workflowId === hold.workflowId && p.activityType === hold.activityType)
+      .map((p) => p.attempt ?? 0)
+      .filter((attempt) => attempt > (hold.attempt ?? Number.POSITIVE_INFINITY));
+    return {
+      hit: later.length > 0,
+      text:
+        `history: ${hold.activityType} timed out between attempts; ` +
+        `attempt ${later.length > 0 ? Math.max(...later) : 'none'} ran after the kill`,
+    };
+  }
   return {
     hit: best > (hold.attempt ?? Number.POSITIVE_INFINITY),
     text: `history: ${hold.activityType} closed by attempt ${best}`,

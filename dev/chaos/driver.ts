@@ -497,6 +497,7 @@ function onHookMessage(
   } catch {
     return;
   }
+  if (message.type === 'pass') return;
   if (message.type === 'released') {
     report.holdsReleased += 1;
     log(`${worker.name} carried on at ${message.point}: no SIGKILL came in time`);

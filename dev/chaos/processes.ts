@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { ProcessSpec, SupervisedProcess } from './supervisor';
-import { ARM_DIR_ENV, HOLD_MS_ENV } from './worker-hook';
+import { ARM_DIR_ENV, HOLD_MS_ENV } from './hook-env';
 
 /**
  * The processes under test as the chaos run and the crash-point run start them: the production
@@ -9,6 +9,7 @@ import { ARM_DIR_ENV, HOLD_MS_ENV } from './worker-hook';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const HOOK = path.join(__dirname, 'worker-hook.ts');
+const OPERATOR_HOOK = path.join(__dirname, 'operator-hook.ts');
 
 export interface AppEnvironment {
   temporalAddress: string;
@@ -102,4 +103,36 @@ export function stillAlive(pids: readonly number[]): number[] {
       return false;
     }
   });
+}
+
+/**
+ * The operator CLI (src/cli/ops.ts) with the operator hook preloaded: one command, not restarted;
+ * its server calls are reported on file descriptor 3.
+ */
+export function operatorCliSpec(options: {
+  name: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  logDir: string;
+  onControlLine: (line: string, cli: SupervisedProcess) => void;
+}): ProcessSpec {
+  return {
+    name: options.name,
+    command: process.execPath,
+    args: [
+      '--require',
+      'tsx/cjs',
+      '--require',
+      OPERATOR_HOOK,
+      '--import',
+      'tsx',
+      'src/cli/ops.ts',
+    ].concat(options.args),
+    env: options.env,
+    cwd: ROOT,
+    logFile: path.join(options.logDir, `${options.name}.log`),
+    restart: false,
+    restartDelayMs: 0,
+    onControlLine: options.onControlLine,
+  };
 }

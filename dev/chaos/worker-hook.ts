@@ -3,6 +3,7 @@ import path from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 import { Context } from '@temporalio/activity';
 import pg from 'pg';
+import { ARM_DIR_ENV, HOLD_MS_ENV } from './hook-env';
 import type { CrashPhase, CrashPointHook, CrashPointName } from '../../src/activities/crash-points';
 
 /**
@@ -31,26 +32,33 @@ export type ChaosPoint = 'payment-commit' | 'warehouse-201' | 'mail-stamp';
 /** A declared crash point with the side of it where the worker dies. */
 export type CrashArm = `${CrashPointName}@${CrashPhase}`;
 
+/** The activity the worker is in at a moment (none at a migration or a health check). */
+interface ActivityDetails {
+  workflowId?: string;
+  activityType?: string;
+  /** The activity attempt (the one that is about to die, in a hold). */
+  attempt?: number;
+  /** A local activity (its result travels in the workflow task's completion). */
+  local?: boolean;
+}
+
 /** What the hook writes on its control channel, one JSON object per line. */
 export type HookMessage =
-  | {
+  | ({
       type: 'hold';
       point: ChaosPoint | CrashArm;
       pid: number;
       at: number;
       eventId?: string;
       orderId?: number;
-      workflowId?: string;
-      activityType?: string;
-      /** The activity attempt that is about to die. */
-      attempt?: number;
-      /** A local activity (its result travels in the workflow task's completion). */
-      local?: boolean;
-    }
-  | { type: 'released'; point: ChaosPoint | CrashArm; pid: number; at: number };
+    } & ActivityDetails)
+  | { type: 'released'; point: ChaosPoint | CrashArm; pid: number; at: number }
+  /**
+   * A declared point was passed, armed or not: the enumerated run checks every scenario's path
+   * against the points it declares the scenario reaches.
+   */
+  | ({ type: 'pass'; point: CrashArm; pid: number; at: number } & ActivityDetails);
 
-export const ARM_DIR_ENV = 'CHAOS_ARM_DIR';
-export const HOLD_MS_ENV = 'CHAOS_HOLD_MS';
 const CONTROL_FD = 3;
 const INSTALLED = Symbol.for('order-payments.chaos-hook');
 
@@ -63,7 +71,6 @@ interface PendingPayment {
 type HoldMessage = Extract<HookMessage, { type: 'hold' }>;
 /** What the hook reports about the moment, besides which moment it is. */
 type HoldDetails = Omit<HoldMessage, 'type' | 'point' | 'pid' | 'at'>;
-type ActivityDetails = Pick<HoldMessage, 'workflowId' | 'activityType' | 'attempt' | 'local'>;
 type Hold = (point: ChaosPoint | CrashArm, details: HoldDetails) => void;
 // The same symbol as src/activities/crash-points.ts's CRASH_POINT_HOOK (Symbol.for: one registry
 // per process). Not imported: loading that module here would read the hook before it is set.
@@ -94,8 +101,12 @@ function install(dir: string, holdMs: number): void {
 
   patchPostgres(hold);
   patchFetch(hold);
-  const crashPointHook: CrashPointHook = (point, phase) =>
-    hold(`${point}@${phase}`, activityDetails());
+  const crashPointHook: CrashPointHook = (point, phase) => {
+    const details = activityDetails();
+    const arm: CrashArm = `${point}@${phase}`;
+    send({ type: 'pass', point: arm, pid: process.pid, at: Date.now(), ...details });
+    hold(arm, details);
+  };
   (globalThis as { [CRASH_POINT_HOOK]?: CrashPointHook })[CRASH_POINT_HOOK] = crashPointHook;
 }
 
