@@ -8,7 +8,14 @@ import {
   deliverWebhook,
   paymentEvent,
   recordingPaymentStarter,
+  recordingUnmatched,
 } from '../support/webhook';
+import {
+  deliverStandard,
+  standardHeaders,
+  standardPaymentEvent,
+  TEST_STANDARD_SECRET,
+} from '../support/providers';
 
 // The public app counts webhook deliveries by outcome, with their latency; GET /metrics of the
 // admin app (the admin listener) serves them.
@@ -36,6 +43,34 @@ describe('HTTP metrics', () => {
     const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
     return line === undefined ? undefined : Number(line.split(' ').at(-1));
   }
+
+  it('counts a delivery kept in the unmatched inbox as unmatched, and refunds like payments', async () => {
+    app = await buildWebhookApp({
+      payments: recordingPaymentStarter(),
+      unmatchedRepository: recordingUnmatched(),
+      metrics,
+      config: { STANDARD_WEBHOOK_SECRETS: [TEST_STANDARD_SECRET], SHOP_CURRENCY: 'jpy' },
+    });
+    const send = (event: object, id: string) => {
+      const payload = JSON.stringify(event);
+      return deliverStandard(app, payload, standardHeaders(payload, { id }));
+    };
+    await send(standardPaymentEvent({ currency: 'eur' }), 'msg_m1'); // unmatched
+    await send(standardPaymentEvent({ currency: 'eur' }), 'msg_m1'); // unmatched again
+    const refund = {
+      type: 'payment.refunded',
+      data: { payment_id: 'p1', amount: 100, refund_id: 'r1' },
+    };
+    await send(refund, 'msg_m2'); // accepted
+    await send(refund, 'msg_m2'); // duplicate
+
+    const text = await scrape();
+    const deliveries = 'order_payments_webhook_deliveries_total';
+    expect(sample(text, deliveries, 'outcome="unmatched"')).toBe(2);
+    expect(sample(text, deliveries, 'outcome="accepted"')).toBe(1);
+    expect(sample(text, deliveries, 'outcome="duplicate"')).toBe(1);
+    expect(sample(text, deliveries, 'outcome="ignored"')).toBeUndefined();
+  });
 
   it('counts webhook deliveries by outcome: accepted, duplicate, ignored and each refusal', async () => {
     app = await buildWebhookApp({ payments: recordingPaymentStarter(), metrics });
