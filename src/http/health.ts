@@ -69,6 +69,8 @@ export function workersReadiness(
   client: Client,
   deployment: { deploymentName: string; versioned: boolean },
   taskQueues: readonly string[],
+  /** A poll older than this no longer counts (default 2 minutes); tests on fast polls shorten it. */
+  freshMs?: number,
 ): ReadinessCheck {
   return {
     name: 'workers',
@@ -86,7 +88,7 @@ export function workersReadiness(
           client.options.namespace,
           { deploymentName: deployment.deploymentName, buildId },
           taskQueues,
-          { timeoutMs: Math.max(1, deadline - Date.now()) },
+          { timeoutMs: Math.max(1, deadline - Date.now()), freshMs },
         );
         if (pollers.missing.length > 0) {
           throw new Error(

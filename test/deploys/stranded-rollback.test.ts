@@ -275,6 +275,7 @@ describe('a rollback to a build whose workers were stopped', () => {
       env.client,
       { deploymentName: DEPLOYMENT, versioned: true },
       WATCHED_TASK_QUEUES,
+      FRESH_MS,
     );
     await expect(readiness.check(Date.now() + 5_000)).rejects.toThrow(
       `no live worker of build ${a.buildId} polls payments`,
