@@ -50,7 +50,11 @@ export function renderCrashPointTable(report: CrashPointReport, command: string)
       if (!outcome) continue;
       const { point, phase, scenario } = outcome.run;
       const kind =
-        outcome.run.call === undefined ? CRASH_POINTS[point as CrashPointName].kind : 'operator';
+        outcome.run.call !== undefined
+          ? 'operator'
+          : scenario === 'migration'
+            ? 'migration'
+            : CRASH_POINTS[point as CrashPointName].kind;
       const c = outcome.counts;
       const counts = c
         ? `${c.payments}/${c.shipments}/${c.mails}${outcome.documentedDuplicate && c.mails > 1 ? ' (dup)' : ''}${c.otherMails ? `+${c.otherMails} other` : ''}/${c.ledger}/${c.alerts}${outcome.documentedDuplicate && c.alerts > 1 ? ' (dup)' : ''}/${c.failedRuns}`
