@@ -1,9 +1,10 @@
-import type { LoyaltyRepository } from '../db';
+import type { LoyaltyRepository, RefundsRepository } from '../db';
 import { createAlertActivities, type AlertActivityDeps } from './alert-activities';
 import { createLoyaltyActivities } from './loyalty-activities';
 import { createMailActivities, type MailPool } from './mail-activities';
 import { createOrderActivities, type OrderActivityDeps } from './order-activities';
 import { createPaymentActivities, type PaymentActivityDeps } from './payment-activities';
+import { createRefundActivities } from './refund-activities';
 
 export interface ActivityDeps extends PaymentActivityDeps, OrderActivityDeps {
   alerts: AlertActivityDeps;
@@ -13,6 +14,7 @@ export interface ActivityDeps extends PaymentActivityDeps, OrderActivityDeps {
    */
   mail: { smtpUrl: string; from: string; maxConnections?: number; pool?: MailPool };
   loyalty: LoyaltyRepository;
+  refunds: RefundsRepository;
 }
 
 /**
@@ -31,6 +33,7 @@ export function createActivities(deps: ActivityDeps) {
     }),
     ...createLoyaltyActivities({ loyalty: deps.loyalty, orders: deps.orders }),
     ...createAlertActivities(deps.alerts),
+    ...createRefundActivities(deps),
   };
 }
 

@@ -8,6 +8,7 @@ import * as m0004 from './migrations/0004_stock_snapshots';
 import * as m0005 from './migrations/0005_payment_recorded_by_run';
 import * as m0006 from './migrations/0006_alert_deliveries';
 import * as m0007 from './migrations/0007_order_event_handled';
+import * as m0008 from './migrations/0008_refunds';
 
 /**
  * Every migration, by name, in order. Imported rather than found by scanning a folder, so the
@@ -22,6 +23,7 @@ const migrations: Readonly<Record<string, Migration>> = {
   '0005_payment_recorded_by_run': m0005,
   '0006_alert_deliveries': m0006,
   '0007_order_event_handled': m0007,
+  '0008_refunds': m0008,
 };
 
 const provider: MigrationProvider = {

@@ -67,6 +67,7 @@ export function createHttpMetrics(options: HttpMetricsOptions = {}): HttpMetrics
         if (current) current.duplicate = started.duplicate;
         return started;
       },
+      startRefund: (event) => starter.startRefund(event),
     }),
   };
   internals.set(metrics, {

@@ -5,8 +5,9 @@ import {
 } from '@temporalio/client';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../shared/constants';
 import type { PaymentWorkflowInput } from '../shared/payment';
+import { refundWorkflowId, type RefundEvent } from '../shared/payment-events';
 import { OrderIdSearchAttribute, PaymentEventIdSearchAttribute } from '../shared/search-attributes';
-import type { paymentWorkflow } from '../workflows';
+import type { paymentWorkflow, refundWorkflow } from '../workflows';
 import { grpcStatus } from './connection-diagnosis';
 
 export type StartedPayment =
@@ -27,6 +28,12 @@ export type ExistingPayment =
 /** Starts payment workflows; the HTTP layer depends on this port, not on the Temporal client. */
 export interface PaymentStarter {
   start(input: PaymentWorkflowInput): Promise<StartedPayment>;
+  /**
+   * Starts `refund-<event id>` with the same policies: a redelivery is a duplicate, Temporal
+   * unavailable is a TemporalUnavailableError (503). `existing` of a duplicate carries no
+   * comparison (a refund's memo is not read back).
+   */
+  startRefund(event: RefundEvent): Promise<StartedPayment>;
 }
 
 /**
@@ -135,6 +142,37 @@ export function createPaymentStarter(
         }
         // Anything else is on our side of the wire (server down, deadline, overload): the event
         // is not durably queued, so the provider must deliver it again.
+        throw new TemporalUnavailableError(err);
+      }
+    },
+
+    async startRefund(event) {
+      const workflowId = refundWorkflowId(event.eventId);
+      const deadline = Date.now() + options.startTimeoutMs;
+      try {
+        await client.connection.withDeadline(deadline, () =>
+          client.workflow.start<typeof refundWorkflow>('refundWorkflow', {
+            workflowId,
+            taskQueue: PAYMENTS_TASK_QUEUE,
+            args: [event],
+            workflowIdConflictPolicy: 'FAIL',
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            memo: { eventId: event.eventId, paymentRef: event.paymentRef, amount: event.amount },
+            typedSearchAttributes:
+              event.orderId === undefined
+                ? []
+                : [{ key: OrderIdSearchAttribute, value: event.orderId }],
+          }),
+        );
+        return { workflowId, duplicate: false };
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) {
+          return {
+            workflowId,
+            duplicate: true,
+            existing: { known: true, orderId: event.orderId, amount: undefined },
+          };
+        }
         throw new TemporalUnavailableError(err);
       }
     },

@@ -19,7 +19,12 @@ const { deliverAlert } = proxyActivities<Activities>({
  * undeliverable alert stays in the log.
  */
 export async function alertWorkflow(alert: Alert): Promise<AlertDelivery> {
-  log.error(alert.kind === 'refund_review' ? 'refund review needed' : 'workflow failed', {
+  const headline = {
+    refund_review: 'refund review needed',
+    return_review: 'return review needed',
+    workflow_failed: 'workflow failed',
+  }[alert.kind];
+  log.error(headline, {
     alert: true,
     ...alert,
   });

@@ -3,6 +3,7 @@ import {
   createLoyaltyRepository,
   createOrdersRepository,
   createPaymentsRepository,
+  createRefundsRepository,
   type DatabaseHandle,
 } from '../../src/db';
 import type { WorkerActivityDeps } from '../../src/workers/payments';
@@ -16,6 +17,7 @@ export function testActivityDeps(
     payments: createPaymentsRepository(db.db),
     orders: createOrdersRepository(db.db),
     loyalty: createLoyaltyRepository(db.db),
+    refunds: createRefundsRepository(db.db),
     warehouse: createWarehouseClient({
       baseUrl: peers.warehouseUrl,
       timeoutMs: peers.warehouseTimeoutMs ?? 5_000,

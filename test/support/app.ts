@@ -19,6 +19,7 @@ export function silentLogger() {
 /** For apps whose tests start no payment: a call fails the test loudly. */
 export const noPayments: PaymentStarter = {
   start: () => Promise.reject(new Error('this test starts no payments')),
+  startRefund: () => Promise.reject(new Error('this test starts no refunds')),
 };
 
 export interface TestAppOptions extends Partial<Omit<AppDeps, 'config' | 'payments'>> {

@@ -83,6 +83,7 @@ export function recordingPaymentStarter(): RecordingPaymentStarter {
   const first = new Map<string, PaymentWorkflowInput>();
   return {
     starts,
+    startRefund: () => Promise.reject(new Error('this test starts no refunds')),
     start(input): Promise<StartedPayment> {
       starts.push(input);
       const workflowId = paymentWorkflowId(input.eventId);
