@@ -43,6 +43,7 @@ export function alertPayload(alert: Alert, uiUrl: string | undefined) {
   const headline = {
     refund_review: `:warning: refund review needed${order}, found by ${alert.workflowType} ${alert.workflowId}`,
     return_review: `:warning: return review needed${order}, found by ${alert.workflowType} ${alert.workflowId}`,
+    dispute: `:warning: dispute opened${order}: gather evidence before its deadline`,
     workflow_failed: `:rotating_light: ${alert.workflowType} ${alert.workflowId}${order} failed${attempts}`,
   }[alert.kind];
   // The top failure is often only a wrapper ("ActivityFailure: Activity task failed"): the root

@@ -68,6 +68,7 @@ export function createHttpMetrics(options: HttpMetricsOptions = {}): HttpMetrics
         return started;
       },
       startRefund: (event) => starter.startRefund(event),
+      startDispute: (event) => starter.startDispute(event),
     }),
   };
   internals.set(metrics, {

@@ -16,11 +16,16 @@ export function returnReviewAlertWorkflowId(orderId: number): string {
   return `alert-return-review-order-${orderId}`;
 }
 
+/** Workflow ID of the one alert for an opened dispute. */
+export function disputeAlertWorkflowId(disputeId: string): string {
+  return `alert-dispute-${disputeId}`;
+}
+
 /**
- * A workflow ended Failed; a double charge needs a person to review a refund; or an order
+ * A workflow ended Failed; a dispute was opened; a double charge needs a person to review a refund; or an order
  * refunded in full after the warehouse took it needs a person to review a return.
  */
-export type AlertKind = 'workflow_failed' | 'refund_review' | 'return_review';
+export type AlertKind = 'workflow_failed' | 'refund_review' | 'return_review' | 'dispute';
 
 /** Everything an on-call person needs to see about one failed run or one double charge. */
 export interface Alert {

@@ -22,6 +22,7 @@ export async function alertWorkflow(alert: Alert): Promise<AlertDelivery> {
   const headline = {
     refund_review: 'refund review needed',
     return_review: 'return review needed',
+    dispute: 'dispute opened',
     workflow_failed: 'workflow failed',
   }[alert.kind];
   log.error(headline, {

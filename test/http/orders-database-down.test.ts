@@ -16,6 +16,7 @@ import { startFreezablePostgres, type FreezablePostgres } from '../db/hung-postg
 const noPayments: PaymentStarter = {
   start: () => Promise.reject(new Error('orders tests start no payments')),
   startRefund: () => Promise.reject(new Error('orders tests start no refunds')),
+  startDispute: () => Promise.reject(new Error('orders tests start no refunds')),
 };
 const body = { user_id: 7, customer_email: 'buyer@example.com', total_amount: 5400 };
 // The server's statement_timeout in src/db/connection.ts; a hung server never enforces it.

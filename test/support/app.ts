@@ -20,6 +20,7 @@ export function silentLogger() {
 export const noPayments: PaymentStarter = {
   start: () => Promise.reject(new Error('this test starts no payments')),
   startRefund: () => Promise.reject(new Error('this test starts no refunds')),
+  startDispute: () => Promise.reject(new Error('this test starts no refunds')),
 };
 
 export interface TestAppOptions extends Partial<Omit<AppDeps, 'config' | 'payments'>> {

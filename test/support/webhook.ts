@@ -84,6 +84,7 @@ export function recordingPaymentStarter(): RecordingPaymentStarter {
   return {
     starts,
     startRefund: () => Promise.reject(new Error('this test starts no refunds')),
+    startDispute: () => Promise.reject(new Error('this test starts no refunds')),
     start(input): Promise<StartedPayment> {
       starts.push(input);
       const workflowId = paymentWorkflowId(input.eventId);
