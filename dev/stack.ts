@@ -1,3 +1,4 @@
+import { createPaymentStarter } from '../src/temporal/payment-starter';
 import { parseArgs } from 'node:util';
 import { NativeConnection } from '@temporalio/worker';
 import {
@@ -28,7 +29,6 @@ import { runMain } from '../src/process/run-main';
 import { onShutdownSignal } from '../src/process/shutdown';
 import { createLazyClient } from '../src/temporal/client';
 import { startDevServer } from './temporal/dev-server';
-import { createProviderEventStarter } from '../src/temporal/provider-event-starter';
 import { createThinEventStarter } from '../src/temporal/thin-event-starter';
 import {
   DEV_WORKER_METRICS_ADDRESS,
@@ -206,7 +206,7 @@ async function main(): Promise<void> {
     const app = await buildApp({
       config,
       logger,
-      payments: createProviderEventStarter(client, {
+      payments: createPaymentStarter(client, {
         startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS,
       }),
       unmatchedRepository: createUnmatchedRepository(db.db),

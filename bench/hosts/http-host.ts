@@ -20,7 +20,6 @@ import {
 } from '../../src/shared/search-attributes';
 import { createLazyClient } from '../../src/temporal/client';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
-import { createProviderEventStarter } from '../../src/temporal/provider-event-starter';
 import type { paymentWorkflow } from '../../src/workflows';
 import { serveHost } from '../lib/host';
 import { closedLoop, type LoopResult } from '../lib/loop';
@@ -45,7 +44,7 @@ async function main(): Promise<void> {
     settings: config.temporalConnection,
   });
   // The webhook's starter: payments through createPaymentStarter, as the raw loop is compared with.
-  const starter = createProviderEventStarter(client, {
+  const starter = createPaymentStarter(client, {
     startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS,
   });
   const appDeps = {

@@ -40,10 +40,12 @@ export function alertPayload(alert: Alert, uiUrl: string | undefined) {
   const link = uiUrl ? webUiLink(uiUrl, alert) : null;
   const order = alert.orderId === null ? '' : ` (order ${alert.orderId})`;
   const attempts = alert.attempts === null ? '' : ` after ${alert.attempts} attempt(s)`;
-  const headline =
-    alert.kind === 'refund_review'
-      ? `:warning: refund review needed${order}, found by ${alert.workflowType} ${alert.workflowId}`
-      : `:rotating_light: ${alert.workflowType} ${alert.workflowId}${order} failed${attempts}`;
+  const headline = {
+    refund_review: `:warning: refund review needed${order}, found by ${alert.workflowType} ${alert.workflowId}`,
+    return_review: `:warning: return review needed${order}, found by ${alert.workflowType} ${alert.workflowId}`,
+    dispute: `:warning: dispute opened${order}: gather evidence before its deadline`,
+    workflow_failed: `:rotating_light: ${alert.workflowType} ${alert.workflowId}${order} failed${attempts}`,
+  }[alert.kind];
   // The top failure is often only a wrapper ("ActivityFailure: Activity task failed"): the root
   // cause is what tells a person what went wrong, so it goes in the text when it differs.
   const rootCause =

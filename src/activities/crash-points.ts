@@ -65,6 +65,36 @@ export const CRASH_POINTS = {
     "the UPDATE that records which order workflow chain finished with a payment's event",
   ),
   'markOrderEventHandled.reply': reply('markOrderEventHandled'),
+  'recordRefund.commit': effect(
+    'recordRefund',
+    'db',
+    'the insert-or-get of the refund event (UNIQUE provider_event_id) and its match to an order',
+  ),
+  'recordRefund.reply': reply('recordRefund'),
+  'handOverRefundToOrder.signal': effect(
+    'handOverRefundToOrder',
+    'temporal',
+    "signal-with-start of the order's workflow with the refund event",
+  ),
+  'handOverRefundToOrder.reply': reply('handOverRefundToOrder'),
+  'applyRefunds.commit': effect(
+    'applyRefunds',
+    'db',
+    "the UPDATE of the order's refunded_amount to what its refunds add up to",
+  ),
+  'applyRefunds.reply': reply('applyRefunds'),
+  'requestReturnReview.commit': effect(
+    'requestReturnReview',
+    'db',
+    'the UPDATE that flags a fully refunded order the warehouse took for a return review',
+  ),
+  'requestReturnReview.reply': reply('requestReturnReview'),
+  'reverseLoyaltyPoints.commit': effect(
+    'reverseLoyaltyPoints',
+    'db',
+    'the ledger row (UNIQUE order, order_refunded) that takes back the points, and the balance',
+  ),
+  'reverseLoyaltyPoints.reply': reply('reverseLoyaltyPoints'),
   'requestRefundReview.commit': effect(
     'requestRefundReview',
     'db',

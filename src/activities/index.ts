@@ -1,4 +1,5 @@
-import type { LoyaltyRepository } from '../db';
+import { createPaymentStarter } from '../temporal/payment-starter';
+import type { LoyaltyRepository, RefundsRepository } from '../db';
 import { createAlertActivities, type AlertActivityDeps } from './alert-activities';
 import { createLoyaltyActivities } from './loyalty-activities';
 import { createMailActivities, type MailPool } from './mail-activities';
@@ -9,7 +10,7 @@ import {
   type StripeApiActivities,
   type StripeApiActivityDeps,
 } from './stripe-api-activities';
-import { createProviderEventStarter } from '../temporal/provider-event-starter';
+import { createRefundActivities } from './refund-activities';
 
 export interface ActivityDeps extends PaymentActivityDeps, OrderActivityDeps {
   alerts: AlertActivityDeps;
@@ -24,6 +25,7 @@ export interface ActivityDeps extends PaymentActivityDeps, OrderActivityDeps {
    * the shop's currency. Their starts go through the worker's own Temporal client.
    */
   stripeApi: Omit<StripeApiActivityDeps, 'starter'>;
+  refunds: RefundsRepository;
 }
 
 /** As long as a webhook waits for a start (TEMPORAL_START_TIMEOUT_MS's default). */
@@ -47,10 +49,11 @@ export function createActivities(deps: ActivityDeps) {
     ...createAlertActivities(deps.alerts),
     ...createStripeApiActivities({
       ...deps.stripeApi,
-      starter: createProviderEventStarter(deps.client, {
+      starter: createPaymentStarter(deps.client, {
         startTimeoutMs: THIN_EVENT_START_TIMEOUT_MS,
       }),
     }),
+    ...createRefundActivities(deps),
   };
 }
 

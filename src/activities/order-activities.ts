@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
-import type { OrdersRepository, PaymentsRepository } from '../db';
+import type { OrdersRepository, PaymentsRepository, RefundsRepository } from '../db';
 import { FailureType } from '../shared/errors';
 import {
   type OrderPaymentEvent,
@@ -17,6 +17,7 @@ export interface OrderActivityDeps {
   client: Client;
   orders: OrdersRepository;
   payments: PaymentsRepository;
+  refunds: RefundsRepository;
 }
 
 /** Whether the hand-over reached the order's workflow. */
@@ -70,18 +71,27 @@ export function createOrderActivities(deps: OrderActivityDeps) {
       return { handedOver: true };
     },
 
-    /** The order workflow chain that finished with a payment event, or null while none has. */
-    async orderEventHandledBy(input: { eventId: string }): Promise<{ chain: string | null }> {
-      return { chain: (await deps.payments.handledBy(input.eventId)) ?? null };
+    /** The order workflow chain that finished with an event, or null while none has. */
+    async orderEventHandledBy(input: {
+      eventId: string;
+      kind?: 'refund';
+    }): Promise<{ chain: string | null }> {
+      const events = input.kind === 'refund' ? deps.refunds : deps.payments;
+      return { chain: (await events.handledBy(input.eventId)) ?? null };
     },
 
     /**
      * Records that the order workflow chain `chain` (its first run ID) finished with the event:
      * done, or failed for good. The first chain to finish with it stays.
      */
-    async markOrderEventHandled(input: { eventId: string; chain: string }): Promise<void> {
+    async markOrderEventHandled(input: {
+      eventId: string;
+      chain: string;
+      kind?: 'refund';
+    }): Promise<void> {
+      const events = input.kind === 'refund' ? deps.refunds : deps.payments;
       await atCrashPoint('markOrderEventHandled.commit', () =>
-        deps.payments.markHandled(input.eventId, input.chain),
+        events.markHandled(input.eventId, input.chain),
       );
     },
 

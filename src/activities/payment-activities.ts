@@ -60,6 +60,7 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
           providerEventId: input.eventId,
           orderId: input.orderId,
           amount: input.amount,
+          paymentRef: input.paymentRef,
           // An earlier attempt of this run may have committed the row and died before reporting:
           // the run ID lets this attempt recognise the row as its own.
           recordedByRunId: Context.current().info.workflowExecution?.runId,

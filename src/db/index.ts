@@ -29,6 +29,7 @@ export {
   type LoyaltyLedgerEntry,
   type LoyaltyRepository,
 } from './repositories/loyalty';
+export * from './repositories/refunds';
 export * from './repositories/stock';
 export * from './repositories/alert-deliveries';
 export * from './repositories/order-export';

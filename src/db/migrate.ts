@@ -22,7 +22,8 @@ import * as m0004 from './migrations/0004_stock_snapshots';
 import * as m0005 from './migrations/0005_payment_recorded_by_run';
 import * as m0006 from './migrations/0006_alert_deliveries';
 import * as m0007 from './migrations/0007_order_event_handled';
-import * as m0010 from './migrations/0010_unmatched_deliveries';
+import * as m0008 from './migrations/0008_refunds';
+import * as m0009 from './migrations/0009_unmatched_deliveries';
 
 /**
  * Every migration, by name, in order. Imported rather than found by scanning a folder, so the
@@ -38,7 +39,8 @@ const migrations: Readonly<Record<string, Migration>> = {
   '0005_payment_recorded_by_run': m0005,
   '0006_alert_deliveries': m0006,
   '0007_order_event_handled': m0007,
-  '0010_unmatched_deliveries': m0010,
+  '0008_refunds': m0008,
+  '0009_unmatched_deliveries': m0009,
 };
 
 /**

@@ -47,6 +47,10 @@ export interface OrdersTable {
   shipment_status: ShipmentStatus | null;
   /** Set when a second, different payment arrived for the order: a person must review a refund. */
   refund_review_requested_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** What the succeeded refunds of its payment add up to (smallest currency unit). */
+  refunded_amount: ColumnType<number, number | undefined, number>;
+  /** Set when a full refund found the order already with the warehouse: a person must review a return. */
+  return_review_requested_at: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -66,9 +70,30 @@ export interface PaymentsTable {
    * work done or failed for good); null until then. A reset keeps the chain's first run ID.
    */
   handled_by_chain: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The provider's reference of the payment (e.g. `stripe~pi_…`); refunds name it. */
+  provider_payment_ref: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
+
+/** One refund event of a provider, recorded once (UNIQUE provider_event_id). */
+export interface RefundsTable {
+  id: Generated<number>;
+  provider_event_id: string;
+  payment_ref: string;
+  kind: 'refund' | 'cumulative';
+  refund_id: string | null;
+  amount: number;
+  currency: string | null;
+  status: 'pending' | 'succeeded' | 'failed' | 'canceled';
+  /** Null until its payment is recorded (a refund may arrive first). */
+  order_id: number | null;
+  /** The order workflow chain that finished with it (as payments.handled_by_chain). */
+  handled_by_chain: ColumnType<string | null, string | null | undefined, string | null>;
+  created_at: Timestamp;
+}
+
+export type RefundRow = Selectable<RefundsTable>;
 
 export interface Database {
   orders: OrdersTable;
@@ -78,6 +103,7 @@ export interface Database {
   stock_snapshots: StockSnapshotsTable;
   alert_deliveries: AlertDeliveriesTable;
   unmatched_deliveries: UnmatchedDeliveriesTable;
+  refunds: RefundsTable;
 }
 
 /** An alert the sink accepted (2xx), stamped right after: a retry finds it and posts nothing. */

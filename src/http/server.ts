@@ -1,3 +1,4 @@
+import { createPaymentStarter } from '../temporal/payment-starter';
 import { loadConfig } from '../config';
 import {
   codecEndpointFor,
@@ -15,7 +16,6 @@ import { startWatchdogFromConfig, WATCHED_TASK_QUEUES } from '../monitoring';
 import { onShutdownSignal } from '../process/shutdown';
 import { runMain } from '../process/run-main';
 import { createLazyClient } from '../temporal/client';
-import { createProviderEventStarter } from '../temporal/provider-event-starter';
 import { createThinEventStarter } from '../temporal/thin-event-starter';
 import { temporalSetupReadiness } from '../temporal/setup';
 import { buildAdminApp, listenAdmin } from './admin';
@@ -51,7 +51,7 @@ async function main(): Promise<void> {
   const app = await buildApp({
     config,
     logger,
-    payments: createProviderEventStarter(client, {
+    payments: createPaymentStarter(client, {
       startTimeoutMs: config.TEMPORAL_START_TIMEOUT_MS,
     }),
     unmatchedRepository: createUnmatchedRepository(db.db),

@@ -11,8 +11,21 @@ export function refundReviewAlertWorkflowId(orderId: number, eventId: string): s
   return `alert-refund-review-order-${orderId}-${eventId}`;
 }
 
-/** A workflow ended Failed; or a double charge needs a person to review a refund. */
-export type AlertKind = 'workflow_failed' | 'refund_review';
+/** Workflow ID of the one return-review alert of an order refunded in full after shipment. */
+export function returnReviewAlertWorkflowId(orderId: number): string {
+  return `alert-return-review-order-${orderId}`;
+}
+
+/** Workflow ID of the one alert for an opened dispute. */
+export function disputeAlertWorkflowId(disputeId: string): string {
+  return `alert-dispute-${disputeId}`;
+}
+
+/**
+ * A workflow ended Failed; a dispute was opened; a double charge needs a person to review a refund; or an order
+ * refunded in full after the warehouse took it needs a person to review a return.
+ */
+export type AlertKind = 'workflow_failed' | 'refund_review' | 'return_review' | 'dispute';
 
 /** Everything an on-call person needs to see about one failed run or one double charge. */
 export interface Alert {

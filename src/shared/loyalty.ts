@@ -9,3 +9,6 @@ export const POINTS_PER_CONFIRMED_ORDER = 100;
 
 /** Ledger reason of the points awarded for a confirmed order. */
 export const ORDER_CONFIRMED_REASON = 'order_confirmed';
+
+/** Ledger reason of the points taken back when the order was refunded in full. */
+export const ORDER_REFUNDED_REASON = 'order_refunded';

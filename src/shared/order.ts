@@ -29,10 +29,23 @@ export interface OrderPaymentEvent {
   amountMatchesOrder?: boolean;
 }
 
+/** A refund event recorded for the order: the order workflow adds its refunds up again. */
+export interface OrderRefundEvent {
+  kind: 'refund';
+  eventId: string;
+}
+
+/** Anything the order workflow takes, one at a time. */
+export type OrderEvent = OrderPaymentEvent | OrderRefundEvent;
+
+export function isRefundEvent(event: OrderEvent): event is OrderRefundEvent {
+  return 'kind' in event && event.kind === 'refund';
+}
+
 export interface OrderWorkflowInput {
   orderId: number;
   /** Carried over by continue-as-new: events not yet processed, and those already seen. */
-  pending?: OrderPaymentEvent[];
+  pending?: OrderEvent[];
   seenEventIds?: string[];
 }
 
@@ -44,7 +57,13 @@ export interface OrderWorkflowResult {
    */
   processed: Array<{
     eventId: string;
-    outcome: 'fulfilled' | 'refund_review' | 'failed' | 'already_handled';
+    outcome:
+      | 'fulfilled'
+      | 'refunded_before_shipment'
+      | 'refund_review'
+      | 'refund'
+      | 'failed'
+      | 'already_handled';
   }>;
 }
 
@@ -78,4 +97,5 @@ export interface OrderWorkflowState {
 }
 
 export const paymentRecordedSignal = defineSignal<[OrderPaymentEvent]>('paymentRecorded');
+export const refundRecordedSignal = defineSignal<[OrderRefundEvent]>('refundRecorded');
 export const orderStateQuery = defineQuery<OrderWorkflowState>('state');

@@ -1,3 +1,9 @@
+/**
+ * The internal events a provider's refund and dispute deliveries are mapped to (the HTTP edge
+ * maps them; src/temporal/payment-starter.ts starts their workflows). Fixed by the contract
+ * between the edge and the order side: change a name only together with both.
+ */
+
 /** The provider's payment reference, provider-qualified like event IDs: `stripe~pi_123`,
  *  `standard~<payment_id>`, or the bare payment event `id` for the contract's own scheme. */
 export type PaymentRef = string;
@@ -32,4 +38,60 @@ export interface DisputeEvent {
   evidenceDueBy?: string;
   reason?: string;
   orderId?: number;
+}
+
+/** Workflow ID of the intake of one refund event: the dedup key on the Temporal side. */
+export function refundWorkflowId(eventId: string): string {
+  return `refund-${eventId}`;
+}
+
+/** Workflow ID of the intake of one dispute event. */
+export function disputeWorkflowId(eventId: string): string {
+  return `dispute-${eventId}`;
+}
+
+/** One recorded refund event, as the order's refunded total is computed from. */
+export interface RecordedRefund {
+  kind: RefundEvent['kind'];
+  refundId: string | null;
+  amount: number;
+  status: RefundEvent['status'];
+}
+
+/**
+ * How far a refund's status has come: a refund is pending, then succeeded, and may still fail or
+ * be canceled after that (never the other way), so the furthest status reported is its latest
+ * whatever order the events arrived in.
+ */
+const STATUS_RANK: Record<RefundEvent['status'], number> = {
+  pending: 0,
+  succeeded: 1,
+  failed: 2,
+  canceled: 2,
+};
+
+/**
+ * The refunded total of a payment from every refund event recorded for it: each refund counts
+ * once, with its furthest status, when that is `succeeded`; a cumulative report is a floor.
+ * Decided by amounts, never by event names, so any arrival order (and any duplication) of the
+ * same events gives the same total.
+ */
+export function refundedTotal(events: readonly RecordedRefund[]): number {
+  const latest = new Map<string, RecordedRefund>();
+  let cumulative = 0;
+  for (const event of events) {
+    if (event.kind === 'cumulative') {
+      if (event.status === 'succeeded') cumulative = Math.max(cumulative, event.amount);
+      continue;
+    }
+    if (event.refundId === null) continue;
+    const known = latest.get(event.refundId);
+    if (!known || STATUS_RANK[event.status] > STATUS_RANK[known.status]) {
+      latest.set(event.refundId, event);
+    }
+  }
+  const sum = [...latest.values()]
+    .filter((r) => r.status === 'succeeded')
+    .reduce((total, r) => total + r.amount, 0);
+  return Math.max(sum, cumulative);
 }

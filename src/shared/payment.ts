@@ -1,9 +1,18 @@
+import type { PaymentRef } from './payment-events';
+
 /** Input of the payment workflow: one provider event, already authenticated and validated. */
 export interface PaymentWorkflowInput {
   eventId: string;
   orderId: number;
   /** Amount in the smallest currency unit (e.g. yen, cents). */
   amount: number;
+  /**
+   * The provider's reference of the payment (`payments.provider_payment_ref`): refunds and
+   * disputes name the payment by it. Absent: the event ID is the reference.
+   */
+  paymentRef?: PaymentRef;
+  /** Lowercase ISO 4217, when the provider says. */
+  currency?: string;
 }
 
 /** Result of the payment workflow, kept in history and shown in the Web UI. */

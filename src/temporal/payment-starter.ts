@@ -5,8 +5,14 @@ import {
 } from '@temporalio/client';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../shared/constants';
 import type { PaymentWorkflowInput } from '../shared/payment';
+import {
+  disputeWorkflowId,
+  refundWorkflowId,
+  type DisputeEvent,
+  type RefundEvent,
+} from '../shared/payment-events';
 import { OrderIdSearchAttribute, PaymentEventIdSearchAttribute } from '../shared/search-attributes';
-import type { paymentWorkflow } from '../workflows';
+import type { disputeWorkflow, paymentWorkflow, refundWorkflow } from '../workflows';
 import { grpcStatus } from './connection-diagnosis';
 
 export type StartedPayment =
@@ -27,6 +33,14 @@ export type ExistingPayment =
 /** Starts payment workflows; the HTTP layer depends on this port, not on the Temporal client. */
 export interface PaymentStarter {
   start(input: PaymentWorkflowInput): Promise<StartedPayment>;
+  /**
+   * Starts `refund-<event id>` with the same policies: a redelivery is a duplicate, Temporal
+   * unavailable is a TemporalUnavailableError (503). `existing` of a duplicate carries no
+   * comparison (a refund's memo is not read back).
+   */
+  startRefund(event: RefundEvent): Promise<StartedPayment>;
+  /** Starts `dispute-<event id>`, as startRefund. */
+  startDispute(event: DisputeEvent): Promise<StartedPayment>;
 }
 
 /**
@@ -97,6 +111,44 @@ export function createPaymentStarter(
     return pending;
   };
 
+  /**
+   * A refund's or dispute's intake, with the payment's policies. A duplicate's `existing` carries
+   * no comparison: their memo is not read back.
+   */
+  async function startIntake<W extends typeof refundWorkflow | typeof disputeWorkflow>(
+    workflowType: string,
+    workflowId: string,
+    event: RefundEvent | DisputeEvent,
+  ): Promise<StartedPayment> {
+    const deadline = Date.now() + options.startTimeoutMs;
+    try {
+      await client.connection.withDeadline(deadline, () =>
+        client.workflow.start<W>(workflowType, {
+          workflowId,
+          taskQueue: PAYMENTS_TASK_QUEUE,
+          args: [event] as Parameters<W>,
+          workflowIdConflictPolicy: 'FAIL',
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          memo: { eventId: event.eventId, paymentRef: event.paymentRef, amount: event.amount },
+          typedSearchAttributes:
+            event.orderId === undefined
+              ? []
+              : [{ key: OrderIdSearchAttribute, value: event.orderId }],
+        }),
+      );
+      return { workflowId, duplicate: false };
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) {
+        return {
+          workflowId,
+          duplicate: true,
+          existing: { known: true, orderId: event.orderId, amount: undefined },
+        };
+      }
+      throw new TemporalUnavailableError(err);
+    }
+  }
+
   return {
     async start(input) {
       const workflowId = paymentWorkflowId(input.eventId);
@@ -138,6 +190,15 @@ export function createPaymentStarter(
         throw new TemporalUnavailableError(err);
       }
     },
+
+    startRefund: (event) =>
+      startIntake<typeof refundWorkflow>('refundWorkflow', refundWorkflowId(event.eventId), event),
+    startDispute: (event) =>
+      startIntake<typeof disputeWorkflow>(
+        'disputeWorkflow',
+        disputeWorkflowId(event.eventId),
+        event,
+      ),
   };
 }
 

@@ -12,6 +12,7 @@ import type { Config } from '../config';
 import {
   createAlertDeliveriesRepository,
   createLoyaltyRepository,
+  createRefundsRepository,
   createOrdersRepository,
   createPaymentsRepository,
   createUnmatchedRepository,
@@ -194,6 +195,7 @@ export function activityDepsFromConfig(
     payments: createPaymentsRepository(db.db),
     orders: createOrdersRepository(db.db),
     loyalty: createLoyaltyRepository(db.db),
+    refunds: createRefundsRepository(db.db),
     mail: {
       smtpUrl: urls.smtpUrl,
       from: config.MAIL_FROM,

@@ -19,7 +19,13 @@ const { deliverAlert } = proxyActivities<Activities>({
  * undeliverable alert stays in the log.
  */
 export async function alertWorkflow(alert: Alert): Promise<AlertDelivery> {
-  log.error(alert.kind === 'refund_review' ? 'refund review needed' : 'workflow failed', {
+  const headline = {
+    refund_review: 'refund review needed',
+    return_review: 'return review needed',
+    dispute: 'dispute opened',
+    workflow_failed: 'workflow failed',
+  }[alert.kind];
+  log.error(headline, {
     alert: true,
     ...alert,
   });

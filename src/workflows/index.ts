@@ -3,6 +3,8 @@ import { orderWorkflow } from './order';
 
 // Every workflow the workers register, exported by its wire name.
 export { paymentWorkflow } from './payment';
+export { refundWorkflow } from './refund';
+export { disputeWorkflow } from './dispute';
 export { orderWorkflow } from './order';
 export { alertWorkflow } from './alert';
 export { aggregateStockWorkflow } from './stock';

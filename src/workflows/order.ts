@@ -10,12 +10,19 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { refundReviewAlertWorkflowId, type Alert } from '../shared/alert';
+import {
+  refundReviewAlertWorkflowId,
+  returnReviewAlertWorkflowId,
+  type Alert,
+} from '../shared/alert';
 import { FailureType } from '../shared/errors';
 import {
+  isRefundEvent,
   orderStateQuery,
   paymentRecordedSignal,
+  refundRecordedSignal,
   type FulfilmentFailedDetails,
+  type OrderEvent,
   type OrderPaymentEvent,
   type OrderWorkflowInput,
   type OrderWorkflowResult,
@@ -52,6 +59,18 @@ const steps = {
     ...RetryPolicies.databaseStep,
     summary: 'Record that this order run finished with the event',
   }),
+  applyRefunds: localStep('applyRefunds', {
+    ...RetryPolicies.databaseStep,
+    summary: "Add up the order's refunds and record the total",
+  }),
+  requestReturnReview: localStep('requestReturnReview', {
+    ...RetryPolicies.databaseStep,
+    summary: 'Flag the refunded order for a return review (the warehouse had it)',
+  }),
+  reverseLoyaltyPoints: localStep('reverseLoyaltyPoints', {
+    ...RetryPolicies.databaseStep,
+    summary: 'Take back the points of the fully refunded order',
+  }),
 };
 const { sendOrderConfirmation } = proxyActivities<Activities>({
   ...RetryPolicies.confirmationMail,
@@ -83,17 +102,19 @@ const { notifyWarehouse } = proxyActivities<Activities>({
  * The first payment fulfils the order; any further one is a double charge, flagged for review.
  */
 export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWorkflowResult> {
-  const pending: OrderPaymentEvent[] = [...(input.pending ?? [])];
+  const pending: OrderEvent[] = [...(input.pending ?? [])];
   // Handover activities are at-least-once: the same event may be signalled twice.
   const seen = new Set<string>(input.seenEventIds ?? pending.map((e) => e.eventId));
   const processed: OrderWorkflowResult['processed'] = [];
   let current: string | null = null;
 
-  setHandler(paymentRecordedSignal, (event) => {
+  const take = (event: OrderEvent) => {
     if (seen.has(event.eventId)) return;
     seen.add(event.eventId);
     pending.push(event);
-  });
+  };
+  setHandler(paymentRecordedSignal, take);
+  setHandler(refundRecordedSignal, take);
   setHandler(orderStateQuery, () => ({
     orderId: input.orderId,
     current,
@@ -113,7 +134,8 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
   while (pending.length > 0) {
     const event = pending.shift()!;
     current = event.eventId;
-    const handled = await steps.orderEventHandledBy({ eventId: event.eventId });
+    const kind = isRefundEvent(event) ? event.kind : undefined;
+    const handled = await steps.orderEventHandledBy({ eventId: event.eventId, kind });
     if (handled.chain !== null && handled.chain !== chain) {
       // Another run finished with it (done, or failed and waiting for `ops retry`), and this
       // run got it from a hand-over repeated after that: nothing is missing that it may do.
@@ -122,9 +144,15 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
       continue;
     }
     try {
-      if (event.firstForOrder) {
-        await fulfil(input.orderId, event);
-        processed.push({ eventId: event.eventId, outcome: 'fulfilled' });
+      if (isRefundEvent(event)) {
+        await applyRefund(input.orderId);
+        processed.push({ eventId: event.eventId, outcome: 'refund' });
+      } else if (event.firstForOrder) {
+        const shipped = await fulfil(input.orderId, event);
+        processed.push({
+          eventId: event.eventId,
+          outcome: shipped ? 'fulfilled' : 'refunded_before_shipment',
+        });
       } else {
         await flagForRefundReview(input.orderId, event);
         processed.push({ eventId: event.eventId, outcome: 'refund_review' });
@@ -136,7 +164,7 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     }
     // Before the run may fail with it: a hand-over repeated after this finds the event handled
     // and starts no second run (which would call the warehouse and alert again).
-    await steps.markOrderEventHandled({ eventId: event.eventId, chain });
+    await steps.markOrderEventHandled({ eventId: event.eventId, chain, kind });
     current = null;
     // Bounded history for an order that keeps receiving events. Not once an event failed: the
     // failure must stay on this run, where `ops retry` resets to the step that failed.
@@ -161,7 +189,7 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
  * reach here only after their retry policy gave up; a bug in this code (a plain Error) is not
  * caught here and fails the workflow task instead, to be retried once fixed.
  */
-function eventFailure(orderId: number, event: OrderPaymentEvent, err: unknown): ApplicationFailure {
+function eventFailure(orderId: number, event: OrderEvent, err: unknown): ApplicationFailure {
   if (err instanceof ApplicationFailure) return err;
   if (err instanceof ActivityFailure) {
     return ApplicationFailure.create({
@@ -177,9 +205,20 @@ function eventFailure(orderId: number, event: OrderPaymentEvent, err: unknown): 
 
 /**
  * Fulfils a paid order: the warehouse notification, retried by the server until its policy
- * gives up (compensating then), then the confirmation mail and the loyalty points.
+ * gives up (compensating then), then the confirmation mail and the loyalty points. Not an order
+ * whose refunds already add up to what paid it (a refund can be recorded before its payment is
+ * handed over): nothing goes to the warehouse. Returns whether the warehouse took the order.
  */
-async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<void> {
+async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<boolean> {
+  const refunds = await steps.applyRefunds({ orderId });
+  if (refunds.fullyRefunded) {
+    log.info('order refunded in full before it was shipped: nothing goes to the warehouse', {
+      orderId,
+      eventId: event.eventId,
+      refundedAmount: refunds.refundedAmount,
+    });
+    return false;
+  }
   try {
     await notifyWarehouse({ orderId });
   } catch (err) {
@@ -205,6 +244,29 @@ async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<void> 
     });
   }
   await afterWarehouseNotified(orderId);
+  return true;
+}
+
+/**
+ * A refund was recorded: the order's refunded total is added up again from every refund event
+ * (amounts decide full or partial, whatever order they came in). Refunded in full, the order's
+ * points are taken back, and one that the warehouse already had is flagged for a return review
+ * with one alert. Before the warehouse had it, the fulfilment reads the same total and ships
+ * nothing.
+ */
+async function applyRefund(orderId: number): Promise<void> {
+  const refunds = await steps.applyRefunds({ orderId });
+  if (!refunds.fullyRefunded) return;
+  if (refunds.shipmentStatus === 'requested') {
+    await steps.requestReturnReview({ orderId });
+    await raiseOrderAlert(returnReviewAlertWorkflowId(orderId), {
+      kind: 'return_review',
+      orderId,
+      failureType: 'RefundedAfterShipment',
+      failureMessage: `order ${orderId} was refunded in full (${refunds.refundedAmount}) after the warehouse took it: review a return`,
+    });
+  }
+  await steps.reverseLoyaltyPoints({ orderId });
 }
 
 /** The seed's failed(): leave the order in a state people can see and act on. */
@@ -265,14 +327,8 @@ async function afterWarehouseNotified(orderId: number): Promise<void> {
  */
 async function flagForRefundReview(orderId: number, event: OrderPaymentEvent): Promise<void> {
   await steps.requestRefundReview({ orderId, eventId: event.eventId });
-  const info = workflowInfo();
-  const alert: Alert = {
-    kind: 'refund_review',
-    namespace: info.namespace,
-    workflowType: info.workflowType,
-    workflowId: info.workflowId,
-    runId: info.runId,
-    taskQueue: info.taskQueue,
+  const alert = {
+    kind: 'refund_review' as const,
     orderId,
     ...(event.amountMatchesOrder === false
       ? {
@@ -283,26 +339,40 @@ async function flagForRefundReview(orderId: number, event: OrderPaymentEvent): P
           failureType: 'DoubleCharge',
           failureMessage: `order ${orderId} was paid again by event ${event.eventId} (payment ${event.paymentId}, amount ${event.amount}): review a refund`,
         }),
+  };
+  await raiseOrderAlert(refundReviewAlertWorkflowId(orderId, event.eventId), alert);
+}
+
+/**
+ * Starts an alert about the order, once ever under its workflow ID: a run that meets the same
+ * fact again (a retried hand-over, a reset) must not raise it a second time.
+ */
+async function raiseOrderAlert(
+  workflowId: string,
+  fields: Pick<Alert, 'kind' | 'orderId' | 'failureType' | 'failureMessage'> & Partial<Alert>,
+): Promise<void> {
+  const info = workflowInfo();
+  const alert: Alert = {
+    namespace: info.namespace,
+    workflowType: info.workflowType,
+    workflowId: info.workflowId,
+    runId: info.runId,
+    taskQueue: info.taskQueue,
     rootCauseType: null,
     rootCauseMessage: null,
     attempts: null,
     failedAt: new Date(Date.now()).toISOString(),
+    ...fields,
   };
   try {
     await startChild<typeof alertWorkflow>('alertWorkflow', {
-      workflowId: refundReviewAlertWorkflowId(orderId, event.eventId),
+      workflowId,
       args: [alert],
       parentClosePolicy: 'ABANDON',
-      // One alert per extra payment, ever: a hand-over retried after this run closed feeds the
-      // event to a new run, which must not raise the alert a second time.
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });
   } catch (err) {
     // Already raised by an earlier run (for example after a reset): one alert is enough.
-    log.warn('refund review alert not started', {
-      orderId,
-      eventId: event.eventId,
-      error: String(err),
-    });
+    log.warn('order alert not started', { orderId: alert.orderId, workflowId, error: String(err) });
   }
 }

@@ -52,6 +52,8 @@ describe.each(testDatabases)('orders repository ($name)', ({ create }) => {
         confirmationSentAt: null,
         shipmentStatus: null,
         refundReviewRequestedAt: null,
+        refundedAmount: 0,
+        returnReviewRequestedAt: null,
         createdAt: expect.stringMatching(ISO_UTC),
         updatedAt: expect.stringMatching(ISO_UTC),
       },

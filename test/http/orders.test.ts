@@ -75,6 +75,23 @@ describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
     expect(flagged.refund_review_requested_at).toBe(stored?.refundReviewRequestedAt);
   });
 
+  it('shows the refunded total, and a return review once one is requested', async () => {
+    const order = (await post(body)).json<{ id: number }>();
+    const get = () => app.inject({ method: 'GET', url: `/api/v1/orders/${order.id}` });
+    expect((await get()).json()).toMatchObject({
+      refunded_amount: 0,
+      return_review_requested_at: null,
+    });
+
+    // What the order workflow records when refunds are applied (src/workflows/order.ts).
+    await createOrdersRepository(db.db).setRefundedAmount(order.id, 5_400);
+    await createOrdersRepository(db.db).requestReturnReview(order.id);
+    expect((await get()).json()).toMatchObject({
+      refunded_amount: 5_400,
+      return_review_requested_at: expect.any(String),
+    });
+  });
+
   it('returns the same order for the same key and body, without a second row', async () => {
     const before = await countOrders();
     const first = await post(body, 'same-key');

@@ -14,6 +14,8 @@ import { buildWebhookApp, deliverWebhook, paymentEvent } from '../support/webhoo
 
 /** A starter that reports every delivery as a duplicate whose first run is `existing`. */
 const duplicateOf = (existing: ExistingPayment): PaymentStarter => ({
+  startRefund: () => Promise.reject(new Error('no refunds here')),
+  startDispute: () => Promise.reject(new Error('no refunds here')),
   start: (input) =>
     Promise.resolve({ workflowId: paymentWorkflowId(input.eventId), duplicate: true, existing }),
 });
@@ -109,10 +111,16 @@ describe('duplicate deliveries', () => {
 });
 
 describe('what the webhook logs and answers about the start', () => {
-  const failingWith = (error: Error): PaymentStarter => ({ start: () => Promise.reject(error) });
+  const failingWith = (error: Error): PaymentStarter => ({
+    start: () => Promise.reject(error),
+    startRefund: () => Promise.reject(error),
+    startDispute: () => Promise.reject(error),
+  });
 
   it('logs an accepted first delivery once, at info, with its workflow', async () => {
     const { app, logged } = await appWith({
+      startRefund: () => Promise.reject(new Error('no refunds here')),
+      startDispute: () => Promise.reject(new Error('no refunds here')),
       start: (input) =>
         Promise.resolve({ workflowId: paymentWorkflowId(input.eventId), duplicate: false }),
     });

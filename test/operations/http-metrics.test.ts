@@ -110,6 +110,8 @@ describe('HTTP metrics', () => {
     app = await buildWebhookApp({
       payments: {
         start: () => Promise.reject(new TemporalUnavailableError(new Error('connection refused'))),
+        startRefund: () => Promise.reject(new Error('no refunds here')),
+        startDispute: () => Promise.reject(new Error('no refunds here')),
       },
       config: { WEBHOOK_AUTH_FAILURE_LIMIT: 1 },
       metrics,

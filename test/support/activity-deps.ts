@@ -4,6 +4,7 @@ import {
   createOrdersRepository,
   createPaymentsRepository,
   createUnmatchedRepository,
+  createRefundsRepository,
   type DatabaseHandle,
 } from '../../src/db';
 import type { WorkerActivityDeps } from '../../src/workers/payments';
@@ -17,6 +18,7 @@ export function testActivityDeps(
     payments: createPaymentsRepository(db.db),
     orders: createOrdersRepository(db.db),
     loyalty: createLoyaltyRepository(db.db),
+    refunds: createRefundsRepository(db.db),
     warehouse: createWarehouseClient({
       baseUrl: peers.warehouseUrl,
       timeoutMs: peers.warehouseTimeoutMs ?? 5_000,

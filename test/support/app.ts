@@ -10,8 +10,7 @@ import {
   type DatabaseHandle,
 } from '../../src/db';
 import type { ProviderEventStarter } from '../../src/http/providers/delivery';
-import type { PaymentStarter } from '../../src/temporal/payment-starter';
-import { createProviderEventStarter } from '../../src/temporal/provider-event-starter';
+import { createPaymentStarter, type PaymentStarter } from '../../src/temporal/payment-starter';
 import { TEST_WEBHOOK_SECRET } from './webhook';
 
 /** The app's logger with nothing written: for tests that do not read the app's log. */
@@ -26,16 +25,6 @@ export const noPayments: ProviderEventStarter = {
   startDispute: () => Promise.reject(new Error('this test starts no disputes')),
 };
 
-/**
- * A payments-only starter as the webhook's: a refund or dispute started through it fails the
- * test loudly (tests of payments never send one).
- */
-function withoutRefunds(starter: PaymentStarter | ProviderEventStarter): ProviderEventStarter {
-  if ('startRefund' in starter) return starter;
-  const none = () => Promise.reject(new Error('this test starts no refunds or disputes'));
-  return { start: (input) => starter.start(input), startRefund: none, startDispute: none };
-}
-
 export interface TestAppOptions extends Partial<
   Omit<AppDeps, 'config' | 'payments' | 'unmatchedRepository'>
 > {
@@ -44,7 +33,7 @@ export interface TestAppOptions extends Partial<
   /** Settings beyond the test's webhook secret and the default body limit. */
   config?: Partial<AppDeps['config']>;
   /** Default: starts through `client` when given, else `noPayments`. */
-  payments?: PaymentStarter | ProviderEventStarter;
+  payments?: PaymentStarter;
   /** Default: the database's inbox when `db` is given, else one that fails the test if used. */
   unmatchedRepository?: AppDeps['unmatchedRepository'];
   /** A Temporal client the webhook starts payment workflows with. */
@@ -86,10 +75,8 @@ export function buildTestApp(options: TestAppOptions = {}): Promise<FastifyInsta
       ...config,
     },
     logger: deps.logger ?? silentLogger(),
-    payments: withoutRefunds(
-      deps.payments ??
-        (client ? createProviderEventStarter(client, { startTimeoutMs }) : noPayments),
-    ),
+    payments:
+      deps.payments ?? (client ? createPaymentStarter(client, { startTimeoutMs }) : noPayments),
     unmatchedRepository:
       deps.unmatchedRepository ??
       (db

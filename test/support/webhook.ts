@@ -143,7 +143,7 @@ export function recordingUnmatched(): RecordingUnmatched {
  * repositories that fail if ever called.
  */
 export function buildWebhookApp(
-  deps: Pick<AppDeps, 'now'> & { payments: PaymentStarter | ProviderEventStarter } & Partial<
+  deps: Pick<AppDeps, 'now'> & { payments: PaymentStarter } & Partial<
       Pick<AppDeps, 'logger' | 'metrics' | 'unmatchedRepository' | 'thinEvents'>
     > & {
       config?: Partial<AppDeps['config']>;

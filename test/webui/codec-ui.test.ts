@@ -19,7 +19,6 @@ import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
 import { codecEndpointFor, dataConverterFor } from '../../src/temporal/data-converter';
 import { startDevServer, type DevServer } from '../../dev/temporal/dev-server';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
-import { createProviderEventStarter } from '../../src/temporal/provider-event-starter';
 import { createPaymentWorker } from '../../src/workers/payments';
 import { testActivityDeps } from '../support/activity-deps';
 import { testDatabases } from '../support/databases';
@@ -102,7 +101,7 @@ beforeAll(async () => {
   app = await buildApp({
     config,
     logger: createLogger(config),
-    payments: createProviderEventStarter(client, { startTimeoutMs: 10_000 }),
+    payments: createPaymentStarter(client, { startTimeoutMs: 10_000 }),
     unmatchedRepository: createUnmatchedRepository(db.db),
     ordersRepository: createOrdersRepository(db.db),
     paymentsRepository: createPaymentsRepository(db.db),

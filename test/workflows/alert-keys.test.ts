@@ -62,6 +62,11 @@ it('keeps six refund reviews and the failure of one order run apart at a sink th
     handOverToOrder: unused,
     orderEventHandledBy: async () => ({ chain: null }),
     markOrderEventHandled: async () => undefined,
+    recordRefund: unused,
+    handOverRefundToOrder: unused,
+    applyRefunds: async () => ({ refundedAmount: 0, fullyRefunded: false, shipmentStatus: null }),
+    requestReturnReview: unused,
+    reverseLoyaltyPoints: unused,
     notifyWarehouse: async () => {
       throw ApplicationFailure.create({
         type: FailureType.WarehouseRejected,

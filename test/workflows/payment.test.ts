@@ -46,7 +46,7 @@ interface Call {
  * the calls below, whose tests are about the effects (test/workflows/order-handled.test.ts is
  * about these).
  */
-const EVENT_BOOKKEEPING = new Set(['orderEventHandledBy', 'markOrderEventHandled']);
+const EVENT_BOOKKEEPING = new Set(['orderEventHandledBy', 'markOrderEventHandled', 'applyRefunds']);
 
 /** Activities that record the effects' calls and behave as each test says. */
 function mockActivities(overrides: Partial<Activities>, calls: Call[]): Activities {
@@ -55,6 +55,11 @@ function mockActivities(overrides: Partial<Activities>, calls: Call[]): Activiti
     handOverToOrder: async () => ({ handedOver: true }),
     orderEventHandledBy: async () => ({ chain: null }),
     markOrderEventHandled: async () => undefined,
+    recordRefund: async () => ({ created: true, orderId: 12 }),
+    handOverRefundToOrder: async () => ({ handedOver: true }),
+    applyRefunds: async () => ({ refundedAmount: 0, fullyRefunded: false, shipmentStatus: null }),
+    requestReturnReview: async () => ({ flagged: true }),
+    reverseLoyaltyPoints: async () => ({ reversed: false }),
     notifyWarehouse: async () => ({ shipmentId: 'shp_1', replayed: false }),
     setShipmentStatus: async () => undefined,
     requestRefundReview: async () => undefined,

@@ -16,6 +16,10 @@ export interface Order {
   shipmentStatus: ShipmentStatus | null;
   /** Set when a double charge, or a payment that is not the total, needs a refund review. */
   refundReviewRequestedAt: string | null;
+  /** What the succeeded refunds of its payment add up to (smallest currency unit). */
+  refundedAmount: number;
+  /** Set when a full refund came after the warehouse took the order: review a return. */
+  returnReviewRequestedAt: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -53,6 +57,10 @@ export interface OrdersRepository {
   markConfirmationSent(orderId: number): Promise<boolean>;
   /** Flags the order for a refund review (a double charge); true only for the call that set it. */
   requestRefundReview(orderId: number): Promise<boolean>;
+  /** Records what the order's refunds add up to now. */
+  setRefundedAmount(orderId: number, amount: number): Promise<void>;
+  /** Flags the order for a return review; true only for the call that set it. */
+  requestReturnReview(orderId: number): Promise<boolean>;
 }
 
 /** `db` must not be a transaction: creating an order opens its own. */
@@ -132,6 +140,26 @@ export function createOrdersRepository(db: Kysely<Database>): OrdersRepository {
         .executeTakeFirst();
       return result.numUpdatedRows > 0n;
     },
+
+    async setRefundedAmount(orderId, amount) {
+      await db
+        .updateTable('orders')
+        .set({ refunded_amount: amount, updated_at: new Date().toISOString() })
+        .where('id', '=', orderId)
+        .where('refunded_amount', '!=', amount)
+        .execute();
+    },
+
+    async requestReturnReview(orderId) {
+      const now = new Date().toISOString();
+      const result = await db
+        .updateTable('orders')
+        .set({ return_review_requested_at: now, updated_at: now })
+        .where('id', '=', orderId)
+        .where('return_review_requested_at', 'is', null)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
   };
 }
 
@@ -160,6 +188,8 @@ function toOrder(row: OrderRow): Order {
     confirmationSentAt: row.confirmation_sent_at,
     shipmentStatus: row.shipment_status,
     refundReviewRequestedAt: row.refund_review_requested_at,
+    refundedAmount: Number(row.refunded_amount),
+    returnReviewRequestedAt: row.return_review_requested_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -22,6 +22,8 @@ export interface RecordPaymentInput {
    * crash that followed the commit) gets `created` again, with the same `firstForOrder`.
    */
   recordedByRunId?: string;
+  /** The provider's reference of the payment; the event ID when the provider gives none. */
+  paymentRef?: string;
 }
 
 export type RecordPaymentResult =
@@ -68,89 +70,21 @@ export interface PaymentsRepository {
   handledBy(providerEventId: string): Promise<string | null | undefined>;
   /** Records that `chain` finished with the event; the first chain to do so stays. */
   markHandled(providerEventId: string, chain: string): Promise<void>;
+  /** The order paid by the payment with this provider reference, if one is recorded. */
+  orderIdByPaymentRef(paymentRef: string): Promise<number | undefined>;
 }
 
 /** `db` must not be a transaction: `recordPayment` opens its own. */
 export function createPaymentsRepository(db: Kysely<Database>): PaymentsRepository {
   return {
     async recordPayment(input) {
-      try {
-        return await inReadCommitted(db, async (trx): Promise<RecordPaymentResult> => {
-          const now = new Date().toISOString();
-          // Insert-or-get, with the UNIQUE constraint as the judge: RETURNING yields a row only
-          // to the call that inserted it. On PostgreSQL an uncommitted insert of the same event
-          // makes this one wait for its outcome, so the select below always finds the winner.
-          const inserted = await trx
-            .insertInto('payments')
-            .values({
-              order_id: input.orderId,
-              provider_event_id: input.providerEventId,
-              amount: input.amount,
-              recorded_by_run_id: input.recordedByRunId ?? null,
-              created_at: now,
-              updated_at: now,
-            })
-            .onConflict((oc) => oc.column('provider_event_id').doNothing())
-            .returningAll()
-            .executeTakeFirst();
-
-          if (inserted) {
-            // A conditional update is the claim: of two payments for one order committing at
-            // once, PostgreSQL re-checks the WHERE after the row lock and SQLite serialises the
-            // writes, so exactly one sees the order still pending.
-            // A payment of another amount than the order's total is recorded (the money was
-            // taken) but pays nothing: the order stays pending for the right payment.
-            const claimed = await trx
-              .updateTable('orders')
-              .set({ status: 'paid', updated_at: now })
-              .where('id', '=', input.orderId)
-              .where('status', '=', 'pending')
-              .where('total_amount', '=', input.amount)
-              .executeTakeFirst();
-            const firstForOrder = claimed.numUpdatedRows > 0n;
-            if (firstForOrder) {
-              await trx
-                .updateTable('payments')
-                .set({ first_for_order: 1 })
-                .where('id', '=', inserted.id)
-                .execute();
-            }
-            return {
-              kind: 'created',
-              payment: toPayment(inserted),
-              firstForOrder,
-              // The claim itself required the amount to be the total.
-              amountMatchesOrder: firstForOrder || (await amountMatchesOrder(trx, inserted)),
-            };
-          }
-
-          const recorded = await trx
-            .selectFrom('payments')
-            .selectAll()
-            .where('provider_event_id', '=', input.providerEventId)
-            .executeTakeFirstOrThrow();
-          const payment = toPayment(recorded);
-          if (recorded.order_id !== input.orderId || recorded.amount !== input.amount) {
-            return { kind: 'conflict', payment };
-          }
-          const decided = {
-            payment,
-            firstForOrder: recorded.first_for_order === 1,
-            amountMatchesOrder:
-              recorded.first_for_order === 1 || (await amountMatchesOrder(trx, recorded)),
-          };
-          // Our own row from an earlier attempt of this run: carry on where it left off.
-          // (A call without a run ID never matches: the column holds NULL then, not undefined.)
-          if (recorded.recorded_by_run_id === input.recordedByRunId) {
-            return { kind: 'created', ...decided };
-          }
-          return { kind: 'existing', ...decided };
-        });
-      } catch (error) {
-        // The foreign key is what tells a missing order; asking first would race with the insert.
-        if (isForeignKeyViolation(error)) return { kind: 'order_not_found' };
-        throw error;
+      const result = await recordOnce(input);
+      if (result.kind === 'created' || result.kind === 'existing') {
+        // After the payment's commit, so a refund recorded meanwhile (which looks for the
+        // payment after its own commit) is claimed by one side or the other, never by neither.
+        await claimParkedRefunds(db, input.paymentRef ?? input.providerEventId, input.orderId);
       }
+      return result;
     },
 
     async countByEventId(providerEventId) {
@@ -190,7 +124,112 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
         .where('handled_by_chain', 'is', null)
         .execute();
     },
+
+    async orderIdByPaymentRef(paymentRef) {
+      const row = await db
+        .selectFrom('payments')
+        .select('order_id')
+        .where('provider_payment_ref', '=', paymentRef)
+        .orderBy('id')
+        .executeTakeFirst();
+      return row?.order_id;
+    },
   };
+
+  async function recordOnce(input: RecordPaymentInput): Promise<RecordPaymentResult> {
+    try {
+      return await inReadCommitted(db, async (trx): Promise<RecordPaymentResult> => {
+        const now = new Date().toISOString();
+        // Insert-or-get, with the UNIQUE constraint as the judge: RETURNING yields a row only
+        // to the call that inserted it. On PostgreSQL an uncommitted insert of the same event
+        // makes this one wait for its outcome, so the select below always finds the winner.
+        const inserted = await trx
+          .insertInto('payments')
+          .values({
+            order_id: input.orderId,
+            provider_event_id: input.providerEventId,
+            amount: input.amount,
+            recorded_by_run_id: input.recordedByRunId ?? null,
+            provider_payment_ref: input.paymentRef ?? input.providerEventId,
+            created_at: now,
+            updated_at: now,
+          })
+          .onConflict((oc) => oc.column('provider_event_id').doNothing())
+          .returningAll()
+          .executeTakeFirst();
+
+        if (inserted) {
+          // A conditional update is the claim: of two payments for one order committing at
+          // once, PostgreSQL re-checks the WHERE after the row lock and SQLite serialises the
+          // writes, so exactly one sees the order still pending.
+          // A payment of another amount than the order's total is recorded (the money was
+          // taken) but pays nothing: the order stays pending for the right payment.
+          const claimed = await trx
+            .updateTable('orders')
+            .set({ status: 'paid', updated_at: now })
+            .where('id', '=', input.orderId)
+            .where('status', '=', 'pending')
+            .where('total_amount', '=', input.amount)
+            .executeTakeFirst();
+          const firstForOrder = claimed.numUpdatedRows > 0n;
+          if (firstForOrder) {
+            await trx
+              .updateTable('payments')
+              .set({ first_for_order: 1 })
+              .where('id', '=', inserted.id)
+              .execute();
+          }
+          return {
+            kind: 'created',
+            payment: toPayment(inserted),
+            firstForOrder,
+            // The claim itself required the amount to be the total.
+            amountMatchesOrder: firstForOrder || (await amountMatchesOrder(trx, inserted)),
+          };
+        }
+
+        const recorded = await trx
+          .selectFrom('payments')
+          .selectAll()
+          .where('provider_event_id', '=', input.providerEventId)
+          .executeTakeFirstOrThrow();
+        const payment = toPayment(recorded);
+        if (recorded.order_id !== input.orderId || recorded.amount !== input.amount) {
+          return { kind: 'conflict', payment };
+        }
+        const decided = {
+          payment,
+          firstForOrder: recorded.first_for_order === 1,
+          amountMatchesOrder:
+            recorded.first_for_order === 1 || (await amountMatchesOrder(trx, recorded)),
+        };
+        // Our own row from an earlier attempt of this run: carry on where it left off.
+        // (A call without a run ID never matches: the column holds NULL then, not undefined.)
+        if (recorded.recorded_by_run_id === input.recordedByRunId) {
+          return { kind: 'created', ...decided };
+        }
+        return { kind: 'existing', ...decided };
+      });
+    } catch (error) {
+      // The foreign key is what tells a missing order; asking first would race with the insert.
+      if (isForeignKeyViolation(error)) return { kind: 'order_not_found' };
+      throw error;
+    }
+  }
+}
+
+/** Gives the refunds recorded before their payment (no order yet) to the payment's order. */
+async function claimParkedRefunds(
+  db: Kysely<Database>,
+  paymentRef: string,
+  orderId: number,
+): Promise<void> {
+  await db
+    .updateTable('refunds')
+    .set({ order_id: orderId })
+    .where('payment_ref', '=', paymentRef)
+    .where('order_id', 'is', null)
+    .execute();
 }
 
 /** The order's total never changes, so the answer is the same on every call for one payment. */

@@ -1,17 +1,14 @@
 import type { RecordUnmatchedInput, UnmatchedRepository } from '../../db';
-import type { DisputeEvent, PaymentRef, RefundEvent } from '../../shared/payment-events';
+import type { DisputeEvent, RefundEvent } from '../../shared/payment-events';
 import type { PaymentWorkflowInput } from '../../shared/payment';
 import type { PaymentStarter, StartedPayment } from '../../temporal/payment-starter';
 import type { ProviderNotification, WebhookProvider } from './provider';
 
-/** A payment's start as the contract has it: with the provider's reference and currency. */
-export type PaymentStart = PaymentWorkflowInput & { paymentRef?: PaymentRef; currency?: string };
+/** A payment's start: the workflow's input, with the provider's reference and currency. */
+export type PaymentStart = PaymentWorkflowInput;
 
 /** What a delivery starts: payments, refunds and disputes, each keyed by its event ID. */
-export interface ProviderEventStarter extends PaymentStarter {
-  startRefund(event: RefundEvent): Promise<StartedPayment>;
-  startDispute(event: DisputeEvent): Promise<StartedPayment>;
-}
+export type ProviderEventStarter = PaymentStarter;
 
 /** One verified provider event, mapped once into what this shop does with it. */
 export type Delivery =

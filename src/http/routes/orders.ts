@@ -145,6 +145,10 @@ function orderToWire(order: Order, caller: OrdersCaller) {
     // Set on a double charge or a payment that is not the total: without it such an order
     // would look like any other paid (or pending) order through the API.
     refund_review_requested_at: order.refundReviewRequestedAt,
+    // What the succeeded refunds of its payment add up to; a full refund after the warehouse
+    // took the order also sets return_review_requested_at.
+    refunded_amount: order.refundedAmount,
+    return_review_requested_at: order.returnReviewRequestedAt,
     created_at: order.createdAt,
     updated_at: order.updatedAt,
   };

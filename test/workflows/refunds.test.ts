@@ -1,0 +1,190 @@
+import { randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import fc from 'fast-check';
+import { createActivities } from '../../src/activities';
+import { createLoyaltyRepository, createOrdersRepository, type DatabaseHandle } from '../../src/db';
+import { returnReviewAlertWorkflowId } from '../../src/shared/alert';
+import { orderWorkflowId, type OrderWorkflowResult } from '../../src/shared/order';
+import {
+  refundedTotal,
+  refundWorkflowId,
+  type RecordedRefund,
+  type RefundEvent,
+} from '../../src/shared/payment-events';
+import type { RefundWorkflowResult } from '../../src/workflows/refund';
+import { testActivityDeps } from '../support/activity-deps';
+import { bundledWorker, workflowBundle } from '../support/bundles';
+import { testDatabases } from '../support/databases';
+import { createTestOrder } from '../support/orders';
+import { startPartners, type Partners } from '../support/stack';
+import { createTimeSkippingEnv } from '../support/temporal';
+
+// Issue 25, point 1, inward of HTTP: refunds recorded once by event ID, matched to their payment
+// by its reference, and applied in the order's workflow; the real workflows and activities on
+// the time-skipping server, on SQLite and PostgreSQL.
+let env: TestWorkflowEnvironment;
+let partners: Partners;
+
+beforeAll(async () => {
+  env = await createTimeSkippingEnv();
+  partners = await startPartners();
+});
+
+afterAll(async () => {
+  await partners?.close();
+  await env?.teardown();
+});
+
+describe('refundedTotal', () => {
+  it('gives the same total for any order and duplication of the same refund events', () => {
+    const refund = fc.record({
+      kind: fc.constantFrom<RecordedRefund['kind']>('refund', 'cumulative'),
+      refundId: fc.constantFrom('re_1', 're_2', 're_3'),
+      amount: fc.integer({ min: 1, max: 5_000 }),
+      status: fc.constantFrom<RecordedRefund['status']>('pending', 'succeeded', 'failed'),
+    });
+    fc.assert(
+      fc.property(fc.array(refund, { maxLength: 8 }), fc.nat(), (events, seed) => {
+        // One amount per refund ID, as a provider reports it.
+        const consistent = events.map((e) => ({
+          ...e,
+          amount: e.kind === 'refund' ? Number(e.refundId.slice(3)) * 1000 : e.amount,
+        }));
+        const shuffled = [...consistent, ...consistent.slice(0, seed % 3)].sort(
+          (a, b) =>
+            ((JSON.stringify(a).length * (seed + 1)) % 7) -
+            ((JSON.stringify(b).length * (seed + 1)) % 7),
+        );
+        expect(refundedTotal(shuffled)).toBe(refundedTotal(consistent));
+      }),
+    );
+  });
+
+  it('counts a refund once, at its furthest status, whatever came last', () => {
+    expect(
+      refundedTotal([
+        { kind: 'refund', refundId: 're_1', amount: 2000, status: 'succeeded' },
+        { kind: 'refund', refundId: 're_1', amount: 2000, status: 'pending' },
+        { kind: 'refund', refundId: 're_2', amount: 1000, status: 'succeeded' },
+        { kind: 'refund', refundId: 're_2', amount: 1000, status: 'failed' },
+      ]),
+    ).toBe(2000);
+    expect(
+      refundedTotal([{ kind: 'cumulative', refundId: null, amount: 5400, status: 'succeeded' }]),
+    ).toBe(5400);
+  });
+});
+
+describe.each(testDatabases)('refunds through the order workflow ($name)', ({ create }) => {
+  let db: DatabaseHandle;
+  let worker: Worker;
+  let running: Promise<void>;
+  const taskQueue = `refunds-${randomUUID()}`;
+
+  beforeAll(async () => {
+    db = await create();
+    const activities = createActivities({ ...testActivityDeps(db, partners), client: env.client });
+    worker = await bundledWorker(env, await workflowBundle(), taskQueue, activities);
+    running = worker.run();
+  });
+
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await db?.close();
+  });
+
+  const pay = (orderId: number, eventId: string, paymentRef: string) =>
+    env.client.workflow.execute('paymentWorkflow', {
+      taskQueue,
+      workflowId: `payment-${eventId}`,
+      args: [{ eventId, orderId, amount: 5400, paymentRef }],
+      workflowExecutionTimeout: '1 hour',
+    });
+  const refund = (event: RefundEvent): Promise<RefundWorkflowResult> =>
+    env.client.workflow.execute('refundWorkflow', {
+      taskQueue,
+      workflowId: refundWorkflowId(event.eventId),
+      args: [event],
+      workflowExecutionTimeout: '1 hour',
+    });
+  const orderResult = (orderId: number): Promise<OrderWorkflowResult> =>
+    env.client.workflow.getHandle(orderWorkflowId(orderId)).result();
+  const fullRefund = (paymentRef: string): RefundEvent => ({
+    eventId: `evt_re_${randomUUID()}`,
+    paymentRef,
+    kind: 'refund',
+    refundId: `re_${randomUUID()}`,
+    amount: 5400,
+    status: 'succeeded',
+  });
+
+  it('keeps a refund that comes before its payment, and then ships nothing', async () => {
+    const order = await createTestOrder(createOrdersRepository(db.db));
+    const paymentRef = `stripe~pi_${randomUUID()}`;
+    expect(await refund(fullRefund(paymentRef))).toEqual({ orderId: null, orderWorkflowId: null });
+
+    await pay(order.id, `evt_${randomUUID()}`, paymentRef);
+    const result = await orderResult(order.id);
+    expect(result.processed.map((p) => p.outcome)).toEqual(['refunded_before_shipment']);
+    expect(partners.warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(0);
+    expect(await createOrdersRepository(db.db).findById(order.id)).toMatchObject({
+      refundedAmount: 5400,
+      shipmentStatus: null,
+    });
+    expect(await createLoyaltyRepository(db.db).ledgerFor(order.userId)).not.toContainEqual(
+      expect.objectContaining({ orderId: order.id }),
+    );
+  });
+
+  it('flags a full refund after shipment for a return review, once, and takes the points back once', async () => {
+    const orders = createOrdersRepository(db.db);
+    const order = await createTestOrder(orders, { userId: 900 + Math.floor(Math.random() * 1000) });
+    const paymentRef = `stripe~pi_${randomUUID()}`;
+    await pay(order.id, `evt_${randomUUID()}`, paymentRef);
+    expect((await orderResult(order.id)).processed.map((p) => p.outcome)).toEqual(['fulfilled']);
+
+    const event = fullRefund(paymentRef);
+    expect(await refund(event)).toEqual({
+      orderId: order.id,
+      orderWorkflowId: orderWorkflowId(order.id),
+    });
+    expect((await orderResult(order.id)).processed.map((p) => p.outcome)).toEqual(['refund']);
+    // The same refund delivered again (another event reporting the same refund).
+    await refund({ ...event, eventId: `evt_re_${randomUUID()}` });
+    await orderResult(order.id);
+
+    expect(await orders.findById(order.id)).toMatchObject({
+      refundedAmount: 5400,
+      shipmentStatus: 'requested',
+      returnReviewRequestedAt: expect.any(String),
+    });
+    const loyalty = createLoyaltyRepository(db.db);
+    expect((await loyalty.ledgerFor(order.userId)).map((e) => [e.reason, e.points])).toEqual([
+      ['order_confirmed', 100],
+      ['order_refunded', -100],
+    ]);
+    expect(await loyalty.balanceOf(order.userId)).toBe(0);
+    await env.client.workflow.getHandle(returnReviewAlertWorkflowId(order.id)).result();
+  });
+
+  it('records partial refunds as a total, with no review and the points kept', async () => {
+    const orders = createOrdersRepository(db.db);
+    const order = await createTestOrder(orders, {
+      userId: 2000 + Math.floor(Math.random() * 1000),
+    });
+    const paymentRef = `standard~${randomUUID()}`;
+    await pay(order.id, `evt_${randomUUID()}`, paymentRef);
+    await orderResult(order.id);
+    for (const amount of [2000, 1000]) {
+      await refund({ ...fullRefund(paymentRef), amount });
+      await orderResult(order.id);
+    }
+    expect(await orders.findById(order.id)).toMatchObject({
+      refundedAmount: 3000,
+      returnReviewRequestedAt: null,
+    });
+    expect(await createLoyaltyRepository(db.db).balanceOf(order.userId)).toBe(100);
+  });
+});
