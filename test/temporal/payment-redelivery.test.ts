@@ -40,6 +40,7 @@ async function deliverTwice(recordPayment: Activities['recordPayment']) {
       },
       handOverToOrder: async () => {
         calls.handOverToOrder += 1;
+        return { handedOver: true };
       },
     },
   });
