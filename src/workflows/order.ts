@@ -5,6 +5,7 @@ import {
   isCancellation,
   log,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   startChild,
   workflowInfo,
@@ -15,6 +16,7 @@ import { FailureType } from '../shared/errors';
 import {
   orderStateQuery,
   paymentRecordedSignal,
+  warehouseAttemptFailedSignal,
   type FulfilmentFailedDetails,
   type OrderPaymentEvent,
   type OrderWorkflowInput,
@@ -94,6 +96,18 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     seen.add(event.eventId);
     pending.push(event);
   });
+  // The Web UI's current details while the server retries the warehouse call (the workflow
+  // cannot see those attempts; the activity tells it). Metadata only: no command, no replay check.
+  setHandler(
+    warehouseAttemptFailedSignal,
+    ({ attempt, maximumAttempts, nextRetryDelayMs, lastFailure }) => {
+      const of = maximumAttempts > 0 ? ` of ${maximumAttempts}` : '';
+      const next = Math.round(nextRetryDelayMs / 1000);
+      setCurrentDetails(
+        `warehouse attempt ${attempt}${of}, next in ${next} s, last: ${lastFailure}`,
+      );
+    },
+  );
   setHandler(orderStateQuery, () => ({
     orderId: input.orderId,
     current,
@@ -182,7 +196,9 @@ function eventFailure(orderId: number, event: OrderPaymentEvent, err: unknown): 
 async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<void> {
   try {
     await notifyWarehouse({ orderId });
+    setCurrentDetails('');
   } catch (err) {
+    setCurrentDetails('');
     if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
     const cause = err.cause;
     const details: FulfilmentFailedDetails = {
