@@ -196,11 +196,24 @@ describe('Temporal Web UI (Chromium)', () => {
         await page.getByText('warehouse answered 503').first().waitFor({ timeout: UI_WAIT_MS });
         const text = await page.locator('body').innerText();
         expect(text).toMatch(/Pending Activities\s+1/);
-        expect(text).toMatch(/Activity ID\s+1\b/);
+        // Activity 2: the order run's local check of its event (activity 1) comes first.
+        expect(text).toMatch(/Activity ID\s+2\b/);
         expect(text).toMatch(/Next Retry\s+\d{4}-\d\d-\d\d UTC [\d:.]+\s*\(\d+s\)/);
         expect(text).toMatch(/Last Failure[\s\S]*"WarehouseUnavailable"/);
       } finally {
         await browser.screenshot(page, `pending-activities-order-${orderId}`, { fullPage: false });
+      }
+      // The workflow's current details, which the failed attempt told it (its metadata query).
+      await page.goto(`${server.uiUrl}/namespaces/default/${workflowPath}/history`, {
+        waitUntil: 'domcontentloaded',
+      });
+      try {
+        await page
+          .getByText('warehouse attempt 2 of 5, next in 30 s, last: 503')
+          .first()
+          .waitFor({ timeout: UI_WAIT_MS });
+      } finally {
+        await browser.screenshot(page, `current-details-order-${orderId}`, { fullPage: false });
         await page.close();
       }
     } finally {
