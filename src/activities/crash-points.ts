@@ -51,6 +51,11 @@ export const CRASH_POINTS = {
     'partner',
     'POST /v1/shipments to the warehouse, idempotency key order-<id>-shipment',
   ),
+  'notifyWarehouse.signal': effect(
+    'notifyWarehouse',
+    'temporal',
+    "signal to the order's workflow that an attempt failed and will be retried (its Web UI details)",
+  ),
   'notifyWarehouse.reply': reply('notifyWarehouse'),
   'setShipmentStatus.commit': effect(
     'setShipmentStatus',

@@ -1,11 +1,15 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { Context } from '@temporalio/activity';
+import { msToNumber } from '@temporalio/common/lib/time';
+import { Context, type Info } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
 import type { createOrdersRepository, createPaymentsRepository } from '../db';
 import { FailureType, type RateLimitDetails } from '../shared/errors';
 import { shipmentIdempotencyKey } from '../shared/constants';
 import type { PaymentWorkflowInput } from '../shared/payment';
+import { warehouseAttemptFailedSignal, type WarehouseAttemptFailed } from '../shared/order';
 import {
   retryDelayAfterAttempt,
+  RetryPolicies,
   WAREHOUSE_BACKOFF_SECONDS,
   WAREHOUSE_RATE_LIMIT_FALLBACK_SECONDS,
 } from '../shared/retry-policies';
@@ -17,6 +21,8 @@ export interface PaymentActivityDeps {
   payments: ReturnType<typeof createPaymentsRepository>;
   orders: ReturnType<typeof createOrdersRepository>;
   warehouse: WarehouseClient;
+  /** Temporal client on the worker's own connection, to tell a workflow how its call stands. */
+  client: Client;
 }
 
 /**
@@ -40,6 +46,9 @@ export type ShipmentStatus = 'requested' | 'failed';
 
 /** A third of the 3 s heartbeat timeout that workflows give warehouse calls. */
 const HEARTBEAT_INTERVAL_MS = 1_000;
+
+/** How long a failed attempt waits for its best-effort signal before it reports the failure. */
+const ATTEMPT_SIGNAL_TIMEOUT_MS = 2_000;
 
 /**
  * Activities of the payment flow. Each does one external effect and is safe to run more than
@@ -130,7 +139,27 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
         ctx.log.info('warehouse notified', { orderId: input.orderId, ...receipt });
         return receipt;
       } catch (err) {
-        throw warehouseRetry(err, ctx.info.attempt);
+        const failure = warehouseRetry(err, ctx.info.attempt);
+        const retrying = attemptToBeRetried(failure, ctx.info);
+        const execution = ctx.info.workflowExecution;
+        if (retrying && execution) {
+          // Tells the attempt's own workflow, best effort: bounded by a short deadline, and a
+          // failure is logged, never thrown, so the attempt still reports its own failure.
+          await atCrashPoint('notifyWarehouse.signal', () =>
+            deps.client.withDeadline(Date.now() + ATTEMPT_SIGNAL_TIMEOUT_MS, () =>
+              deps.client.workflow
+                .getHandle(execution.workflowId, execution.runId)
+                .signal(warehouseAttemptFailedSignal, retrying),
+            ),
+          ).catch((signalErr: unknown) => {
+            ctx.log.warn('could not tell the workflow about the failed warehouse attempt', {
+              orderId: input.orderId,
+              attempt: retrying.attempt,
+              error: String(signalErr),
+            });
+          });
+        }
+        throw failure;
       } finally {
         clearInterval(heartbeat);
       }
@@ -150,6 +179,33 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
       }
     },
   };
+}
+
+/**
+ * What the workflow is told about a failed attempt the server will retry; undefined when it will
+ * not (non-retryable, the last attempt, or the next one would start past the deadline): the
+ * workflow then sees the failure itself.
+ */
+function attemptToBeRetried(failure: unknown, info: Info): WarehouseAttemptFailed | undefined {
+  if (!(failure instanceof ApplicationFailure) || failure.nonRetryable) return undefined;
+  // The policy the server sends with the task; the test server sends none, and the workflow
+  // schedules this activity with the warehouse preset.
+  const maximumAttempts =
+    info.retryPolicy?.maximumAttempts ?? RetryPolicies.warehouseNotification.retry.maximumAttempts;
+  if (maximumAttempts > 0 && info.attempt >= maximumAttempts) return undefined;
+  const nextRetryDelayMs = msToNumber(failure.nextRetryDelay ?? 0);
+  const deadline = info.scheduleToCloseTimeoutMs
+    ? info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs
+    : Infinity;
+  if (Date.now() + nextRetryDelayMs >= deadline) return undefined;
+  const first = (failure.details?.[0] ?? {}) as { status?: unknown; cause?: unknown };
+  const lastFailure =
+    typeof first.status === 'number'
+      ? String(first.status)
+      : typeof first.cause === 'string'
+        ? first.cause
+        : (failure.type ?? 'error');
+  return { attempt: info.attempt, maximumAttempts, nextRetryDelayMs, lastFailure };
 }
 
 /** The warehouse's failure with the wait its cause calls for; anything else unchanged. */

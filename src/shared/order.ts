@@ -96,6 +96,22 @@ export interface OrderWorkflowState {
   processed: OrderWorkflowResult['processed'];
 }
 
+/**
+ * A warehouse attempt failed and the server will try again: sent by the notifyWarehouse activity
+ * to its own workflow, which cannot see the attempts the server retries, so the Web UI's current
+ * details can say how the call stands. Best effort: a lost one only leaves the details stale.
+ */
+export interface WarehouseAttemptFailed {
+  attempt: number;
+  /** The retry policy's maximumAttempts (0: unlimited). */
+  maximumAttempts: number;
+  nextRetryDelayMs: number;
+  /** Short: the HTTP status ("503"), or "timeout", "network". */
+  lastFailure: string;
+}
+
 export const paymentRecordedSignal = defineSignal<[OrderPaymentEvent]>('paymentRecorded');
 export const refundRecordedSignal = defineSignal<[OrderRefundEvent]>('refundRecorded');
+export const warehouseAttemptFailedSignal =
+  defineSignal<[WarehouseAttemptFailed]>('warehouseAttemptFailed');
 export const orderStateQuery = defineQuery<OrderWorkflowState>('state');

@@ -5,6 +5,7 @@ import {
   isCancellation,
   log,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   startChild,
   workflowInfo,
@@ -21,6 +22,7 @@ import {
   orderStateQuery,
   paymentRecordedSignal,
   refundRecordedSignal,
+  warehouseAttemptFailedSignal,
   type FulfilmentFailedDetails,
   type OrderEvent,
   type OrderPaymentEvent,
@@ -115,6 +117,18 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
   };
   setHandler(paymentRecordedSignal, take);
   setHandler(refundRecordedSignal, take);
+  // The Web UI's current details while the server retries the warehouse call (the workflow
+  // cannot see those attempts; the activity tells it). Metadata only: no command, no replay check.
+  setHandler(
+    warehouseAttemptFailedSignal,
+    ({ attempt, maximumAttempts, nextRetryDelayMs, lastFailure }) => {
+      const of = maximumAttempts > 0 ? ` of ${maximumAttempts}` : '';
+      const next = Math.round(nextRetryDelayMs / 1000);
+      setCurrentDetails(
+        `warehouse attempt ${attempt}${of}, next in ${next} s, last: ${lastFailure}`,
+      );
+    },
+  );
   setHandler(orderStateQuery, () => ({
     orderId: input.orderId,
     current,
@@ -221,7 +235,9 @@ async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<boolea
   }
   try {
     await notifyWarehouse({ orderId });
+    setCurrentDetails('');
   } catch (err) {
+    setCurrentDetails('');
     if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
     const cause = err.cause;
     const details: FulfilmentFailedDetails = {

@@ -10,6 +10,10 @@ function notifyWarehouseFailingWith(failure: Error) {
   const activities = createPaymentActivities({
     payments: undefined as never,
     orders: undefined as never,
+    // The signal to the workflow fails here: best effort, the attempt's own failure is unchanged.
+    client: {
+      withDeadline: () => Promise.reject(new Error('Temporal unreachable')),
+    } as never,
     warehouse: {
       requestShipment: () => Promise.reject(failure),
     },

@@ -196,11 +196,39 @@ describe('Temporal Web UI (Chromium)', () => {
         await page.getByText('warehouse answered 503').first().waitFor({ timeout: UI_WAIT_MS });
         const text = await page.locator('body').innerText();
         expect(text).toMatch(/Pending Activities\s+1/);
-        expect(text).toMatch(/Activity ID\s+1\b/);
+        // Activity 2: the order run's local check of its event (activity 1) comes first.
+        expect(text).toMatch(/Activity ID\s+2\b/);
         expect(text).toMatch(/Next Retry\s+\d{4}-\d\d-\d\d UTC [\d:.]+\s*\(\d+s\)/);
         expect(text).toMatch(/Last Failure[\s\S]*"WarehouseUnavailable"/);
       } finally {
         await browser.screenshot(page, `pending-activities-order-${orderId}`, { fullPage: false });
+      }
+      // The workflow's current details, which the failed attempt told it (its metadata query),
+      // on the User Metadata tab. By now a slow machine may be past attempt 3: any failed one.
+      await page.goto(`${server.uiUrl}/namespaces/default/${workflowPath}/history`, {
+        waitUntil: 'domcontentloaded',
+      });
+      try {
+        await page
+          .getByText('User Metadata', { exact: true })
+          .first()
+          .click({ timeout: UI_WAIT_MS });
+        // The UI renders the details (markdown) in a sandboxed frame of their own.
+        await eventually(async () => {
+          const texts = await Promise.all(
+            page.frames().map((f) =>
+              f
+                .locator('body')
+                .innerText({ timeout: 1_000 })
+                .catch(() => ''),
+            ),
+          );
+          expect(texts.join('\n')).toMatch(
+            /warehouse attempt [2-4] of 5, next in (30|120) s, last: 503/,
+          );
+        });
+      } finally {
+        await browser.screenshot(page, `current-details-order-${orderId}`, { fullPage: false });
         await page.close();
       }
     } finally {

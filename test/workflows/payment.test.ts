@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
+import { Context } from '@temporalio/activity';
 import { ActivityFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -102,6 +103,8 @@ function warehouse(answer: (attempt: number) => Promise<void>): Partial<Activiti
     warehouse: client,
     payments: unused,
     orders: unused,
+    // The attempts' signals to their workflow (the Web UI's current details) are real.
+    client: env.client,
   });
   return { notifyWarehouse: (input) => activities.notifyWarehouse(input) };
 }
@@ -393,6 +396,45 @@ describe('orderWorkflow', () => {
     expect(run.calls.find((c) => c.name === 'setShipmentStatus')!.args).toEqual([
       { orderId: 12, status: 'requested' },
     ]);
+  });
+
+  it("shows a retrying warehouse call in the workflow's current details, and clears them once shipped", async () => {
+    // Read as the Web UI reads them, at the start of each attempt: what the one before said.
+    const seen: string[] = [];
+    const currentDetails = async (workflowId: string) =>
+      (
+        await env.client.workflow
+          .getHandle(workflowId)
+          .query<{ currentDetails?: string }>('__temporal_workflow_metadata')
+      ).currentDetails ?? '';
+    const workflowId = () => Context.current().info.workflowExecution!.workflowId;
+    let afterShipping: string | undefined;
+    const run = await runOrder({
+      ...warehouse(async (attempt) => {
+        seen.push(await currentDetails(workflowId()));
+        if (attempt < 3) {
+          throw ApplicationFailure.create({
+            type: FailureType.WarehouseUnavailable,
+            message: 'warehouse answered 503',
+            details: [{ orderId: 12, status: 503, body: '' }],
+          });
+        }
+      }),
+      // The next activity after the warehouse took the order (a closed run answers no query
+      // once the test's worker stopped).
+      sendOrderConfirmation: async () => {
+        afterShipping = await currentDetails(workflowId());
+        return { sent: true, messageId: '<order-12-confirmation@test.local>' };
+      },
+    });
+
+    expect(run.result).toMatchObject({ processed: [{ outcome: 'fulfilled' }] });
+    expect(seen).toEqual([
+      '',
+      'warehouse attempt 1 of 5, next in 10 s, last: 503',
+      'warehouse attempt 2 of 5, next in 30 s, last: 503',
+    ]);
+    expect(afterShipping).toBe('');
   });
 
   it('falls back on the policy backoff (10, 30 s) when an attempt fails without saying how long to wait', async () => {

@@ -127,10 +127,12 @@ describe('warehouse call timeouts', () => {
     expect(steps).toEqual([
       'recordPayment',
       'handOverToOrder',
+      'orderEventHandledBy',
       'notifyWarehouse',
       'setShipmentStatus',
       'sendOrderConfirmation',
       'awardLoyaltyPoints',
+      'markOrderEventHandled',
     ]);
     expect(scheduled.map((a) => a.activityType?.name)).toEqual([
       'notifyWarehouse',
@@ -154,8 +156,10 @@ describe('warehouse call timeouts', () => {
     expect(local.map((i) => i.activityType)).toEqual([
       'recordPayment',
       'handOverToOrder',
+      'orderEventHandledBy',
       'setShipmentStatus',
       'awardLoyaltyPoints',
+      'markOrderEventHandled',
     ]);
     for (const info of local) {
       const policy = info.retryPolicy;
