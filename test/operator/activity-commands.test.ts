@@ -96,20 +96,20 @@ describe('the retrying warehouse activity, operated with the Temporal CLI', () =
       { timeoutMs: 30_000, intervalMs: 500 },
     );
     // The SDK numbers a workflow's activities, local ones included, in the order it schedules
-    // them: the warehouse call follows the order workflow's read of whether the event is handled.
-    expect(waiting.activityId).toBe('2');
+    // them: the warehouse call follows the order run's check of its event and its read of refunds.
+    expect(waiting.activityId).toBe('3');
     const nextAttemptAt = Date.parse(waiting.nextAttemptScheduleTime!);
     expect(nextAttemptAt - Date.now()).toBeGreaterThan(20_000);
     expect(warehouseRequestsFor(stack, orderId)).toHaveLength(2);
 
-    await temporal('activity', 'pause', '--workflow-id', workflowId, '--activity-id', '2');
+    await temporal('activity', 'pause', '--workflow-id', workflowId, '--activity-id', '3');
     await temporal(
       'activity',
       'update-options',
       '--workflow-id',
       workflowId,
       '--activity-id',
-      '2',
+      '3',
       '--retry-maximum-attempts',
       '10',
     );
@@ -123,7 +123,7 @@ describe('the retrying warehouse activity, operated with the Temporal CLI', () =
     // The warehouse is back: retry now rather than in half a minute.
     stack.warehouse.setMode({ kind: 'ok' });
     const resetAt = Date.now();
-    await temporal('activity', 'reset', '--workflow-id', workflowId, '--activity-id', '2');
+    await temporal('activity', 'reset', '--workflow-id', workflowId, '--activity-id', '3');
     await env.client.workflow.getHandle(workflowId).result();
 
     const requests = warehouseRequestsFor(stack, orderId);

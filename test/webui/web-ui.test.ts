@@ -197,7 +197,7 @@ describe('Temporal Web UI (Chromium)', () => {
         const text = await page.locator('body').innerText();
         expect(text).toMatch(/Pending Activities\s+1/);
         // Activity 2: the order run's local check of its event (activity 1) comes first.
-        expect(text).toMatch(/Activity ID\s+2\b/);
+        expect(text).toMatch(/Activity ID\s+3\b/);
         expect(text).toMatch(/Next Retry\s+\d{4}-\d\d-\d\d UTC [\d:.]+\s*\(\d+s\)/);
         expect(text).toMatch(/Last Failure[\s\S]*"WarehouseUnavailable"/);
       } finally {
