@@ -729,8 +729,10 @@ async function prepare(stack: Stack, scenario: Scenario, tag: string): Promise<P
       if (spec.refund === 'after-shipment')
         return deliverRefund(stack, event(2), event(1), order.id);
       if (spec.refund === 'before-payment') {
-        // Closed before the payment comes: the refund is kept for it, not handed to its order.
+        // Applied by the order's run before the payment comes (then not yet a full refund of a
+        // paid order); the payment's fulfilment then finds the order refunded in full.
         await (await deliverRefund(stack, event(2), event(1), order.id)).result();
+        await settleOrder(stack.client, order.id);
       }
       const root = await deliver(stack, event(spec.paidBefore ? 2 : 1), order.id);
       if (spec.warehouse === 'down') {

@@ -167,10 +167,10 @@ export const SCENARIOS = {
   'refund-before-shipment': {
     kind: 'order',
     description:
-      'a full refund delivered before its payment; the payment then claims it: nothing ships, nothing awarded',
+      'a full refund delivered and applied before its payment; the payment then finds the order refunded in full: nothing ships, nothing awarded',
     refund: 'before-payment',
     warehouse: 'ok',
-    activities: [...PAYMENT, 'recordRefund', 'applyRefunds'],
+    activities: [...PAYMENT, 'recordRefund', 'handOverRefundToOrder', 'applyRefunds'],
     expected: {
       ...fulfilled,
       shipments: 0,
