@@ -349,7 +349,7 @@ async function runOperatorPoint(
     );
   }
   // Killed after its first call, the command changed nothing: run again, it makes every call.
-  if (run.call === 1 && !sameCalls(made(again.calls), spec.calls, spec.lastRepeats ?? false)) {
+  if (run.call === 1 && !sameCalls(made(again.calls), spec.calls, spec.polls ?? [])) {
     outcome.problems.push(
       `run again: calls ${made(again.calls).join(', ')}, declared ${spec.calls.join(', ')}`,
     );
@@ -498,11 +498,11 @@ async function operatorCommand(
   return result;
 }
 
-function sameCalls(made: readonly string[], declared: readonly string[], lastRepeats: boolean) {
-  const last = declared.at(-1);
-  const trimmed = [...made];
-  while (lastRepeats && trimmed.length > declared.length && trimmed.at(-1) === last) trimmed.pop();
-  return trimmed.join() === declared.join();
+function sameCalls(made: readonly string[], declared: readonly string[], polls: readonly string[]) {
+  const first = made.slice(0, declared.length);
+  return (
+    first.join() === declared.join() && made.slice(declared.length).every((m) => polls.includes(m))
+  );
 }
 
 /**

@@ -74,8 +74,11 @@ export type ScenarioSpec =
        * CLI is killed after each one in turn; the runs check the calls against this list.
        */
       calls: readonly string[];
-      /** The last call repeats while it polls (flush waits for the deletion). */
-      lastRepeats?: boolean;
+      /**
+       * After the declared calls the command polls with these until the server is done (a retry
+       * follows its new run, flush waits for the deletion): how many varies, so none is a row.
+       */
+      polls?: readonly string[];
       expected: OrderExpectation;
     }
   | { kind: 'export' | 'stock'; description: string; activities: readonly string[] }
@@ -119,6 +122,8 @@ const PAYMENT = [
 ] as const;
 /** A first payment's fulfilment: the order's refunds added up, then the warehouse and its status. */
 const FULFIL = ['applyRefunds', 'notifyWarehouse', 'setShipmentStatus'] as const;
+/** How `ops retry` follows the run its reset started: its latest run, then its result. */
+const FOLLOW = ['DescribeWorkflowExecution', 'GetWorkflowExecutionHistory'] as const;
 /** A warehouse that does not take the order: the notification fails inside its effect. */
 const WAREHOUSE_FAILS: readonly CrashArm[] = [
   'notifyWarehouse.request@after',
@@ -238,7 +243,10 @@ export const SCENARIOS = {
       'DescribeWorkflowExecution',
       'GetWorkflowExecutionHistory',
       'ResetWorkflowExecution',
+      'DescribeWorkflowExecution',
     ],
+    // It follows the new run (--wait) until it closes, then reads its result.
+    polls: FOLLOW,
     // Fulfilled by the retry; the failed run stays listed beside the new one, and its alert.
     expected: { ...fulfilled, alerts: 1, failedRuns: 1, gaveUp: 'non_retryable' },
   },
@@ -252,7 +260,9 @@ export const SCENARIOS = {
       'DescribeWorkflowExecution',
       'GetWorkflowExecutionHistory',
       'ResetWorkflowExecution',
+      'DescribeWorkflowExecution',
     ],
+    polls: FOLLOW,
     expected: { ...fulfilled, alerts: 1, failedRuns: 1, gaveUp: 'non_retryable' },
   },
   'ops-flush': {
@@ -269,7 +279,7 @@ export const SCENARIOS = {
       'DeleteWorkflowExecution',
       'DescribeWorkflowExecution',
     ],
-    lastRepeats: true,
+    polls: ['DescribeWorkflowExecution'],
     // Deleted: nothing lists it any more; what it did (the payment, the alert) stays.
     expected: { ...refused, failedRuns: 0, gaveUp: undefined },
   },
