@@ -56,10 +56,7 @@ describe('the crash matrix (dev/chaos/crash-scenarios.ts)', () => {
   it('judges a refund after the shipment and a thin event at their own points', () => {
     const scenariosOf = (arm: string) =>
       runs.filter((r) => armName(r) === arm).map((r) => r.scenario);
-    for (const arm of [
-      'requestReturnReview.commit@before',
-      'reverseLoyaltyPoints.reply@before',
-    ]) {
+    for (const arm of ['requestReturnReview.commit@before', 'reverseLoyaltyPoints.reply@before']) {
       expect(scenariosOf(arm)).toEqual(['refund-after-shipment']);
     }
     expect(scenariosOf('handOverRefundToOrder.signal@after')).toEqual([
