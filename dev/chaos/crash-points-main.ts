@@ -15,7 +15,7 @@ reports/crash-points.md; a selection prints its table only.
 
   --db sqlite|postgres     one database
   --scenario a,b           these scenarios (${Object.keys(SCENARIOS).join(', ')})
-  --point <text>           rows whose point or arm contains the text
+  --point <text>[,<text>]  rows whose point or arm contains one of the texts
   --only <text>            rows whose "<arm> <scenario>" contains the text
   --share <n>              a rotating share of n rows of the selection (CI)
   --rotation <n>           which share (default: CRASH_POINTS_ROTATION, else the day number)
@@ -44,7 +44,7 @@ async function main(): Promise<number> {
   };
   const db = value('--db');
   const only = value('--only');
-  const point = value('--point');
+  const points = value('--point')?.split(',');
   const scenarios = value('--scenario')?.split(',');
   const share = value('--share');
   const fault = (value('--fault') ?? 'worker-kill') as Fault;
@@ -65,7 +65,7 @@ async function main(): Promise<number> {
   const everyRun = (await allPointRuns()).filter((r) => underFault(r, fault));
   const selected = everyRun
     .filter((r) => !scenarios || scenarios.includes(r.scenario))
-    .filter((r) => !point || r.point.includes(point) || armName(r).includes(point))
+    .filter((r) => !points || points.some((p) => r.point.includes(p) || armName(r).includes(p)))
     .filter((r) => !only || `${armName(r)} ${r.scenario}`.includes(only));
   const rotation = Number(
     value('--rotation') ?? process.env.CRASH_POINTS_ROTATION ?? Math.floor(Date.now() / 86_400_000),

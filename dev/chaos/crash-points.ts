@@ -12,7 +12,10 @@ import type { CrashPointName } from '../../src/activities/crash-points';
 import { invoiceFile } from '../../src/activities/invoice-activities';
 import { createDatabase, createOrdersRepository, migrateToLatest } from '../../src/db';
 import { signBody } from '../../src/http/signature';
+import { PAYMENT_REFUNDED_EVENT } from '../../src/http/providers/original';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
+import { refundWorkflowId } from '../../src/shared/payment-events';
+import { thinEventWorkflowId, type ThinEventWorkflowInput } from '../../src/shared/thin-event';
 import { confirmationMessageId } from '../../src/mail/order-confirmation';
 import { closeFailure } from '../../src/operator/failed-workflows';
 import { causeChain } from '../../src/operator/failures';
@@ -41,6 +44,7 @@ import {
 import { localActivityType } from './evidence';
 import { allMigrationsLine, migrateSpec, schemaOf } from './migration-points';
 import {
+  AMOUNT,
   armName,
   scenarioSpec,
   undeclaredArms,
@@ -127,7 +131,6 @@ export interface CrashPointOptions {
 }
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const AMOUNT = 5400;
 // Long enough for the slowest retry after a kill: a mail's 15 s start-to-close timeout, then its
 // backoff, then the rest of the order.
 const SETTLE_TIMEOUT_MS = 90_000;
@@ -346,7 +349,7 @@ async function runOperatorPoint(
     );
   }
   // Killed after its first call, the command changed nothing: run again, it makes every call.
-  if (run.call === 1 && !sameCalls(made(again.calls), spec.calls, spec.lastRepeats ?? false)) {
+  if (run.call === 1 && !sameCalls(made(again.calls), spec.calls, spec.polls ?? [])) {
     outcome.problems.push(
       `run again: calls ${made(again.calls).join(', ')}, declared ${spec.calls.join(', ')}`,
     );
@@ -495,11 +498,11 @@ async function operatorCommand(
   return result;
 }
 
-function sameCalls(made: readonly string[], declared: readonly string[], lastRepeats: boolean) {
-  const last = declared.at(-1);
-  const trimmed = [...made];
-  while (lastRepeats && trimmed.length > declared.length && trimmed.at(-1) === last) trimmed.pop();
-  return trimmed.join() === declared.join();
+function sameCalls(made: readonly string[], declared: readonly string[], polls: readonly string[]) {
+  const first = made.slice(0, declared.length);
+  return (
+    first.join() === declared.join() && made.slice(declared.length).every((m) => polls.includes(m))
+  );
 }
 
 /**
@@ -722,6 +725,15 @@ async function prepare(stack: Stack, scenario: Scenario, tag: string): Promise<P
   let deadlineShortened: Promise<void> | undefined;
   return {
     trigger: async () => {
+      if (spec.thin) return startThinPayment(stack, event(1), order.id);
+      if (spec.refund === 'after-shipment')
+        return deliverRefund(stack, event(2), event(1), order.id);
+      if (spec.refund === 'before-payment') {
+        // Applied by the order's run before the payment comes (then not yet a full refund of a
+        // paid order); the payment's fulfilment then finds the order refunded in full.
+        await (await deliverRefund(stack, event(2), event(1), order.id)).result();
+        await settleOrder(stack.client, order.id);
+      }
       const root = await deliver(stack, event(spec.paidBefore ? 2 : 1), order.id);
       if (spec.warehouse === 'down') {
         deadlineShortened = shortenWarehouseDeadline(stack, order.id);
@@ -785,12 +797,16 @@ function orderExtra(o: {
   invoice: boolean;
   refundReview: boolean;
   shipmentStatus: string;
+  refunded?: number | undefined;
+  returnReview?: boolean | undefined;
   gaveUp?: string | undefined;
 }): string {
   return [
     o.invoice ? 'invoice' : 'no invoice',
     o.refundReview ? 'review' : 'no review',
     o.shipmentStatus,
+    `refunded ${o.refunded ?? 0}`,
+    o.returnReview ? 'return review' : 'no return review',
     ...(o.gaveUp ? [`gave up: ${o.gaveUp}`] : []),
   ].join(', ');
 }
@@ -837,12 +853,75 @@ async function shortenWarehouseDeadline(stack: Stack, orderId: number): Promise<
 }
 
 async function deliver(stack: Stack, eventId: string, orderId: number): Promise<WorkflowHandle> {
-  const raw = JSON.stringify({
-    id: eventId,
-    event: PAYMENT_SUCCEEDED_EVENT,
-    order_id: orderId,
-    amount: AMOUNT,
+  const body = { id: eventId, event: PAYMENT_SUCCEEDED_EVENT, order_id: orderId, amount: AMOUNT };
+  await post(stack, eventId, body);
+  return stack.client.workflow.getHandle(paymentWorkflowId(eventId));
+}
+
+/**
+ * A Stripe thin `v1.payment_intent.succeeded` for the order, started as the HTTP edge starts one
+ * it verified (the stack's HTTP process speaks the contract's scheme, not Stripe's): its
+ * PaymentIntent is what the workers then fetch from the stack's API double.
+ */
+async function startThinPayment(
+  stack: Stack,
+  eventId: string,
+  orderId: number,
+): Promise<WorkflowHandle> {
+  const intent = `pi_${eventId}`;
+  stack.stripeApi.answers = [
+    {
+      status: 200,
+      body: {
+        id: intent,
+        object: 'payment_intent',
+        amount: AMOUNT,
+        amount_received: AMOUNT,
+        currency: 'jpy',
+        status: 'succeeded',
+        livemode: false,
+        metadata: { order_id: String(orderId) },
+      },
+    },
+  ];
+  const input: ThinEventWorkflowInput = {
+    eventId: `stripe~${eventId}`,
+    notification: {
+      id: eventId,
+      object: 'v2.core.event',
+      type: 'v1.payment_intent.succeeded',
+      livemode: false,
+      related_object: { id: intent, type: 'payment_intent', url: `/v1/payment_intents/${intent}` },
+    },
+  };
+  return stack.client.workflow.start('thinEventWorkflow', {
+    taskQueue: PAYMENTS_TASK_QUEUE,
+    workflowId: thinEventWorkflowId(input.eventId),
+    args: [input],
   });
+}
+
+/** A refund of the whole payment `paymentId` (the contract's payment.refunded). */
+async function deliverRefund(
+  stack: Stack,
+  eventId: string,
+  paymentId: string,
+  orderId: number,
+): Promise<WorkflowHandle> {
+  const body = {
+    id: eventId,
+    event: PAYMENT_REFUNDED_EVENT,
+    order_id: orderId,
+    payment_id: paymentId,
+    amount: AMOUNT,
+    refund_id: `re_${eventId}`,
+  };
+  await post(stack, eventId, body);
+  return stack.client.workflow.getHandle(refundWorkflowId(eventId));
+}
+
+async function post(stack: Stack, eventId: string, body: object): Promise<void> {
+  const raw = JSON.stringify(body);
   for (let attempt = 1; attempt <= 40; attempt++) {
     try {
       const response = await fetch(new URL(PAYMENT_WEBHOOK_PATH, stack.baseUrl), {
@@ -855,8 +934,7 @@ async function deliver(stack: Stack, eventId: string, orderId: number): Promise<
         signal: AbortSignal.timeout(15_000),
       });
       await response.text();
-      if (response.status === 200)
-        return stack.client.workflow.getHandle(paymentWorkflowId(eventId));
+      if (response.status === 200) return;
       if (response.status !== 503) throw new Error(`webhook answered ${response.status}`);
     } catch (error) {
       if (error instanceof Error && error.message.startsWith('webhook answered')) throw error;
@@ -887,7 +965,12 @@ async function countOrder(stack: Stack, orderId: number): Promise<Counts> {
   const row = await db
     .selectFrom('orders')
     .where('id', '=', orderId)
-    .select(['refund_review_requested_at', 'shipment_status'])
+    .select([
+      'refund_review_requested_at',
+      'shipment_status',
+      'refunded_amount',
+      'return_review_requested_at',
+    ])
     .executeTakeFirst();
   return {
     payments: await count('payments'),
@@ -904,7 +987,9 @@ async function countOrder(stack: Stack, orderId: number): Promise<Counts> {
     extra: orderExtra({
       invoice,
       refundReview: Boolean(row?.refund_review_requested_at),
-      shipmentStatus: row?.shipment_status ?? 'no shipment status',
+      shipmentStatus: row?.shipment_status ?? 'none',
+      refunded: Number(row?.refunded_amount ?? 0),
+      returnReview: Boolean(row?.return_review_requested_at),
       gaveUp: gaveUp?.reason,
     }),
     ...(gaveUp && gaveUp.label !== gaveUp.reason

@@ -30,7 +30,11 @@ export interface OrderExpectation {
   failedRuns: number;
   invoice: boolean;
   refundReview: boolean;
-  shipmentStatus: 'requested' | 'failed';
+  /** `none`: nothing went to the warehouse (refunded in full before it was shipped). */
+  shipmentStatus: 'requested' | 'failed' | 'none';
+  /** The order's refunded total, and whether it was flagged for a return review. */
+  refunded?: number;
+  returnReview?: boolean;
   /** Why the warehouse notification was given up, read from the failed run's failure. */
   gaveUp?: 'non_retryable' | 'deadline';
 }
@@ -47,6 +51,13 @@ export type ScenarioSpec =
       description: string;
       /** The order was paid and fulfilled before the point is armed: the trigger pays it again. */
       paidBefore?: boolean;
+      /**
+       * A full refund of the payment is delivered: `before-payment`, and the payment once the
+       * refund's workflow closed (nothing must ship); `after-shipment`, instead of a second payment.
+       */
+      refund?: 'before-payment' | 'after-shipment';
+      /** The payment comes as a Stripe thin event, whose object the workers fetch. */
+      thin?: boolean;
       warehouse: WarehouseSetup;
       /** The activities its workflows run: each of their points, but `unreached`, is run. */
       activities: readonly string[];
@@ -63,13 +74,19 @@ export type ScenarioSpec =
        * CLI is killed after each one in turn; the runs check the calls against this list.
        */
       calls: readonly string[];
-      /** The last call repeats while it polls (flush waits for the deletion). */
-      lastRepeats?: boolean;
+      /**
+       * After the declared calls the command polls with these until the server is done (a retry
+       * follows its new run, flush waits for the deletion): how many varies, so none is a row.
+       */
+      polls?: readonly string[];
       expected: OrderExpectation;
     }
   | { kind: 'export' | 'stock'; description: string; activities: readonly string[] }
   /** `npm run migrate` on a fresh database, killed between two statements of a migration. */
   | { kind: 'migration'; description: string };
+
+/** What every order scenario pays (minor units); a full refund gives back as much. */
+export const AMOUNT = 5400;
 
 const fulfilled = {
   payments: 1,
@@ -103,6 +120,10 @@ const PAYMENT = [
   'orderEventHandledBy',
   'markOrderEventHandled',
 ] as const;
+/** A first payment's fulfilment: the order's refunds added up, then the warehouse and its status. */
+const FULFIL = ['applyRefunds', 'notifyWarehouse', 'setShipmentStatus'] as const;
+/** How `ops retry` follows the run its reset started: its latest run, then its result. */
+const FOLLOW = ['DescribeWorkflowExecution', 'GetWorkflowExecutionHistory'] as const;
 /** A warehouse that does not take the order: the notification fails inside its effect. */
 const WAREHOUSE_FAILS: readonly CrashArm[] = [
   'notifyWarehouse.request@after',
@@ -124,8 +145,25 @@ export const SCENARIOS = {
     warehouse: 'ok',
     activities: [
       ...PAYMENT,
-      'notifyWarehouse',
-      'setShipmentStatus',
+      ...FULFIL,
+      'sendOrderConfirmation',
+      'awardLoyaltyPoints',
+      'generateInvoicePdf',
+    ],
+    unreached: NO_WAREHOUSE_RETRY,
+    expected: fulfilled,
+  },
+  'thin-event': {
+    kind: 'order',
+    description:
+      'a Stripe thin v1.payment_intent.succeeded: its PaymentIntent fetched from the API double, then paid and fulfilled once',
+    thin: true,
+    warehouse: 'ok',
+    activities: [
+      'fetchThinEventObject',
+      'deliverThinEvent',
+      ...PAYMENT,
+      ...FULFIL,
       'sendOrderConfirmation',
       'awardLoyaltyPoints',
       'generateInvoicePdf',
@@ -141,11 +179,48 @@ export const SCENARIOS = {
     activities: [...PAYMENT, 'requestRefundReview', 'deliverAlert'],
     expected: { ...fulfilled, payments: 2, alerts: 1, refundReview: true },
   },
+  'refund-before-shipment': {
+    kind: 'order',
+    description:
+      'a full refund delivered and applied before its payment; the payment then finds the order refunded in full: nothing ships, nothing awarded',
+    refund: 'before-payment',
+    warehouse: 'ok',
+    activities: [...PAYMENT, 'recordRefund', 'handOverRefundToOrder', 'applyRefunds'],
+    expected: {
+      ...fulfilled,
+      shipments: 0,
+      mails: 0,
+      ledger: 0,
+      invoice: false,
+      shipmentStatus: 'none',
+      refunded: AMOUNT,
+    },
+  },
+  'refund-after-shipment': {
+    kind: 'order',
+    description:
+      'a full refund of an order paid and fulfilled: a return review, one alert, the points taken back once',
+    paidBefore: true,
+    refund: 'after-shipment',
+    warehouse: 'ok',
+    // The first payment ran before the point was armed; the refund passes the order run's check.
+    activities: [
+      'orderEventHandledBy',
+      'markOrderEventHandled',
+      'recordRefund',
+      'handOverRefundToOrder',
+      'applyRefunds',
+      'requestReturnReview',
+      'deliverAlert',
+      'reverseLoyaltyPoints',
+    ],
+    expected: { ...fulfilled, ledger: 2, alerts: 1, refunded: AMOUNT, returnReview: true },
+  },
   'warehouse-rejects': {
     kind: 'order',
     description: 'the warehouse answers 400: given up at once, compensated, one alert',
     warehouse: 'rejects',
-    activities: [...PAYMENT, 'notifyWarehouse', 'setShipmentStatus', 'deliverAlert'],
+    activities: [...PAYMENT, ...FULFIL, 'deliverAlert'],
     unreached: [...WAREHOUSE_FAILS, ...NO_WAREHOUSE_RETRY],
     expected: refused,
   },
@@ -154,7 +229,7 @@ export const SCENARIOS = {
     description:
       'the warehouse answers 503 until the retry deadline (shortened to 20 s): compensated once, one alert',
     warehouse: 'down',
-    activities: [...PAYMENT, 'notifyWarehouse', 'setShipmentStatus', 'deliverAlert'],
+    activities: [...PAYMENT, ...FULFIL, 'deliverAlert'],
     unreached: WAREHOUSE_FAILS,
     expected: { ...refused, gaveUp: 'deadline' },
   },
@@ -178,7 +253,10 @@ export const SCENARIOS = {
       'DescribeWorkflowExecution',
       'GetWorkflowExecutionHistory',
       'ResetWorkflowExecution',
+      'DescribeWorkflowExecution',
     ],
+    // It follows the new run (--wait) until it closes, then reads its result.
+    polls: FOLLOW,
     // Fulfilled by the retry; the failed run stays listed beside the new one, and its alert.
     expected: { ...fulfilled, alerts: 1, failedRuns: 1, gaveUp: 'non_retryable' },
   },
@@ -192,7 +270,9 @@ export const SCENARIOS = {
       'DescribeWorkflowExecution',
       'GetWorkflowExecutionHistory',
       'ResetWorkflowExecution',
+      'DescribeWorkflowExecution',
     ],
+    polls: FOLLOW,
     expected: { ...fulfilled, alerts: 1, failedRuns: 1, gaveUp: 'non_retryable' },
   },
   'ops-flush': {
@@ -209,7 +289,7 @@ export const SCENARIOS = {
       'DeleteWorkflowExecution',
       'DescribeWorkflowExecution',
     ],
-    lastRepeats: true,
+    polls: ['DescribeWorkflowExecution'],
     // Deleted: nothing lists it any more; what it did (the payment, the alert) stays.
     expected: { ...refused, failedRuns: 0, gaveUp: undefined },
   },

@@ -7,6 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { createDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db';
 import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../../src/shared/constants';
 import { startSmtpSink, type SmtpSink } from '../partners/smtp-sink';
+import { startStripeApiDouble, type StripeApiDouble } from '../partners/stripe-api-double';
 import { createWarehouseSimulator, type WarehouseSimulator } from '../partners/warehouse-simulator';
 import { freePorts, spawnWatchdog, waitForHttp } from './driver';
 import { createChaosPostgres, type ChaosPostgres } from './postgres-cluster';
@@ -35,6 +36,8 @@ export type Fault = 'worker-kill' | 'temporal-restart' | 'db-down' | 'db-hung';
 
 export const NAMESPACE = 'default';
 export const WEBHOOK_SECRET = 'crash-points-webhook-secret-0123456789';
+/** The key the workers fetch thin events with, from the stack's Stripe API double. */
+export const STRIPE_API_KEY = 'sk_test_crash_points_double';
 export const MAIL_FROM = 'Order Payments <orders@order-payments.local>';
 export const READY_TIMEOUT_MS = 120_000;
 // How long the frozen worker waits for its SIGKILL: the driver reads the line in milliseconds.
@@ -67,6 +70,8 @@ export interface Stack {
   client: Client;
   warehouse: WarehouseSimulator;
   smtp: SmtpSink;
+  /** Where the workers fetch thin events' objects (STRIPE_API_BASE_URL). */
+  stripeApi: StripeApiDouble;
   alerts: Alert[];
   baseUrl: string;
   armDir: string;
@@ -151,6 +156,8 @@ export async function startStack(
     cleanups.push(() => warehouse.close());
     const smtp = await startSmtpSink();
     cleanups.push(() => smtp.close());
+    const stripeApi = await startStripeApiDouble();
+    cleanups.push(() => stripeApi.close());
     const alerts: Alert[] = [];
     const alertSink = await startAlertSink(alerts);
     cleanups.push(() => new Promise((resolve) => alertSink.server.close(resolve)));
@@ -196,6 +203,10 @@ export async function startStack(
       }),
       ALERT_WEBHOOK_URL: alertSink.url,
       WORKFLOW_BUNDLE_PATH: bundle,
+      STRIPE_API_KEY: STRIPE_API_KEY,
+      STRIPE_API_BASE_URL: stripeApi.url,
+      // The double is a test-mode account.
+      STRIPE_LIVEMODE: 'false',
     };
     const holds: Hold[] = [];
     const passes: Pass[] = [];
@@ -262,6 +273,7 @@ export async function startStack(
       client,
       warehouse,
       smtp,
+      stripeApi,
       alerts,
       baseUrl,
       armDir: dirs.arm,

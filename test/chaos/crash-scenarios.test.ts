@@ -31,15 +31,44 @@ describe('the crash matrix (dev/chaos/crash-scenarios.ts)', () => {
       runs.filter((r) => armName(r) === arm).map((r) => r.scenario);
     expect(scenariosOf('recordPayment.commit@after')).toEqual([
       'payment',
+      'thin-event',
       'double-charge',
+      'refund-before-shipment',
+      'warehouse-rejects',
+      'warehouse-down',
+    ]);
+    expect(scenariosOf('applyRefunds.commit@after')).toEqual([
+      'payment',
+      'thin-event',
+      'refund-before-shipment',
+      'refund-after-shipment',
       'warehouse-rejects',
       'warehouse-down',
     ]);
     expect(scenariosOf('deliverAlert.post@before')).toEqual([
       'double-charge',
+      'refund-after-shipment',
       'warehouse-rejects',
       'warehouse-down',
     ]);
+  });
+
+  it('judges a refund after the shipment and a thin event at their own points', () => {
+    const scenariosOf = (arm: string) =>
+      runs.filter((r) => armName(r) === arm).map((r) => r.scenario);
+    for (const arm of ['requestReturnReview.commit@before', 'reverseLoyaltyPoints.reply@before']) {
+      expect(scenariosOf(arm)).toEqual(['refund-after-shipment']);
+    }
+    expect(scenariosOf('handOverRefundToOrder.signal@after')).toEqual([
+      'refund-before-shipment',
+      'refund-after-shipment',
+    ]);
+    expect(scenariosOf('recordRefund.commit@before')).toEqual([
+      'refund-before-shipment',
+      'refund-after-shipment',
+    ]);
+    expect(scenariosOf('fetchThinEventObject.reply@before')).toEqual(['thin-event']);
+    expect(scenariosOf('deliverThinEvent.deliver@after')).toEqual(['thin-event']);
   });
 
   it('leaves out the sides a failing warehouse never reaches', () => {

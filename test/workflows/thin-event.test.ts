@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import {
@@ -10,6 +8,7 @@ import {
 import type { StripeThinNotification, ThinEventResult } from '../../src/shared/thin-event';
 import { thinEventWorkflowId } from '../../src/shared/thin-event';
 import type { thinEventWorkflow } from '../../src/workflows';
+import { startStripeApiDouble, type StripeApiDouble } from '../../dev/partners/stripe-api-double';
 import { bundledWorker, workflowBundle } from '../support/bundles';
 import { createTimeSkippingEnv } from '../support/temporal';
 import {
@@ -25,32 +24,6 @@ import {
 
 const API_KEY = 'sk_test_thin_event_double_key';
 
-/** Stripe's API as far as thin events need it: an object per path, or the status to answer. */
-interface ApiDouble {
-  url: string;
-  requests: Array<{ path: string; authorization: string | undefined }>;
-  /** Answers per request, in order; the last one repeats. */
-  answers: Array<{ status: number; body: unknown }>;
-  close(): Promise<void>;
-}
-
-async function startApiDouble(): Promise<ApiDouble> {
-  const double = { requests: [], answers: [] } as unknown as ApiDouble;
-  const server: Server = createServer((req: IncomingMessage, res) => {
-    double.requests.push({ path: req.url ?? '', authorization: req.headers.authorization });
-    const answer = double.answers[Math.min(double.requests.length, double.answers.length) - 1] ?? {
-      status: 500,
-      body: {},
-    };
-    res.writeHead(answer.status, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(answer.body));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  double.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  double.close = () => new Promise<void>((resolve) => server.close(() => resolve()));
-  return double;
-}
-
 const stripeError = (status: number, message: string) => ({
   status,
   body: { error: { type: 'invalid_request_error', message } },
@@ -58,7 +31,7 @@ const stripeError = (status: number, message: string) => ({
 
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
-let api: ApiDouble;
+let api: StripeApiDouble;
 let starter: RecordingPaymentStarter;
 let inbox: RecordingUnmatched;
 
@@ -67,7 +40,7 @@ beforeAll(async () => {
 });
 beforeEach(async () => {
   env = await createTimeSkippingEnv();
-  api = await startApiDouble();
+  api = await startStripeApiDouble();
   starter = recordingPaymentStarter();
   inbox = recordingUnmatched();
 });
