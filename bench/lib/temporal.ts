@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from '../../dev/net/ports';
 import { startCluster } from '../../dev/cluster/cluster';
 import { freeClusterPorts, NUM_HISTORY_SHARDS, SERVICES } from '../../dev/cluster/config';
 import { TEMPORAL_SERVER_VERSION } from '../../dev/cluster/provision-server';
@@ -120,14 +120,3 @@ async function serverVersion(): Promise<string> {
   }
 }
 
-/** A port that was free a moment ago on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}

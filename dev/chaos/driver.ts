@@ -1,7 +1,6 @@
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { setMaxListeners } from 'node:events';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -28,6 +27,7 @@ import {
   type PaymentEvent,
 } from './provider';
 import { Arms } from './arms';
+import { freePorts } from '../net/ports';
 import { createRandom, type Random } from './random';
 import { ProcessRegistry, SupervisedProcess, type ProcessSpec } from './supervisor';
 import { devServerArgs, temporalCliPath, waitForTemporal } from './temporal-server';
@@ -910,24 +910,6 @@ export function spawnWatchdog(runDir: string, stopPostgres: string[]): () => voi
       // Gone already.
     }
   };
-}
-
-export function freePorts(count: number): Promise<number[]> {
-  // All probed at once, so the same port is never handed out twice.
-  const servers = Array.from({ length: count }, () => createServer());
-  return Promise.all(
-    servers.map(
-      (server) =>
-        new Promise<number>((resolve, reject) => {
-          server.once('error', reject);
-          server.listen(0, '127.0.0.1', () => {
-            const address = server.address();
-            if (typeof address === 'object' && address) resolve(address.port);
-            else reject(new Error('could not probe a free port'));
-          });
-        }),
-    ),
-  ).finally(() => Promise.all(servers.map((s) => new Promise((r) => s.close(r)))));
 }
 
 /**

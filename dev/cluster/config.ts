@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
 import path from 'node:path';
+import { freePorts } from '../net/ports';
 import { FRONTEND_SERVER_NAME, INTERNODE_SERVER_NAME, type ClusterCerts } from './certs';
 
 /**
@@ -47,49 +47,14 @@ export function fixedPorts(): ClusterPorts {
   return { services, frontendHttp: 17243, postgres: 15432 };
 }
 
-/**
- * Free ports, for a cluster beside other servers (tests). Membership ports stay below 32768:
- * the server records them in a PostgreSQL smallint column (cluster_membership.rpc_port), and
- * the kernel's ephemeral ports are above that.
- */
+/** Free ports, for a cluster beside other servers (tests). */
 export async function freeClusterPorts(): Promise<ClusterPorts> {
-  const membership = await freePortsIn(SERVICES.length, 20_000, 32_767);
-  const others = await freePortsIn(SERVICES.length * 2 + 2, 0, 0);
-  const next = (list: number[]) => list.shift()!;
+  const ports = await freePorts(SERVICES.length * 3 + 2);
+  const next = () => ports.shift()!;
   const services = Object.fromEntries(
-    SERVICES.map((name) => [
-      name,
-      { grpc: next(others), membership: next(membership), metrics: next(others) },
-    ]),
+    SERVICES.map((name) => [name, { grpc: next(), membership: next(), metrics: next() }]),
   ) as Record<ServiceName, ServicePorts>;
-  return { services, frontendHttp: next(others), postgres: next(others) };
-}
-
-/** `count` distinct ports free now, in [low, high], or any the kernel picks when both are 0. */
-async function freePortsIn(count: number, low: number, high: number): Promise<number[]> {
-  const held: Server[] = [];
-  const ports: number[] = [];
-  try {
-    for (let tries = 0; ports.length < count; tries++) {
-      if (tries > 1_000) throw new Error(`no ${count} free ports in ${low}-${high}`);
-      const wanted = high === 0 ? 0 : low + Math.floor(Math.random() * (high - low + 1));
-      const server = createServer();
-      // Held open until all are found, so the same port is never handed out twice.
-      const port = await new Promise<number | undefined>((resolve) => {
-        server.once('error', () => resolve(undefined));
-        server.listen(wanted, '127.0.0.1', () => {
-          const address = server.address();
-          resolve(typeof address === 'object' && address ? address.port : undefined);
-        });
-      });
-      if (port === undefined) continue;
-      held.push(server);
-      ports.push(port);
-    }
-    return ports;
-  } finally {
-    await Promise.all(held.map((s) => new Promise((resolve) => s.close(resolve))));
-  }
+  return { services, frontendHttp: next(), postgres: next() };
 }
 
 export const NUM_HISTORY_SHARDS = 4;

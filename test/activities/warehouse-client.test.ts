@@ -1,4 +1,4 @@
-import { freePort } from '../support/ports';
+import { freePort } from '../../dev/net/ports';
 import { ApplicationFailure } from '@temporalio/common';
 import { createWarehouseClient } from '../../src/activities/warehouse-client';
 import { FailureType } from '../../src/shared/errors';

@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -15,6 +14,7 @@ import {
 import { ProcessRegistry, SupervisedProcess } from '../../dev/chaos/supervisor';
 import { startCluster, startWatchdog, type TemporalCluster } from '../../dev/cluster/cluster';
 import { freeClusterPorts } from '../../dev/cluster/config';
+import { freePorts } from '../../dev/net/ports';
 
 /**
  * The system as production runs it, against the multi-service cluster: the worker, the heavy
@@ -185,20 +185,3 @@ async function waitFor(
   throw new Error(`timed out waiting until ${what}: ${String(lastError)}`);
 }
 
-function freePorts(count: number): Promise<number[]> {
-  // Probed all at once, so no port is handed out twice.
-  const servers = Array.from({ length: count }, () => createServer());
-  return Promise.all(
-    servers.map(
-      (server) =>
-        new Promise<number>((resolve, reject) => {
-          server.once('error', reject);
-          server.listen(0, '127.0.0.1', () => {
-            const address = server.address();
-            if (typeof address === 'object' && address) resolve(address.port);
-            else reject(new Error('could not probe a free port'));
-          });
-        }),
-    ),
-  ).finally(() => Promise.all(servers.map((s) => new Promise((r) => s.close(r)))));
-}

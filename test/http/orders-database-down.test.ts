@@ -1,4 +1,4 @@
-import { freePort } from '../support/ports';
+import { freePort } from '../../dev/net/ports';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import {

@@ -1,4 +1,4 @@
-import { freePort } from '../support/ports';
+import { freePort } from '../../dev/net/ports';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger, type LogEntry } from '@temporalio/worker';

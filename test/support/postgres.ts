@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { freePort } from '../../dev/net/ports';
 
 /** A PostgreSQL server for the test run: its superuser URL, and how to get rid of it. */
 export interface TestPostgres {
@@ -232,21 +232,6 @@ function serverUser(): ServerUser | undefined {
       `Running as root, but there is no "postgres" system user to run the server as. ${INSTALL_HINT}`,
     );
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address !== null
-          ? resolve(address.port)
-          : reject(new Error('could not probe a free port')),
-      );
-    });
-  });
 }
 
 function readLog(logFile: string): string {

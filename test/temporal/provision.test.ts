@@ -21,7 +21,7 @@ import {
   testServerExecutable,
 } from '../../dev/temporal/provision';
 import { createDevServerEnv, createTimeSkippingEnv } from '../support/temporal';
-import { freePort, portIsFree } from '../support/ports';
+import { freePort, portIsFree } from '../../dev/net/ports';
 import { eventually } from '../operations/helpers';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
