@@ -20,6 +20,14 @@ const PROVIDED_ELSEWHERE: Record<string, string> = {
   'Warehouse paused': 'partner-pause',
 };
 
+// Metrics the alert rules watch that a healthy run does not produce: they appear when it happens.
+const ONLY_WHEN_IT_HAPPENS = new Set([
+  'temporal_workflow_task_execution_failed',
+  'temporal_request_failure',
+  // Provided by partner-pause.
+  'order_payments_partner_paused',
+]);
+
 // Grafana's interval for rate(): Prometheus scrapes every second here, so a minute is plenty.
 const GRAFANA_VARIABLES: Record<string, string> = { $__rate_interval: '1m' };
 
@@ -126,6 +134,15 @@ describe('the Grafana dashboard', () => {
       '/api/v1/rules',
     );
     expect(rules.groups.map((g) => g.name)).toEqual(['order-payments']);
+    // …and watch metrics the processes really export, under those names.
+    const exported = new Set(await prometheus.api<string[]>('/api/v1/label/__name__/values'));
+    const watched = new Set(
+      readFileSync(RULES, 'utf8').match(/\b(?:order_payments|temporal)_\w+/g),
+    );
+    expect(watched.size).toBeGreaterThan(8);
+    expect(
+      [...watched].filter((name) => !ONLY_WHEN_IT_HAPPENS.has(name) && !exported.has(name)),
+    ).toEqual([]);
 
     const withoutData: string[] = [];
     for (const panel of panels) {
