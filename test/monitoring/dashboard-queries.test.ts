@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { PAYMENT_TO_SHIPMENT_BUCKETS_SECONDS } from '../../src/shared/business-metrics';
 import { eventually } from '../support/eventually';
 import { ROOT, run, startStack, stopDevStacks, type Stack } from '../support/dev-stack';
 import { startPrometheus, type PrometheusServer } from '../support/prometheus';
@@ -126,6 +127,12 @@ describe('the Grafana dashboard', () => {
       },
       { timeoutMs: 30_000, intervalMs: 1_000 },
     );
+    // In seconds, on the buckets the runtime sets for it (the SDK's defaults suit milliseconds).
+    const scraped = await (await fetch(`http://127.0.0.1:${workerMetrics}/metrics`)).text();
+    const buckets = [
+      ...scraped.matchAll(/^order_payments_payment_to_shipment_seconds_bucket\{.*le="([^"]+)"/gm),
+    ].map((m) => m[1]);
+    expect(buckets).toEqual([...PAYMENT_TO_SHIPMENT_BUCKETS_SECONDS.map(String), '+Inf']);
     const endedAt = Date.now() + 3_000;
     await new Promise((resolve) => setTimeout(resolve, 3_000));
 
