@@ -27,6 +27,11 @@ export interface OrderPaymentEvent {
    * before the check existed.
    */
   amountMatchesOrder?: boolean;
+  /**
+   * When the webhook accepted the payment (its payment workflow's start, epoch ms): where the
+   * payment-to-shipment latency starts. Absent from events handed over before it was added.
+   */
+  paidAt?: number;
 }
 
 /** A refund event recorded for the order: the order workflow adds its refunds up again. */

@@ -1,5 +1,6 @@
 import { DefaultLogger, type LogEntry, type LogLevel, Runtime } from '@temporalio/worker';
 import type { Logger } from '../logger';
+import { BusinessMetric, PAYMENT_TO_SHIPMENT_BUCKETS_SECONDS } from '../shared/business-metrics';
 
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
   TRACE: 'trace',
@@ -39,7 +40,17 @@ export function installTemporalRuntime(logger: Logger, options: TemporalRuntimeO
       telemetryOptions: {
         logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
         ...(options.metricsAddress
-          ? { metrics: { prometheus: { bindAddress: options.metricsAddress } } }
+          ? {
+              metrics: {
+                prometheus: {
+                  bindAddress: options.metricsAddress,
+                  // The SDK's default buckets suit milliseconds; this one counts seconds.
+                  histogramBucketOverrides: {
+                    [BusinessMetric.paymentToShipment]: [...PAYMENT_TO_SHIPMENT_BUCKETS_SECONDS],
+                  },
+                },
+              },
+            }
           : {}),
       },
       shutdownSignals: [],

@@ -33,6 +33,7 @@ import { RetryPolicies } from '../shared/retry-policies';
 import type { alertWorkflow } from './alert';
 import { startInvoiceWorkflow } from './invoice';
 import { localStep } from './local-step';
+import { countCompensation, countFulfilment, countShipment } from './order-metrics';
 
 // One proxy per activity, each with its own Web UI summary (metadata, not matched on replay),
 // and the retry preset of its kind of call (src/shared/retry-policies.ts says why each).
@@ -231,6 +232,7 @@ async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<boolea
       eventId: event.eventId,
       refundedAmount: refunds.refundedAmount,
     });
+    countFulfilment('refunded_before_shipment');
     return false;
   }
   try {
@@ -259,6 +261,7 @@ async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<boolea
       cause: err,
     });
   }
+  countShipment(event);
   await afterWarehouseNotified(orderId);
   return true;
 }
@@ -291,6 +294,7 @@ async function compensateFailedFulfilment(
   details: FulfilmentFailedDetails,
 ): Promise<void> {
   await steps.setShipmentStatus({ orderId, status: 'failed' });
+  countCompensation(details);
   log.error('fulfilment failed; order marked shipment_status=failed', { ...details });
 }
 

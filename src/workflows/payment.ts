@@ -1,3 +1,4 @@
+import { workflowInfo } from '@temporalio/workflow';
 import { orderWorkflowId } from '../shared/order';
 import { RetryPolicies } from '../shared/retry-policies';
 import type { PaymentWorkflowInput, PaymentWorkflowResult } from '../shared/payment';
@@ -40,6 +41,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
       amount: input.amount,
       firstForOrder: recorded.firstForOrder,
       amountMatchesOrder: recorded.amountMatchesOrder,
+      paidAt: workflowInfo().startTime.getTime(),
     },
   });
   return {

@@ -1,6 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { PROMETHEUS_BIN_DIR_ENV, provisionPrometheus } from '../../dev/prometheus/provision';
 import { provisionTemporalServers } from '../../dev/temporal/provision';
 import { findChromium } from './chromium';
 import { postgresServerInstalled, startTestPostgres } from './postgres';
@@ -9,8 +10,8 @@ import { ensureSystemPackages, testSystemNeeds } from './system-packages';
 /**
  * Runs once before all test files: installs the Debian packages the tests need when they are
  * missing (first run, as root), makes sure both Temporal servers exist (building or downloading
- * them on a fresh machine), unpacks the browser and starts one throwaway PostgreSQL cluster.
- * What it finds is handed to the test workers through environment variables, so no worker
+ * them on a fresh machine) and Prometheus with promtool, unpacks the browser and starts one
+ * throwaway PostgreSQL cluster. What it finds is handed to the test workers through environment variables, so no worker
  * provisions anything itself.
  */
 export default async function globalSetup(): Promise<void> {
@@ -29,6 +30,8 @@ export default async function globalSetup(): Promise<void> {
   // Undefined means the SDK's own download works; leave the variable unset then.
   if (servers.devServerPath) process.env.TEMPORAL_CLI_PATH ??= servers.devServerPath;
   if (servers.testServerPath) process.env.TEMPORAL_TEST_SERVER_PATH ??= servers.testServerPath;
+  // promtool for the alert rules' tests, Prometheus for the dashboard's end-to-end test.
+  process.env[PROMETHEUS_BIN_DIR_ENV] ??= (await provisionPrometheus({ log })).binDir;
 
   // A browser that cannot be found fails the Web UI tests (they search again and say why), not
   // the whole run.

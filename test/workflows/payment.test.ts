@@ -274,7 +274,13 @@ describe('paymentWorkflow', () => {
     expect(run.calls[1]!.args).toEqual([
       {
         orderId: 12,
-        event: { eventId: input.eventId, paymentId: 7, amount: 5400, firstForOrder: true },
+        event: {
+          eventId: input.eventId,
+          paymentId: 7,
+          amount: 5400,
+          firstForOrder: true,
+          paidAt: expect.any(Number),
+        },
       },
     ]);
     expect(run.alert).toBeUndefined();

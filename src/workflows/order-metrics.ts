@@ -1,0 +1,44 @@
+import { metricMeter } from '@temporalio/workflow';
+import { BusinessMetric, type FulfilmentOutcome } from '../shared/business-metrics';
+import type { FulfilmentFailedDetails, OrderPaymentEvent } from '../shared/order';
+
+// The SDK's workflow meter drops what a replay re-emits, so each fact is counted once per run
+// that reached it, however often the run is replayed (a worker restart, an evicted cache). A
+// workflow task that fails after emitting and runs again may count twice: these are trends for a
+// dashboard, and the database stays the record of what happened to each order.
+
+/** Counts a fulfilment that ended without going to the warehouse, or with the warehouse. */
+export function countFulfilment(outcome: FulfilmentOutcome): void {
+  metricMeter
+    .createCounter(BusinessMetric.fulfilments, undefined, "Paid orders' fulfilments by outcome")
+    .add(1, { outcome });
+}
+
+/** The order was compensated (shipment_status=failed): by the cause the retries ended on. */
+export function countCompensation(details: FulfilmentFailedDetails): void {
+  countFulfilment('compensated');
+  metricMeter
+    .createCounter(
+      BusinessMetric.compensations,
+      undefined,
+      'Fulfilments compensated after the warehouse call gave up, by last failure type and reason',
+    )
+    .add(1, { cause: details.lastFailureType ?? 'unknown', reason: details.reason });
+}
+
+/**
+ * The warehouse took the order: counts it, and the time since the webhook accepted the payment
+ * (events handed over by an older build carry no such time, and are only counted).
+ */
+export function countShipment(event: OrderPaymentEvent): void {
+  countFulfilment('shipped');
+  if (event.paidAt === undefined) return;
+  metricMeter
+    .createHistogram(
+      BusinessMetric.paymentToShipment,
+      'float',
+      undefined,
+      'Seconds from the webhook accepting a payment to the warehouse taking its order',
+    )
+    .record(Math.max(0, Date.now() - event.paidAt) / 1000);
+}
