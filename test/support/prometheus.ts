@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { provisionPrometheus, type PrometheusTools } from '../../dev/prometheus/provision';
 import { eventually } from './eventually';
-import { freePort } from './ports';
+import { freePort } from '../../dev/net/ports';
 
 /** promtool and prometheus, as the global setup found them (PROMETHEUS_BIN_DIR). */
 export function prometheusTools(): Promise<PrometheusTools> {
