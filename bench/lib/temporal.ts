@@ -119,4 +119,3 @@ async function serverVersion(): Promise<string> {
     return executable.path;
   }
 }
-

@@ -184,4 +184,3 @@ async function waitFor(
   }
   throw new Error(`timed out waiting until ${what}: ${String(lastError)}`);
 }
-
