@@ -11,8 +11,8 @@ import { ensureSystemPackages, testSystemNeeds } from './system-packages';
  * Runs once before all test files: installs the Debian packages the tests need when they are
  * missing (first run, as root), makes sure both Temporal servers exist (building or downloading
  * them on a fresh machine) and Prometheus with promtool, unpacks the browser and starts one
- * throwaway PostgreSQL cluster. What it finds is handed to the test workers through environment variables, so no worker
- * provisions anything itself.
+ * throwaway PostgreSQL cluster. What it finds is handed to the test workers through environment
+ * variables, so no worker provisions anything itself.
  */
 export default async function globalSetup(): Promise<void> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
