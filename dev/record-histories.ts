@@ -13,8 +13,13 @@ import { failureAlertWorkflowId, refundReviewAlertWorkflowId } from '../src/shar
 import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../src/shared/constants';
 import { orderWorkflowId } from '../src/shared/order';
 import type { PaymentWorkflowInput } from '../src/shared/payment';
+import type { RefundEvent } from '../src/shared/payment-events';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../src/shared/search-attributes';
-import { createPaymentStarter, type PaymentStarter } from '../src/temporal/payment-starter';
+import {
+  createPaymentStarter,
+  type PaymentStarter,
+  type StartedPayment,
+} from '../src/temporal/payment-starter';
 import { createWarehouseSimulator, type WarehouseSimulator } from './partners/warehouse-simulator';
 import { createPaymentWorker } from '../src/workers/payments';
 import type { aggregateStockWorkflow } from '../src/workflows';
@@ -230,6 +235,51 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'refunded',
+    what: 'a shipped order refunded in part, then in full: totals added up, points taken back',
+    async run(stack) {
+      const orderId = await newOrder(stack);
+      const payment = paymentInput(orderId);
+      await pay(stack, orderId, payment);
+      await finished(stack.client, orderWorkflowId(orderId));
+      const refund = (amount: number): RefundEvent => ({
+        eventId: `evt_record_refund_${Date.now().toString(36)}_${++eventCounter}`,
+        paymentRef: payment.eventId,
+        kind: 'refund',
+        refundId: `re_${eventCounter}`,
+        amount,
+        status: 'succeeded',
+      });
+      const partial = await intake(stack, await stack.starter.startRefund(refund(1000)));
+      await finished(stack.client, orderWorkflowId(orderId));
+      await intake(stack, await stack.starter.startRefund(refund(4400)));
+      const order = await finished(stack.client, orderWorkflowId(orderId));
+      return [partial.run, order.run];
+    },
+  },
+  {
+    name: 'disputed',
+    what: 'a dispute of a paid order opened: one alert with the evidence deadline',
+    async run(stack) {
+      const orderId = await newOrder(stack);
+      const payment = paymentInput(orderId);
+      await pay(stack, orderId, payment);
+      await finished(stack.client, orderWorkflowId(orderId));
+      const dispute = await intake(
+        stack,
+        await stack.starter.startDispute({
+          eventId: `evt_record_dispute_${Date.now().toString(36)}_${++eventCounter}`,
+          paymentRef: payment.eventId,
+          disputeId: `dp_${eventCounter}`,
+          amount: 5400,
+          status: 'opened',
+          evidenceDueBy: '2030-01-01T00:00:00.000Z',
+        }),
+      );
+      return [dispute.run];
+    },
+  },
+  {
     name: 'stock-aggregation',
     what: 'one stock snapshot, as the schedule starts it',
     async run(stack) {
@@ -399,6 +449,15 @@ async function pay(
   const done = await finished(stack.client, started.workflowId);
   if (done.failure)
     throw new Error(`payment ${started.workflowId} did not complete`, { cause: done.failure });
+  return done;
+}
+
+/** Waits for a refund or dispute intake started as the webhook starts it. */
+async function intake(stack: Stack, started: StartedPayment) {
+  if (started.duplicate) throw new Error(`${started.workflowId} was unexpectedly a duplicate`);
+  const done = await finished(stack.client, started.workflowId);
+  if (done.failure)
+    throw new Error(`${started.workflowId} did not complete`, { cause: done.failure });
   return done;
 }
 
