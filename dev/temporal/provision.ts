@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type EphemeralServerExecutable, TestWorkflowEnvironment } from '@temporalio/testing';
+import lockfile from 'proper-lockfile';
 import testingPackage from '@temporalio/testing/package.json';
 
 /**
@@ -100,10 +101,9 @@ const SDK_DOWNLOAD_HOST = 'https://temporal.download/';
 // minutes before we could fall back.
 const SDK_HOST_PROBE_TIMEOUT_MS = 5_000;
 
-// A lock holder refreshes its lock's mtime; one not refreshed for this long belongs to a dead
-// process, even on another host sharing the cache.
-const LOCK_HEARTBEAT_MS = 10_000;
-const LOCK_STALE_MS = 60_000;
+// A lock holder refreshes its lock's mtime (every half of this); one not refreshed for this long
+// belongs to a dead process, even on another host sharing the cache.
+const LOCK_STALE_MS = 20_000;
 const LOCK_POLL_MS = 500;
 const OUTPUT_TAIL_CHARS = 16_000;
 
@@ -409,7 +409,7 @@ export async function ensureCached(
   if (await isDirectory(dir)) return dir;
 
   await fs.mkdir(context.cacheDir, { recursive: true });
-  const release = await acquireLock(context, `${dir}.lock`, artifact.label);
+  const release = await acquireLock(context, dir, artifact.label);
   try {
     if (await isDirectory(dir)) return dir;
     await removeAbandonedBuilds(dir);
@@ -442,67 +442,38 @@ async function removeAbandonedBuilds(dir: string): Promise<void> {
   }
 }
 
+/**
+ * Takes the artifact's lock (proper-lockfile: a `<dir>.lock` folder whose mtime the holder
+ * refreshes; one left unrefreshed for LOCK_STALE_MS, a killed build's, is taken over), waiting
+ * with a progress line while another process builds the same artifact.
+ */
 async function acquireLock(
   context: ProvisionContext,
-  lockPath: string,
+  dir: string,
   label: string,
 ): Promise<() => Promise<void>> {
-  let waitingSince: number | undefined;
-  let lastNotice = 0;
-  // The token tells our lock from one a waiter wrote after judging ours stale.
-  const owner = JSON.stringify({
-    pid: process.pid,
-    host: os.hostname(),
-    token: randomBytes(8).toString('hex'),
-  });
+  const waitingSince = Date.now();
+  let lastNotice = waitingSince;
   for (;;) {
     try {
-      await fs.writeFile(lockPath, owner, { flag: 'wx' });
-      const heartbeat = setInterval(() => {
-        const now = new Date();
-        fs.utimes(lockPath, now, now).catch(() => undefined);
-      }, LOCK_HEARTBEAT_MS);
-      heartbeat.unref();
-      return async () => {
-        clearInterval(heartbeat);
-        // A waiter that judged us stale may have taken over: leave its lock alone.
-        const current = await fs.readFile(lockPath, 'utf8').catch(() => undefined);
-        if (current === owner) await fs.rm(lockPath, { force: true });
-      };
+      return await lockfile.lock(dir, {
+        realpath: false,
+        stale: LOCK_STALE_MS,
+        // The default throws from a timer, killing the build: a lost lock only risks a second
+        // build of the same artifact, which the rename into place settles.
+        onCompromised: (error) => context.log(`Lost the lock on ${label}: ${error.message}`),
+      });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const holder = await readLock(lockPath);
-    if (holder?.stale) {
-      await fs.rm(lockPath, { force: true });
-      continue;
+      if ((error as NodeJS.ErrnoException).code !== 'ELOCKED') throw error;
     }
     const now = Date.now();
-    waitingSince ??= now;
     if (now - lastNotice >= context.progressIntervalMs) {
       lastNotice = now;
-      const who = holder?.pid ? `process ${holder.pid}` : 'another process';
       context.log(
-        `Waiting for ${who} building ${label}… ${Math.round((now - waitingSince) / 1000)}s`,
+        `Waiting for another process building ${label}… ${Math.round((now - waitingSince) / 1000)}s`,
       );
     }
     await delay(LOCK_POLL_MS);
-  }
-}
-
-async function readLock(lockPath: string): Promise<{ pid?: number; stale: boolean } | undefined> {
-  try {
-    const [stat, text] = await Promise.all([fs.stat(lockPath), fs.readFile(lockPath, 'utf8')]);
-    let owner: { pid?: number; host?: string } = {};
-    try {
-      owner = JSON.parse(text) as typeof owner;
-    } catch {
-      // Written but not yet filled, or cut short: only its age can tell.
-    }
-    const deadHere = owner.host === os.hostname() && owner.pid !== undefined && !isAlive(owner.pid);
-    return { pid: owner.pid, stale: deadHere || Date.now() - stat.mtimeMs > LOCK_STALE_MS };
-  } catch {
-    return undefined;
   }
 }
 

@@ -395,7 +395,10 @@ describe('provisioning', () => {
     // Simulate a build killed halfway: no final folder, its lock and temporary folder left behind.
     const deadPid = 2 ** 22 + 1;
     await fs.rm(dir, { recursive: true });
-    await fs.writeFile(`${dir}.lock`, JSON.stringify({ pid: deadPid, host: os.hostname() }));
+    // Its lock is no longer refreshed: older than the stale age (20 s), it is taken over.
+    await fs.mkdir(`${dir}.lock`);
+    const lastRefresh = new Date(Date.now() - 60_000);
+    await fs.utimes(`${dir}.lock`, lastRefresh, lastRefresh);
     const leftover = `${dir}.tmp-${os.hostname()}-${deadPid}-abcd`;
     await fs.mkdir(leftover);
     calls.length = 0;
