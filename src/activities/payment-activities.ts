@@ -29,7 +29,11 @@ export interface PaymentActivityDeps {
  * Outcome of recording a payment, read from its row: the same for every call with the event, so
  * a repeated hand-over hands over the same decision.
  */
-export interface RecordPaymentResult {
+export type RecordPaymentResult = PaymentRecorded | PaymentKeptUnmatched;
+
+/** The payment is recorded (results without `kind`: every result before unmatched existed). */
+export interface PaymentRecorded {
+  kind?: undefined;
   paymentId: number;
   /** This call (or an earlier attempt of this run) inserted the row. */
   created: boolean;
@@ -40,6 +44,14 @@ export interface RecordPaymentResult {
    * review. Absent in results recorded before this field existed (read as a double charge).
    */
   amountMatchesOrder?: boolean;
+}
+
+/** The order does not exist: the event is kept in the unmatched inbox, and nothing follows. */
+export interface PaymentKeptUnmatched {
+  kind: 'unmatched';
+  unmatchedId: number;
+  /** This call (or an earlier attempt of this run) kept it; false for a redelivery. */
+  created: boolean;
 }
 
 export type ShipmentStatus = 'requested' | 'failed';
@@ -61,6 +73,8 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
      * telling whether this call created the row and what the recording decided (whether it paid
      * the order). A redelivery, or an operator's retry of a payment whose hand-over gave up,
      * finds the row and gets the same decision, so the hand-over that follows is the same.
+     * A payment for an order that does not exist is kept in the unmatched inbox instead, in the
+     * same transaction: the run completes, and an operator attaches, refunds or dismisses it.
      */
     async recordPayment(input: PaymentWorkflowInput): Promise<RecordPaymentResult> {
       const log = Context.current().log;
@@ -70,6 +84,7 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
           orderId: input.orderId,
           amount: input.amount,
           paymentRef: input.paymentRef,
+          currency: input.currency,
           // An earlier attempt of this run may have committed the row and died before reporting:
           // the run ID lets this attempt recognise the row as its own.
           recordedByRunId: Context.current().info.workflowExecution?.runId,
@@ -99,13 +114,15 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
             amountMatchesOrder,
           };
         }
-        case 'order_not_found':
-          throw ApplicationFailure.create({
-            type: FailureType.OrderNotFound,
-            message: `order ${input.orderId} does not exist`,
-            details: [{ eventId: input.eventId, orderId: input.orderId }],
-            nonRetryable: true,
-          });
+        case 'unknown_order':
+          // A warning, not an error: the money is kept on record and waits for a person.
+          log.warn(
+            result.created
+              ? 'payment for an unknown order kept as unmatched (npm run ops -- unmatched list)'
+              : 'payment for an unknown order already kept as unmatched: redelivery counted',
+            { eventId: input.eventId, orderId: input.orderId, unmatchedId: result.unmatchedId },
+          );
+          return { kind: 'unmatched', unmatchedId: result.unmatchedId, created: result.created };
         case 'conflict':
           throw ApplicationFailure.create({
             type: FailureType.PaymentEventConflict,

@@ -24,6 +24,7 @@ import * as m0006 from './migrations/0006_alert_deliveries';
 import * as m0007 from './migrations/0007_order_event_handled';
 import * as m0008 from './migrations/0008_refunds';
 import * as m0009 from './migrations/0009_unmatched_deliveries';
+import * as m0010 from './migrations/0010_unmatched_recorded_by_run';
 
 /**
  * Every migration, by name, in order. Imported rather than found by scanning a folder, so the
@@ -41,6 +42,7 @@ const migrations: Readonly<Record<string, Migration>> = {
   '0007_order_event_handled': m0007,
   '0008_refunds': m0008,
   '0009_unmatched_deliveries': m0009,
+  '0010_unmatched_recorded_by_run': m0010,
 };
 
 /**

@@ -131,6 +131,8 @@ export interface UnmatchedDeliveriesTable {
   resolved_order_id: number | null;
   resolution_note: string | null;
   resolved_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The workflow run that kept it (the payment workflow's unknown orders); null from the edge. */
+  recorded_by_run_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export type UnmatchedDeliveryRow = Selectable<UnmatchedDeliveriesTable>;

@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import { ApplicationFailure, type ProtoFailure } from '@temporalio/common';
 import { decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow';
 import type { OrderWorkflowResult } from '../shared/order';
-import type { PaymentWorkflowResult } from '../shared/payment';
+import type { PaymentRecordedResult, PaymentWorkflowResult } from '../shared/payment';
 import { closeFailure } from './failed-workflows';
 import { type FailureSummary, summarizeFailure } from './failures';
 import { describeLatestRun, type LatestRun } from './visibility';
@@ -80,7 +80,16 @@ async function judgeCompleted(
     return { kind: 'completed' };
   }
   if (latest.type === 'paymentWorkflow') {
-    const payment = result as Partial<PaymentWorkflowResult> | undefined;
+    const outcome = result as Partial<PaymentWorkflowResult> | undefined;
+    if (outcome?.kind === 'unmatched') {
+      return {
+        kind: 'did-nothing',
+        reason:
+          `order ${String(outcome.orderId)} does not exist: the payment is kept as unmatched ` +
+          `entry ${String(outcome.unmatchedId)} (npm run ops -- unmatched show ${String(outcome.unmatchedId)})`,
+      };
+    }
+    const payment = outcome as Partial<PaymentRecordedResult> | undefined;
     if (payment?.orderWorkflowId) return { kind: 'completed' };
     return {
       kind: 'did-nothing',

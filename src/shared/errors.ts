@@ -5,7 +5,10 @@
  * never by class names.
  */
 export const FailureType = {
-  /** The order named by a payment does not exist: retrying cannot make it appear. */
+  /**
+   * The order an order step acts on does not exist: retrying cannot make it appear. (A payment
+   * for an unknown order is kept in the unmatched inbox instead, not failed.)
+   */
   OrderNotFound: 'OrderNotFound',
   /** The same provider event ID arrived with a different order or amount. */
   PaymentEventConflict: 'PaymentEventConflict',

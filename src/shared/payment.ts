@@ -16,7 +16,11 @@ export interface PaymentWorkflowInput {
 }
 
 /** Result of the payment workflow, kept in history and shown in the Web UI. */
-export interface PaymentWorkflowResult {
+export type PaymentWorkflowResult = PaymentRecordedResult | PaymentUnmatchedResult;
+
+/** The payment is recorded (results without `kind`: every result before unmatched existed). */
+export interface PaymentRecordedResult {
+  kind?: undefined;
   paymentId: number;
   /** False when another execution already recorded this event. */
   created: boolean;
@@ -25,4 +29,18 @@ export interface PaymentWorkflowResult {
    * with it (nothing was handed over).
    */
   orderWorkflowId: string | null;
+}
+
+/**
+ * The order does not exist: no payment was recorded, and the event is kept in the unmatched
+ * inbox (`npm run ops -- unmatched list`) for an operator to attach, refund or dismiss.
+ */
+export interface PaymentUnmatchedResult {
+  kind: 'unmatched';
+  reason: 'unknown_order';
+  /** The inbox entry's ID, as the operator names it. */
+  unmatchedId: number;
+  /** False when the event was already kept (a redelivery, counted there). */
+  created: boolean;
+  orderId: number;
 }

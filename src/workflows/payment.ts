@@ -29,10 +29,23 @@ const handOverToOrder = localStep('handOverToOrder', {
  * So a run that finds the row already recorded still hands it over: an operator's retry of a
  * payment whose hand-over gave up after the row committed (a reset starts from the first
  * workflow task, and the new run ID does not own the row), or a redelivery after the server
- * forgot this workflow ID whose first hand-over never arrived.
+ * forgot this workflow ID whose first hand-over never arrived. A payment for an order that does
+ * not exist is kept in the unmatched inbox, and the run completes saying so.
  */
 export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<PaymentWorkflowResult> {
   const recorded = await recordPayment(input);
+  if (recorded.kind === 'unmatched') {
+    // No order to hand over to: the inbox entry is the record, and an operator's attach starts
+    // a new payment run for it. Completing (not failing) keeps retention out of it and raises
+    // no alert: the entry is what asks for a person.
+    return {
+      kind: 'unmatched',
+      reason: 'unknown_order',
+      unmatchedId: recorded.unmatchedId,
+      created: recorded.created,
+      orderId: input.orderId,
+    };
+  }
   const handOver = await handOverToOrder({
     orderId: input.orderId,
     event: {

@@ -1,5 +1,6 @@
 import { createDatabase, type DatabaseHandle } from '../../src/db/connection';
 import { createOrdersRepository, type Order } from '../../src/db/repositories/orders';
+import { createUnmatchedRepository } from '../../src/db/repositories/unmatched';
 import {
   createPaymentsRepository,
   type PaymentsRepository,
@@ -284,24 +285,93 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     );
   });
 
-  it('reports order_not_found and writes nothing when the order does not exist', async () => {
+  it('keeps a payment for an unknown order in the unmatched inbox, in its transaction, and writes no payment', async () => {
     const eventId = nextEventId();
 
-    expect(
-      await payments.recordPayment({ providerEventId: eventId, orderId: 999_999, amount: 10 }),
-    ).toEqual({
-      kind: 'order_not_found',
+    const kept = await payments.recordPayment({
+      providerEventId: eventId,
+      orderId: 999_999,
+      amount: 10,
+      recordedByRunId: 'run-a',
+    });
+
+    expect(kept).toEqual({ kind: 'unknown_order', unmatchedId: expect.any(Number), created: true });
+    expect(await payments.countByEventId(eventId)).toBe(0);
+    const entry = await createUnmatchedRepository(handle.db).findByEventId(eventId);
+    expect(entry).toMatchObject({
+      id: kept.kind === 'unknown_order' ? kept.unmatchedId : -1,
+      reason: 'unknown_order',
+      provider: 'payment',
+      // What `unmatched attach` pays the order with; the reference refunds will name.
+      payload: { eventId, orderId: 999_999, amount: 10, paymentRef: eventId },
+      deliveryCount: 1,
+      resolution: null,
+    });
+  });
+
+  it('tells the same run created again without counting, and counts another run as a delivery', async () => {
+    const eventId = `stripe~${nextEventId()}`;
+    const input = {
+      providerEventId: eventId,
+      orderId: 999_998,
+      amount: 1200,
+      paymentRef: 'stripe~pi_1',
+      currency: 'jpy',
+      recordedByRunId: 'run-a',
+    };
+
+    const first = await payments.recordPayment(input);
+    // The step retried after a crash that followed the commit: the same delivery.
+    const retried = await payments.recordPayment(input);
+    // A redelivery the server no longer dedups (another run of payment-<event id>).
+    const redelivered = await payments.recordPayment({ ...input, recordedByRunId: 'run-b' });
+
+    expect(retried).toEqual(first);
+    expect(first).toMatchObject({ kind: 'unknown_order', created: true });
+    expect(redelivered).toMatchObject({ kind: 'unknown_order', created: false });
+    const entry = await createUnmatchedRepository(handle.db).findByEventId(eventId);
+    expect(entry).toMatchObject({
+      provider: 'stripe',
+      payload: { amount: 1200, paymentRef: 'stripe~pi_1', currency: 'jpy' },
+      deliveryCount: 2,
+    });
+  });
+
+  it('keeps an event unmatched once kept, even when its order is created afterwards: never a payment as well', async () => {
+    const eventId = nextEventId();
+    const laterOrderId = (await newOrder()).id + 1;
+    const input = { providerEventId: eventId, orderId: laterOrderId, amount: 5_400 };
+    const kept = await payments.recordPayment({ ...input, recordedByRunId: 'run-a' });
+    const order = await newOrder();
+    expect(order.id).toBe(laterOrderId);
+
+    // The retry of the attempt that kept it, or a redelivery: an operator attaches the entry.
+    const again = await payments.recordPayment({ ...input, recordedByRunId: 'run-a' });
+    const redelivered = await payments.recordPayment({ ...input, recordedByRunId: 'run-b' });
+
+    expect(again).toEqual(kept);
+    expect(redelivered).toMatchObject({ kind: 'unknown_order', created: false });
+    expect(await payments.countByEventId(eventId)).toBe(0);
+    expect((await createOrdersRepository(handle.db).findById(order.id))?.status).toBe('pending');
+  });
+
+  it('lets concurrent calls for an unknown order agree on one entry and one creator', async () => {
+    const eventId = nextEventId();
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        payments.recordPayment({
+          providerEventId: eventId,
+          orderId: 999_997,
+          amount: 10,
+          recordedByRunId: `run-${i}`,
+        }),
+      ),
+    );
+    expect(results.filter((r) => r.kind === 'unknown_order' && r.created)).toHaveLength(1);
+    expect(await createUnmatchedRepository(handle.db).findByEventId(eventId)).toMatchObject({
+      deliveryCount: 8,
     });
     expect(await payments.countByEventId(eventId)).toBe(0);
-
-    // The failed transaction was rolled back cleanly: the same event can still be recorded.
-    const order = await newOrder();
-    const retry = await payments.recordPayment({
-      providerEventId: eventId,
-      orderId: order.id,
-      amount: 10,
-    });
-    expect(retry.kind).toBe('created');
   });
 
   it('gives exactly one of 50 concurrent calls for one event the created result, through several handles', async () => {

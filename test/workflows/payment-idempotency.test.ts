@@ -10,6 +10,7 @@ import {
 } from '../../src/db';
 import { orderWorkflowId, type OrderWorkflowResult } from '../../src/shared/order';
 import { paymentWorkflow } from '../../src/workflows';
+import type { PaymentRecordedResult } from '../../src/shared/payment';
 import { testDatabases } from '../support/databases';
 import { createTimeSkippingEnv } from '../support/temporal';
 import { testActivityDeps } from '../support/activity-deps';
@@ -105,7 +106,7 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
     expect(second).toMatchObject({
       created: false,
       orderWorkflowId: null,
-      paymentId: first.paymentId,
+      paymentId: (first as PaymentRecordedResult).paymentId,
     });
     expect((await orders.findById(orderId))?.refundReviewRequestedAt).toBeNull();
     expect((await orders.findById(orderId))?.shipmentStatus).toBe('requested');
@@ -115,7 +116,10 @@ describe.each(testDatabases)('processing the same payment event twice ($name)', 
     // arrived), and its hand-over finds the event handled: no signal, no second order run.
     const handOver = {
       orderId,
-      event: expect.objectContaining({ eventId: input.eventId, paymentId: first.paymentId }),
+      event: expect.objectContaining({
+        eventId: input.eventId,
+        paymentId: (first as PaymentRecordedResult).paymentId,
+      }),
     };
     expect(handOvers).toEqual([handOver, handOver]);
     expect(handOverResults).toEqual([{ handedOver: true }, { handedOver: false }]);

@@ -19,7 +19,7 @@ import {
   type OrderPaymentEvent,
   type OrderWorkflowResult,
 } from '../../src/shared/order';
-import type { PaymentWorkflowResult } from '../../src/shared/payment';
+import type { PaymentRecordedResult, PaymentWorkflowResult } from '../../src/shared/payment';
 import { startAlertSink, type AlertSink } from '../operations/helpers';
 import { testActivityDeps } from '../support/activity-deps';
 import { bundledWorker, workflowBundle } from '../support/bundles';
@@ -140,7 +140,9 @@ it('a hand-over repeated after the order run failed starts no second run, wareho
   const workflowId = orderWorkflowId(order.id);
   partners.warehouse.setMode({ kind: 'reject', status: 400 });
   try {
-    const payment: PaymentWorkflowResult = await (await startPayment(eventId, order.id)).result();
+    const payment = (await (
+      await startPayment(eventId, order.id)
+    ).result()) as PaymentRecordedResult;
     const failedRun = env.client.workflow.getHandle(workflowId);
     await expect(failedRun.result()).rejects.toBeInstanceOf(WorkflowFailedError);
     const { runId: failedRunId } = await failedRun.describe();
@@ -183,7 +185,9 @@ it('an order run given an event another run finished with does nothing with it',
   const workflowId = orderWorkflowId(order.id);
   partners.warehouse.setMode({ kind: 'reject', status: 400 });
   try {
-    const payment: PaymentWorkflowResult = await (await startPayment(eventId, order.id)).result();
+    const payment = (await (
+      await startPayment(eventId, order.id)
+    ).result()) as PaymentRecordedResult;
     await expect(env.client.workflow.getHandle(workflowId).result()).rejects.toBeInstanceOf(
       WorkflowFailedError,
     );

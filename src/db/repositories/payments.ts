@@ -1,6 +1,7 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database, PaymentRow } from '../schema';
 import { inReadCommitted } from '../connection';
+import { createUnmatchedRepository } from './unmatched';
 
 /** A payment recorded from one provider event. Timestamps are ISO-8601 UTC strings. */
 export interface Payment {
@@ -24,7 +25,12 @@ export interface RecordPaymentInput {
   recordedByRunId?: string;
   /** The provider's reference of the payment; the event ID when the provider gives none. */
   paymentRef?: string;
+  /** Lowercase ISO 4217, when the provider says: kept with a payment for an unknown order. */
+  currency?: string;
 }
+
+/** The unmatched reason a payment for an order that does not exist is kept under. */
+export const UNKNOWN_ORDER = 'unknown_order';
 
 export type RecordPaymentResult =
   /**
@@ -47,8 +53,13 @@ export type RecordPaymentResult =
    * the recording decided is read back from the row, so whoever hands it on hands on the same.
    */
   | { kind: 'existing'; payment: Payment; firstForOrder: boolean; amountMatchesOrder: boolean }
-  /** No such order; nothing was written. */
-  | { kind: 'order_not_found' }
+  /**
+   * No such order, now or when the event was first met: no payment is written, and the event is
+   * kept in the unmatched inbox (reason `unknown_order`) in the same transaction, for an operator
+   * to attach, refund or dismiss. `created` as for a payment: this call (or an earlier attempt of
+   * this run) kept it; false for a redelivery, which is counted there.
+   */
+  | { kind: 'unknown_order'; unmatchedId: number; created: boolean }
   /** The event ID is already recorded with a different order or amount; `payment` is that record. */
   | { kind: 'conflict'; payment: Payment };
 
@@ -56,7 +67,8 @@ export interface PaymentsRepository {
   /**
    * Records the event once, whatever the number of calls, concurrent or not: exactly one call
    * per event ID gets `created`, and in the same transaction the order becomes 'paid' when it
-   * was pending and the amount is its total.
+   * was pending and the amount is its total. An event ID lives in payments or, for an unknown
+   * order, in the unmatched inbox: never in both, even when its order is created later.
    */
   recordPayment(input: RecordPaymentInput): Promise<RecordPaymentResult>;
   /** 0 or 1: the UNIQUE constraint allows no more. */
@@ -137,13 +149,40 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
   };
 
   async function recordOnce(input: RecordPaymentInput): Promise<RecordPaymentResult> {
-    try {
-      return await inReadCommitted(db, async (trx): Promise<RecordPaymentResult> => {
-        const now = new Date().toISOString();
+    return inReadCommitted(db, async (trx): Promise<RecordPaymentResult> => {
+      const inbox = createUnmatchedRepository(trx);
+      const keep = async (): Promise<RecordPaymentResult> => {
+        const kept = await inbox.record({
+          reason: UNKNOWN_ORDER,
+          provider: providerOf(input.providerEventId),
+          eventId: input.providerEventId,
+          payload: unknownOrderPayload(input),
+          recordedByRunId: input.recordedByRunId,
+        });
+        return { kind: 'unknown_order', unmatchedId: kept.id, created: kept.created };
+      };
+      // Met before with no order: it stays there, for the operator, even if the order exists
+      // now (a retry of the attempt that kept it, a redelivery after the workflow ID was
+      // forgotten). Paying it here as well would pay it twice once the operator attaches it.
+      const keptBefore = await trx
+        .selectFrom('unmatched_deliveries')
+        .select('id')
+        .where('event_id', '=', input.providerEventId)
+        .where('reason', '=', UNKNOWN_ORDER)
+        .executeTakeFirst();
+      if (keptBefore) return keep();
+
+      const now = new Date().toISOString();
+      // The foreign key is what tells a missing order; asking first would race with the
+      // order's insert. PostgreSQL aborts a transaction on an error: the savepoint keeps it
+      // usable for the inbox row (SQLite undoes only the failed statement either way).
+      await sql`savepoint record_payment`.execute(trx);
+      let inserted: PaymentRow | undefined;
+      try {
         // Insert-or-get, with the UNIQUE constraint as the judge: RETURNING yields a row only
         // to the call that inserted it. On PostgreSQL an uncommitted insert of the same event
         // makes this one wait for its outcome, so the select below always finds the winner.
-        const inserted = await trx
+        inserted = await trx
           .insertInto('payments')
           .values({
             order_id: input.orderId,
@@ -157,65 +196,85 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
           .onConflict((oc) => oc.column('provider_event_id').doNothing())
           .returningAll()
           .executeTakeFirst();
+      } catch (error) {
+        if (!isForeignKeyViolation(error)) throw error;
+        await sql`rollback to savepoint record_payment`.execute(trx);
+        return keep();
+      }
 
-        if (inserted) {
-          // A conditional update is the claim: of two payments for one order committing at
-          // once, PostgreSQL re-checks the WHERE after the row lock and SQLite serialises the
-          // writes, so exactly one sees the order still pending.
-          // A payment of another amount than the order's total is recorded (the money was
-          // taken) but pays nothing: the order stays pending for the right payment.
-          const claimed = await trx
-            .updateTable('orders')
-            .set({ status: 'paid', updated_at: now })
-            .where('id', '=', input.orderId)
-            .where('status', '=', 'pending')
-            .where('total_amount', '=', input.amount)
-            .executeTakeFirst();
-          const firstForOrder = claimed.numUpdatedRows > 0n;
-          if (firstForOrder) {
-            await trx
-              .updateTable('payments')
-              .set({ first_for_order: 1 })
-              .where('id', '=', inserted.id)
-              .execute();
-          }
-          return {
-            kind: 'created',
-            payment: toPayment(inserted),
-            firstForOrder,
-            // The claim itself required the amount to be the total.
-            amountMatchesOrder: firstForOrder || (await amountMatchesOrder(trx, inserted)),
-          };
+      if (inserted) {
+        // A conditional update is the claim: of two payments for one order committing at
+        // once, PostgreSQL re-checks the WHERE after the row lock and SQLite serialises the
+        // writes, so exactly one sees the order still pending.
+        // A payment of another amount than the order's total is recorded (the money was
+        // taken) but pays nothing: the order stays pending for the right payment.
+        const claimed = await trx
+          .updateTable('orders')
+          .set({ status: 'paid', updated_at: now })
+          .where('id', '=', input.orderId)
+          .where('status', '=', 'pending')
+          .where('total_amount', '=', input.amount)
+          .executeTakeFirst();
+        const firstForOrder = claimed.numUpdatedRows > 0n;
+        if (firstForOrder) {
+          await trx
+            .updateTable('payments')
+            .set({ first_for_order: 1 })
+            .where('id', '=', inserted.id)
+            .execute();
         }
-
-        const recorded = await trx
-          .selectFrom('payments')
-          .selectAll()
-          .where('provider_event_id', '=', input.providerEventId)
-          .executeTakeFirstOrThrow();
-        const payment = toPayment(recorded);
-        if (recorded.order_id !== input.orderId || recorded.amount !== input.amount) {
-          return { kind: 'conflict', payment };
-        }
-        const decided = {
-          payment,
-          firstForOrder: recorded.first_for_order === 1,
-          amountMatchesOrder:
-            recorded.first_for_order === 1 || (await amountMatchesOrder(trx, recorded)),
+        return {
+          kind: 'created',
+          payment: toPayment(inserted),
+          firstForOrder,
+          // The claim itself required the amount to be the total.
+          amountMatchesOrder: firstForOrder || (await amountMatchesOrder(trx, inserted)),
         };
-        // Our own row from an earlier attempt of this run: carry on where it left off.
-        // (A call without a run ID never matches: the column holds NULL then, not undefined.)
-        if (recorded.recorded_by_run_id === input.recordedByRunId) {
-          return { kind: 'created', ...decided };
-        }
-        return { kind: 'existing', ...decided };
-      });
-    } catch (error) {
-      // The foreign key is what tells a missing order; asking first would race with the insert.
-      if (isForeignKeyViolation(error)) return { kind: 'order_not_found' };
-      throw error;
-    }
+      }
+
+      const recorded = await trx
+        .selectFrom('payments')
+        .selectAll()
+        .where('provider_event_id', '=', input.providerEventId)
+        .executeTakeFirstOrThrow();
+      const payment = toPayment(recorded);
+      if (recorded.order_id !== input.orderId || recorded.amount !== input.amount) {
+        return { kind: 'conflict', payment };
+      }
+      const decided = {
+        payment,
+        firstForOrder: recorded.first_for_order === 1,
+        amountMatchesOrder:
+          recorded.first_for_order === 1 || (await amountMatchesOrder(trx, recorded)),
+      };
+      // Our own row from an earlier attempt of this run: carry on where it left off.
+      // (A call without a run ID never matches: the column holds NULL then, not undefined.)
+      if (recorded.recorded_by_run_id === input.recordedByRunId) {
+        return { kind: 'created', ...decided };
+      }
+      return { kind: 'existing', ...decided };
+    });
   }
+}
+
+/** `stripe~evt_1` is Stripe's; an unqualified ID is the contract's own scheme's (`payment`). */
+function providerOf(providerEventId: string): string {
+  const separator = providerEventId.indexOf('~');
+  return separator > 0 ? providerEventId.slice(0, separator) : 'payment';
+}
+
+/**
+ * What an operator's `unmatched attach` pays the order with (src/operator/unmatched.ts): the
+ * amount, and the reference refunds and disputes will name the payment by.
+ */
+function unknownOrderPayload(input: RecordPaymentInput) {
+  return {
+    eventId: input.providerEventId,
+    orderId: input.orderId,
+    amount: input.amount,
+    paymentRef: input.paymentRef ?? input.providerEventId,
+    ...(input.currency === undefined ? {} : { currency: input.currency }),
+  };
 }
 
 /** Gives the refunds recorded before their payment (no order yet) to the payment's order. */

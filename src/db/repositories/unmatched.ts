@@ -22,6 +22,12 @@ export interface RecordUnmatchedInput {
   eventId: string;
   /** The internal event or the provider's object; stored as JSON text. */
   payload: unknown;
+  /**
+   * The workflow run keeping it (the payment workflow's unknown orders). A second call from the
+   * same run (its step retried after a crash that followed the commit) gets `created` again and
+   * counts nothing: it is not another delivery.
+   */
+  recordedByRunId?: string;
 }
 
 /** How an operator closed an entry: once, and for good. */
@@ -60,6 +66,11 @@ export interface UnmatchedRepository {
    * recorded as unresolved may later be known as an unknown order); a resolved one only counts.
    */
   record(input: RecordUnmatchedInput): Promise<{ id: number; created: boolean }>;
+  /**
+   * Counts a redelivery of an event kept for `reason`, when one is kept: the edge's answer to a
+   * duplicate start of a workflow that kept its event here. Undefined (nothing counted) when none.
+   */
+  countRedelivery(eventId: string, reason: UnmatchedReason): Promise<{ id: number } | undefined>;
   get(id: number): Promise<UnmatchedDelivery | undefined>;
   findByEventId(eventId: string): Promise<UnmatchedDelivery | undefined>;
   /** Newest first, at most `limit` (default 100). */
@@ -99,12 +110,23 @@ export function createUnmatchedRepository(db: Kysely<Database>): UnmatchedReposi
           payload,
           first_seen_at: now,
           last_seen_at: now,
+          recorded_by_run_id: input.recordedByRunId ?? null,
         })
         .onConflict((oc) => oc.column('event_id').doNothing())
         .returning('id')
         .executeTakeFirst();
       if (inserted) return { id: inserted.id, created: true };
 
+      if (input.recordedByRunId !== undefined) {
+        // Our own row from an earlier attempt of this run: the same delivery, not another.
+        const own = await db
+          .selectFrom('unmatched_deliveries')
+          .select('id')
+          .where('event_id', '=', input.eventId)
+          .where('recorded_by_run_id', '=', input.recordedByRunId)
+          .executeTakeFirst();
+        if (own) return { id: own.id, created: true };
+      }
       const counted = await db
         .updateTable('unmatched_deliveries')
         .set((eb) => ({
@@ -127,6 +149,19 @@ export function createUnmatchedRepository(db: Kysely<Database>): UnmatchedReposi
         .returning('id')
         .executeTakeFirstOrThrow();
       return { id: counted.id, created: false };
+    },
+
+    async countRedelivery(eventId, reason) {
+      return db
+        .updateTable('unmatched_deliveries')
+        .set((eb) => ({
+          delivery_count: eb('delivery_count', '+', 1),
+          last_seen_at: new Date().toISOString(),
+        }))
+        .where('event_id', '=', eventId)
+        .where('reason', '=', reason)
+        .returning('id')
+        .executeTakeFirst();
     },
 
     get,
