@@ -4,7 +4,7 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify';
 import { type Config, DEFAULT_SHOP_CURRENCY, WEBHOOK_SECURITY_DEFAULTS } from '../config';
-import type { createOrdersRepository, createPaymentsRepository, UnmatchedRepository } from '../db';
+import type { createOrdersRepository, createPaymentsRepository, UnmatchedInbox } from '../db';
 import type { ThinEventStarter } from '../temporal/thin-event-starter';
 import type { ProviderEventStarter } from './providers/delivery';
 import { registerErrorHandler } from './errors';
@@ -50,7 +50,7 @@ export interface AppDeps {
   logger: FastifyBaseLogger;
   payments: ProviderEventStarter;
   /** Where signed deliveries that no workflow can act on as sent are kept (the unmatched inbox). */
-  unmatchedRepository: Pick<UnmatchedRepository, 'record'>;
+  unmatchedRepository: UnmatchedInbox;
   /** Starts the fetch of Stripe thin events; unset (no STRIPE_API_KEY): they are kept as unmatched. */
   thinEvents?: ThinEventStarter;
   ordersRepository: ReturnType<typeof createOrdersRepository>;

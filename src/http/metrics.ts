@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
-import type { UnmatchedRepository } from '../db';
+import type { UnmatchedInbox } from '../db';
 import type { ProviderEventStarter } from './providers/delivery';
 import { quietLogLevel } from './health';
 import { WEBHOOKS_PATH_PREFIX } from './routes/payment-webhook';
@@ -27,9 +27,7 @@ export interface HttpMetrics {
    */
   instrumentPaymentStarter(starter: ProviderEventStarter): ProviderEventStarter;
   /** Wraps the unmatched inbox the route records in, so such deliveries count as `unmatched`. */
-  instrumentUnmatched(
-    unmatched: Pick<UnmatchedRepository, 'record'>,
-  ): Pick<UnmatchedRepository, 'record'>;
+  instrumentUnmatched(unmatched: UnmatchedInbox): UnmatchedInbox;
 }
 
 export interface HttpMetricsOptions {
@@ -80,14 +78,25 @@ export function createHttpMetrics(options: HttpMetricsOptions = {}): HttpMetrics
         startDispute: (event) => noted(starter.startDispute(event)),
       };
     },
-    instrumentUnmatched: (unmatched) => ({
-      async record(input) {
-        const kept = await unmatched.record(input);
+    instrumentUnmatched: (unmatched) => {
+      const noted = () => {
         const current = scope.getStore();
         if (current) current.unmatched = true;
-        return kept;
-      },
-    }),
+      };
+      return {
+        async record(input) {
+          const kept = await unmatched.record(input);
+          noted();
+          return kept;
+        },
+        // A duplicate delivery of a payment its workflow kept as unmatched counts as unmatched.
+        async countRedelivery(eventId, reason) {
+          const counted = await unmatched.countRedelivery(eventId, reason);
+          if (counted) noted();
+          return counted;
+        },
+      };
+    },
   };
   internals.set(metrics, {
     deliveries: new Counter({

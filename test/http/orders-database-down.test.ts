@@ -26,7 +26,10 @@ function appOver(
     config: { PAYMENT_WEBHOOK_SECRET: 'unused', WEBHOOK_BODY_LIMIT_BYTES: 65536 },
     logger,
     payments: noPayments,
-    unmatchedRepository: { record: () => Promise.reject(new Error('no webhook here')) },
+    unmatchedRepository: {
+      record: () => Promise.reject(new Error('no webhook here')),
+      countRedelivery: () => Promise.reject(new Error('no webhook here')),
+    },
     ordersRepository: orders,
     paymentsRepository: payments,
   });

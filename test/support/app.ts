@@ -83,6 +83,7 @@ export function buildTestApp(options: TestAppOptions = {}): Promise<FastifyInsta
         ? createUnmatchedRepository(db.db)
         : {
             record: () => Promise.reject(new Error('this test keeps nothing as unmatched')),
+            countRedelivery: () => Promise.resolve(undefined),
           }),
     ordersRepository: repository('ordersRepository') as AppDeps['ordersRepository'],
     paymentsRepository: repository('paymentsRepository') as AppDeps['paymentsRepository'],

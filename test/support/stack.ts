@@ -17,7 +17,7 @@ import {
   type WarehouseSimulator,
 } from '../../dev/partners/warehouse-simulator';
 import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/payments';
-import { buildTestApp } from './app';
+import { buildTestApp, type TestAppOptions } from './app';
 import { testDatabases, type TestDatabase, type TestDatabaseHandle } from './databases';
 import { TEST_WEBHOOK_SECRET } from './webhook';
 
@@ -69,6 +69,8 @@ export interface PaymentStackOptions {
   startTimeoutMs?: number;
   /** Serve the app on a free port of 127.0.0.1 (`baseUrl`); otherwise inject requests. */
   listen?: boolean;
+  /** The app's settings beyond the test defaults, e.g. the Stripe and Standard secrets. */
+  appConfig?: TestAppOptions['config'];
 }
 
 /**
@@ -139,6 +141,9 @@ export async function startPaymentStack(
     const orders = createOrdersRepository(db.db);
     const payments = createPaymentsRepository(db.db);
     const app = await buildTestApp({
+      // The webhook keeps what it cannot act on in this database's unmatched inbox.
+      db,
+      config: options.appConfig,
       payments: starter,
       ordersRepository: orders,
       paymentsRepository: payments,

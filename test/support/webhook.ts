@@ -3,7 +3,7 @@ import type { AppDeps } from '../../src/http/app';
 import { signBody, signTimestamped } from '../../src/http/signature';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
 import { paymentWorkflowId } from '../../src/shared/constants';
-import type { RecordUnmatchedInput, UnmatchedRepository } from '../../src/db';
+import type { RecordUnmatchedInput, UnmatchedInbox } from '../../src/db';
 import type { PaymentStart, ProviderEventStarter } from '../../src/http/providers/delivery';
 import type { DisputeEvent, RefundEvent } from '../../src/shared/payment-events';
 import type { PaymentStarter, StartedPayment } from '../../src/temporal/payment-starter';
@@ -119,7 +119,7 @@ export function recordingPaymentStarter(): RecordingPaymentStarter {
 }
 
 /** The unmatched inbox in memory, for webhook-only tests: what the route kept, by event ID. */
-export interface RecordingUnmatched extends Pick<UnmatchedRepository, 'record'> {
+export interface RecordingUnmatched extends UnmatchedInbox {
   readonly entries: RecordUnmatchedInput[];
 }
 
@@ -134,6 +134,10 @@ export function recordingUnmatched(): RecordingUnmatched {
         id: index === -1 ? entries.length : index + 1,
         created: index === -1,
       });
+    },
+    countRedelivery(eventId, reason) {
+      const index = entries.findIndex((e) => e.eventId === eventId && e.reason === reason);
+      return Promise.resolve(index === -1 ? undefined : { id: index + 1 });
     },
   };
 }

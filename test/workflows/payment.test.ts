@@ -330,24 +330,19 @@ describe('paymentWorkflow', () => {
     expect(run.result).toEqual({ paymentId: 7, created: false, orderWorkflowId: null });
   });
 
-  it('fails with the OrderNotFound cause, without retrying, when the order does not exist', async () => {
+  it('completes saying unmatched, handing nothing over and alerting no one, when the order does not exist', async () => {
     const run = await runPayment({
-      recordPayment: async () => {
-        throw ApplicationFailure.create({
-          type: FailureType.OrderNotFound,
-          message: 'order 12 does not exist',
-          nonRetryable: true,
-        });
-      },
+      recordPayment: async () => ({ kind: 'unmatched', unmatchedId: 3, created: true }),
     });
 
-    expect(failureChain(run.result).map((f) => f.type)).toEqual([
-      'activity:recordPayment',
-      FailureType.OrderNotFound,
-    ]);
-    expect(run.calls.filter((c) => c.name !== 'deliverAlert').map((c) => c.name)).toEqual([
-      'recordPayment',
-    ]);
+    expect(run.result).toEqual({
+      kind: 'unmatched',
+      reason: 'unknown_order',
+      unmatchedId: 3,
+      created: true,
+      orderId: 12,
+    });
+    expect(run.calls.map((c) => c.name)).toEqual(['recordPayment']);
   });
 });
 

@@ -82,6 +82,9 @@ export interface UnmatchedRepository {
   resolve(id: number, resolution: UnmatchedResolution): Promise<ResolveUnmatchedResult>;
 }
 
+/** What the webhook edge needs of the inbox: keep a delivery, count a kept one's redelivery. */
+export type UnmatchedInbox = Pick<UnmatchedRepository, 'record' | 'countRedelivery'>;
+
 const DEFAULT_LIST_LIMIT = 100;
 
 export function createUnmatchedRepository(db: Kysely<Database>): UnmatchedRepository {

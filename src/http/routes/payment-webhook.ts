@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { UnmatchedRepository } from '../../db';
+import type { UnmatchedInbox } from '../../db';
 import { type StartedPayment, TemporalUnavailableError } from '../../temporal/payment-starter';
 import type { StartedThinEvent, ThinEventStarter } from '../../temporal/thin-event-starter';
 import { HttpError } from '../errors';
@@ -34,8 +34,11 @@ export interface PaymentWebhookOptions {
   failures: FailureLimiter;
   bodyLimitBytes: number;
   payments: ProviderEventStarter;
-  /** The unmatched inbox: signed deliveries answered 2xx that no workflow can act on as sent. */
-  unmatched: Pick<UnmatchedRepository, 'record'>;
+  /**
+   * The unmatched inbox: signed deliveries answered 2xx that no workflow can act on as sent, and
+   * the payments whose workflow found no order (a redelivery of one is counted there).
+   */
+  unmatched: UnmatchedInbox;
   /** Starts the fetch of a Stripe thin event's object; unset (no STRIPE_API_KEY): unmatched. */
   thinEvents?: ThinEventStarter;
   /**
@@ -158,6 +161,24 @@ export async function paymentWebhookRoutes(
         const { eventId, orderId, amount } = delivery.input;
         if (started.duplicate) {
           checkDuplicate(request.log, started, { eventId, orderId, amount, matchedSecret });
+          const kept = await keptAsUnknownOrder(request.log, options.unmatched, eventId);
+          if (kept) {
+            request.log.warn(
+              {
+                eventId,
+                orderId,
+                workflowId,
+                unmatchedId: kept.id,
+                duplicate: true,
+                matchedSecret,
+              },
+              'webhook: duplicate delivery of a payment kept as unmatched (unknown order): counted',
+            );
+            return reply
+              .code(200)
+              .header('x-workflow-id', workflowId)
+              .send({ status: 'unmatched' });
+          }
         } else {
           request.log.info(
             { eventId, orderId, workflowId, duplicate: false, matchedSecret },
@@ -241,6 +262,27 @@ function deferred(log: FastifyBaseLogger, err: unknown, fields: Record<string, u
     log.warn({ ...fields, err: err.cause }, 'webhook deferred: Temporal unavailable');
   }
   return new HttpError(503, 'temporarily unavailable, please retry', { 'retry-after': '5' });
+}
+
+/**
+ * Counts a duplicate delivery of a payment whose workflow kept it as unmatched (its order does
+ * not exist). Best effort: the event is queued either way, and a database that cannot count it
+ * now must not turn the provider's retry into a 5xx. Undefined: not kept (yet), or not known.
+ */
+async function keptAsUnknownOrder(
+  log: FastifyBaseLogger,
+  unmatched: UnmatchedInbox,
+  eventId: string,
+): Promise<{ id: number } | undefined> {
+  try {
+    return await unmatched.countRedelivery(eventId, 'unknown_order');
+  } catch (err) {
+    log.warn(
+      { eventId, err },
+      'webhook: could not count a duplicate delivery in the unmatched inbox',
+    );
+    return undefined;
+  }
 }
 
 /**
