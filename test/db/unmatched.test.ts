@@ -54,6 +54,52 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ create }) => {
     expect((await inbox.findByEventId('standard~c'))?.deliveryCount).toBe(8);
   });
 
+  it("tells the run that kept an entry created again without counting; another run's call counts", async () => {
+    const inbox = createUnmatchedRepository(handle.db);
+    const input = {
+      reason: 'unknown_order' as const,
+      provider: 'payment',
+      eventId: 'evt_run',
+      payload,
+      recordedByRunId: 'run-a',
+    };
+    const first = await inbox.record(input);
+    const retried = await inbox.record(input);
+    const other = await inbox.record({ ...input, recordedByRunId: 'run-b' });
+    // The edge keeps without a run ID: never mistaken for a run's own row (NULL is no match).
+    const edge = await inbox.record({ ...input, recordedByRunId: undefined });
+
+    expect(first.created).toBe(true);
+    expect(retried).toEqual(first);
+    expect(other).toEqual({ id: first.id, created: false });
+    expect(edge).toEqual({ id: first.id, created: false });
+    expect((await inbox.get(first.id))?.deliveryCount).toBe(3);
+  });
+
+  it('counts a redelivery only of an entry kept for the reason asked about', async () => {
+    const inbox = createUnmatchedRepository(handle.db);
+    const { id } = await inbox.record({
+      reason: 'unknown_order',
+      provider: 'stripe',
+      eventId: 'stripe~evt_redelivered',
+      payload,
+    });
+    await inbox.record({
+      reason: 'currency',
+      provider: 'stripe',
+      eventId: 'stripe~evt_usd',
+      payload,
+    });
+
+    expect(await inbox.countRedelivery('stripe~evt_redelivered', 'unknown_order')).toEqual({ id });
+    expect(await inbox.countRedelivery('stripe~evt_usd', 'unknown_order')).toBeUndefined();
+    expect(await inbox.countRedelivery('stripe~evt_never_kept', 'unknown_order')).toBeUndefined();
+    const counted = await inbox.get(id);
+    expect(counted?.deliveryCount).toBe(2);
+    expect(counted!.lastSeenAt >= counted!.firstSeenAt).toBe(true);
+    expect((await inbox.findByEventId('stripe~evt_usd'))?.deliveryCount).toBe(1);
+  });
+
   it('takes the latest reason while open, and only counts once resolved', async () => {
     const inbox = createUnmatchedRepository(handle.db);
     const { id } = await inbox.record({
