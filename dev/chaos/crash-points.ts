@@ -10,7 +10,13 @@ import { sql } from 'kysely';
 import { temporal } from '@temporalio/proto';
 import type { CrashPointName } from '../../src/activities/crash-points';
 import { invoiceFile } from '../../src/activities/invoice-activities';
-import { createDatabase, createOrdersRepository, migrateToLatest } from '../../src/db';
+import {
+  createDatabase,
+  createOrdersRepository,
+  createPaymentsRepository,
+  createUnmatchedRepository,
+  migrateToLatest,
+} from '../../src/db';
 import { signBody } from '../../src/http/signature';
 import { PAYMENT_REFUNDED_EVENT } from '../../src/http/providers/original';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
@@ -712,6 +718,7 @@ async function prepare(stack: Stack, scenario: Scenario, tag: string): Promise<P
   const spec = scenarioSpec(scenario);
   if (spec.kind === 'export') return prepareExport(stack, tag);
   if (spec.kind === 'stock') return prepareStock(stack, tag);
+  if (spec.kind === 'unknown-order') return prepareUnknownOrder(stack, tag);
   if (spec.kind !== 'order') throw new Error(`${scenario} is an operator scenario`);
   const order = await createOrder(stack, tag);
   const event = (n: number) => `evt_crash_${tag}_${n}`;
@@ -1097,6 +1104,55 @@ async function prepareStock(stack: Stack, tag: string): Promise<PreparedScenario
     },
     judge: (counts) => (counts.extra === 'snapshots 1' ? [] : [`${counts.extra}, expected 1`]),
   };
+}
+
+/**
+ * A payment for an order no run creates: the step that finds no order keeps the event in the
+ * unmatched inbox, in the transaction the crash interrupts. Whatever the crash, the inbox holds
+ * one entry counted once (the retry is the same run: its own entry, not a redelivery), no
+ * payment row exists, and the run completed telling `created` (it, or its retry, kept it).
+ */
+async function prepareUnknownOrder(stack: Stack, tag: string): Promise<PreparedScenario> {
+  // Far above any ID the stack's orders take, and a fresh one per run.
+  const orderId = UNKNOWN_ORDER_ID_BASE + sequence;
+  const eventId = `evt_crash_${tag}_unknown`;
+  return {
+    trigger: () => deliver(stack, eventId, orderId),
+    count: async () => {
+      const entry = await createUnmatchedRepository(stack.db.db).findByEventId(eventId);
+      const payments = await createPaymentsRepository(stack.db.db).countByEventId(eventId);
+      const handle = stack.client.workflow.getHandle(paymentWorkflowId(eventId));
+      const status = (await handle.describe()).status.name;
+      const result = status === 'COMPLETED' ? await handle.result() : undefined;
+      const told = (result as { kind?: string; created?: boolean } | undefined) ?? {};
+      return {
+        ...noOrderCounts(),
+        payments,
+        extra: unknownOrderExtra({
+          entry: entry ? `${entry.reason} x${entry.deliveryCount}` : 'none',
+          status,
+          result: told.kind ? `${told.kind}${told.created ? ' created' : ''}` : 'none',
+        }),
+      };
+    },
+    judge: (counts) => {
+      const want = unknownOrderExtra({
+        entry: 'unknown_order x1',
+        status: 'COMPLETED',
+        result: 'unmatched created',
+      });
+      return [
+        ...(counts.payments === 0 ? [] : [`payments ${counts.payments}, expected 0`]),
+        ...(counts.extra === want ? [] : [`${counts.extra}, expected ${want}`]),
+      ];
+    },
+  };
+}
+
+const UNKNOWN_ORDER_ID_BASE = 1_900_000_000;
+
+function unknownOrderExtra(o: { entry: string; status: string; result: string }): string {
+  return `inbox ${o.entry}, run ${o.status}, result ${o.result}`;
 }
 
 function noOrderCounts(): Counts {

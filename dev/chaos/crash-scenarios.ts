@@ -81,7 +81,11 @@ export type ScenarioSpec =
       polls?: readonly string[];
       expected: OrderExpectation;
     }
-  | { kind: 'export' | 'stock'; description: string; activities: readonly string[] }
+  | {
+      kind: 'export' | 'stock' | 'unknown-order';
+      description: string;
+      activities: readonly string[];
+    }
   /** `npm run migrate` on a fresh database, killed between two statements of a migration. */
   | { kind: 'migration'; description: string };
 
@@ -232,6 +236,12 @@ export const SCENARIOS = {
     activities: [...PAYMENT, ...FULFIL, 'deliverAlert'],
     unreached: WAREHOUSE_FAILS,
     expected: { ...refused, gaveUp: 'deadline' },
+  },
+  'unknown-order': {
+    kind: 'unknown-order',
+    description:
+      'a payment for an order that does not exist: kept once in the unmatched inbox (one delivery, told created), no payment, the run completed',
+    activities: ['recordPayment'],
   },
   export: {
     kind: 'export',

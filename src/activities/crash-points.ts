@@ -37,7 +37,7 @@ export const CRASH_POINTS = {
   'recordPayment.commit': effect(
     'recordPayment',
     'db',
-    'the transaction that inserts the payment row (insert-or-get) and claims the order',
+    'the transaction that inserts the payment row (insert-or-get) and claims the order, or keeps a payment for an unknown order in the unmatched inbox',
   ),
   'recordPayment.reply': reply('recordPayment'),
   'handOverToOrder.signal': effect(

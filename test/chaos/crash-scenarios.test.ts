@@ -36,6 +36,7 @@ describe('the crash matrix (dev/chaos/crash-scenarios.ts)', () => {
       'refund-before-shipment',
       'warehouse-rejects',
       'warehouse-down',
+      'unknown-order',
     ]);
     expect(scenariosOf('applyRefunds.commit@after')).toEqual([
       'payment',
@@ -69,6 +70,14 @@ describe('the crash matrix (dev/chaos/crash-scenarios.ts)', () => {
     ]);
     expect(scenariosOf('fetchThinEventObject.reply@before')).toEqual(['thin-event']);
     expect(scenariosOf('deliverThinEvent.deliver@after')).toEqual(['thin-event']);
+  });
+
+  it('judges a payment for an unknown order at the step that keeps it, and only there', () => {
+    expect(rowsOf('unknown-order').map(armName)).toEqual([
+      'recordPayment.commit@before',
+      'recordPayment.commit@after',
+      'recordPayment.reply@before',
+    ]);
   });
 
   it('leaves out the sides a failing warehouse never reaches', () => {
