@@ -44,8 +44,8 @@ function commandLine() {
     'after',
     `
 Each entry is one provider event (a redelivery counts, it adds no entry), with why it could not
-be acted on: unknown_order, unknown_payment, foreign_order_ref, currency, amount_mismatch,
-livemode, account or thin_unresolved. Resolve each exactly once: attach it to an order, mark it
+be acted on: unknown_order (found by the payment workflow), foreign_order_ref, currency,
+amount_mismatch, livemode, account or thin_unresolved. Resolve each exactly once: attach it to an order, mark it
 refunded outside this system, or dismiss it. See docs/operator.md.
 
 Reads DATABASE_URL; attach also connects to TEMPORAL_ADDRESS.`,

@@ -33,10 +33,13 @@ describe.each(testDatabases)('the unmatched inbox, resolved ($name)', ({ create 
   });
 
   let counter = 0;
-  const keep = (
-    payload: unknown,
-    reason: 'foreign_order_ref' | 'unknown_payment' = 'foreign_order_ref',
-  ) => inbox.record({ reason, provider: 'stripe', eventId: `stripe~evt_op_${++counter}`, payload });
+  const keep = (payload: unknown) =>
+    inbox.record({
+      reason: 'foreign_order_ref',
+      provider: 'stripe',
+      eventId: `stripe~evt_op_${++counter}`,
+      payload,
+    });
   const payment = {
     event: 'payment_intent.succeeded',
     eventId: 'stripe~evt_x',

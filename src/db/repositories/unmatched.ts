@@ -4,7 +4,6 @@ import type { Database, UnmatchedDeliveryRow } from '../schema';
 /** Why a signed delivery could not be acted on. */
 export const UNMATCHED_REASONS = [
   'unknown_order',
-  'unknown_payment',
   'foreign_order_ref',
   'currency',
   'amount_mismatch',
