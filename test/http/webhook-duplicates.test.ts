@@ -202,4 +202,73 @@ describe('what the webhook logs and answers about the start', () => {
       'body is not valid JSON',
     ]);
   });
+
+  describe('of a payment its workflow kept as unmatched (unknown order)', () => {
+    const inboxWith = (kept: Map<string, number>, fail?: Error) => {
+      const counted: string[] = [];
+      const unmatchedRepository = {
+        record: () => Promise.reject(new Error('nothing is kept at the edge here')),
+        countRedelivery: (eventId: string, reason: string) => {
+          if (fail) return Promise.reject(fail);
+          const id = reason === 'unknown_order' ? kept.get(eventId) : undefined;
+          if (id !== undefined) counted.push(eventId);
+          return Promise.resolve(id === undefined ? undefined : { id });
+        },
+      };
+      return { unmatchedRepository, counted };
+    };
+    const appKeeping = async (
+      unmatchedRepository: ReturnType<typeof inboxWith>['unmatchedRepository'],
+    ) => {
+      const { lines, logger } = capturingLogger();
+      const app = await buildWebhookApp({
+        payments: duplicateOf({ known: true, orderId: 42, amount: 5400 }),
+        logger,
+        unmatchedRepository,
+      });
+      opened.push(app);
+      return { app, logged: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
+    };
+
+    it('answers unmatched and counts the delivery in its entry', async () => {
+      const event = paymentEvent({ order_id: 42, amount: 5400 });
+      const { unmatchedRepository, counted } = inboxWith(new Map([[event.id, 7]]));
+      const { app, logged } = await appKeeping(unmatchedRepository);
+      const res = await deliverWebhook(app, event);
+      expect([res.statusCode, res.json()]).toEqual([200, { status: 'unmatched' }]);
+      expect(res.headers['x-workflow-id']).toBe(paymentWorkflowId(event.id));
+      expect(counted).toEqual([event.id]);
+      expect(logged()).toContainEqual(expect.objectContaining({ level: 40, unmatchedId: 7 }));
+    });
+
+    it('answers accepted when nothing is kept for it (yet)', async () => {
+      const { unmatchedRepository, counted } = inboxWith(new Map());
+      const { app } = await appKeeping(unmatchedRepository);
+      const res = await deliverWebhook(app, paymentEvent({ order_id: 42, amount: 5400 }));
+      expect([res.statusCode, res.json()]).toEqual([200, { status: 'accepted' }]);
+      expect(counted).toEqual([]);
+    });
+
+    it('still answers 200 when the inbox cannot count it, and warns: the event is queued', async () => {
+      const { unmatchedRepository } = inboxWith(new Map(), new Error('database is down'));
+      const { app, logged } = await appKeeping(unmatchedRepository);
+      const res = await deliverWebhook(app, paymentEvent({ order_id: 42, amount: 5400 }));
+      expect([res.statusCode, res.json()]).toEqual([200, { status: 'accepted' }]);
+      expect(logged()).toContainEqual(
+        expect.objectContaining({
+          level: 40,
+          msg: 'webhook: could not count a duplicate delivery in the unmatched inbox',
+        }),
+      );
+    });
+
+    it('refuses another body with 409 before counting anything', async () => {
+      const event = paymentEvent({ order_id: 42, amount: 1 });
+      const { unmatchedRepository, counted } = inboxWith(new Map([[event.id, 7]]));
+      const { app } = await appKeeping(unmatchedRepository);
+      const res = await deliverWebhook(app, event);
+      expect(res.statusCode).toBe(409);
+      expect(counted).toEqual([]);
+    });
+  });
 });

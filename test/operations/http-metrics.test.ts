@@ -72,6 +72,30 @@ describe('HTTP metrics', () => {
     expect(sample(text, deliveries, 'outcome="ignored"')).toBeUndefined();
   });
 
+  it('counts a duplicate of a payment its workflow kept as unmatched (unknown order) as unmatched', async () => {
+    const inbox = recordingUnmatched();
+    app = await buildWebhookApp({
+      payments: recordingPaymentStarter(),
+      unmatchedRepository: inbox,
+      metrics,
+    });
+    const event = paymentEvent();
+    await deliverWebhook(app, event); // accepted: the workflow then finds no order
+    inbox.entries.push({
+      reason: 'unknown_order',
+      provider: 'payment',
+      eventId: event.id,
+      payload: {},
+    });
+    await deliverWebhook(app, event); // the provider's retry: counted in the inbox
+
+    const text = await scrape();
+    const deliveries = 'order_payments_webhook_deliveries_total';
+    expect(sample(text, deliveries, 'outcome="accepted"')).toBe(1);
+    expect(sample(text, deliveries, 'outcome="unmatched"')).toBe(1);
+    expect(sample(text, deliveries, 'outcome="duplicate"')).toBeUndefined();
+  });
+
   it('counts webhook deliveries by outcome: accepted, duplicate, ignored and each refusal', async () => {
     app = await buildWebhookApp({ payments: recordingPaymentStarter(), metrics });
     const event = paymentEvent();
