@@ -11,6 +11,7 @@ import {
   createLoyaltyRepository,
   createOrderExportRepository,
   createStockRepository,
+  createUnmatchedRepository,
 } from '../../src/db';
 import { listFailedWorkflows } from '../../src/operator/failed-workflows';
 import { findResetPoint } from '../../src/operator/reset-point';
@@ -206,6 +207,27 @@ describe('ops retry paymentWorkflow', () => {
     expect((await describeLatestRun(env.client, conflicting.workflowId))?.runId).toBe(
       before?.runId,
     );
+  });
+  it('keeps a payment whose order does not exist as unmatched, and says the retry paid nothing', async () => {
+    const eventId = uniqueEventId('retry-unknown-order');
+    const orderId = 987_654;
+    failing.add('recordPayment');
+    const started = await stack.starter.start({ eventId, orderId, amount: 5400 });
+    await expect(env.client.workflow.getHandle(started.workflowId).result()).rejects.toBeInstanceOf(
+      WorkflowFailedError,
+    );
+    await failedRunOf(started.workflowId);
+
+    failing.clear();
+    const cli = await ops('retry', started.workflowId);
+    const entry = await createUnmatchedRepository(stack.db.db).findByEventId(eventId);
+    expect(entry).toMatchObject({ reason: 'unknown_order', deliveryCount: 1, resolution: null });
+    expect(cli.code).toBe(1);
+    expect(cli.stderr).toContain(
+      `Outcome: nothing was done: order ${orderId} does not exist: the payment is kept as ` +
+        `unmatched entry ${entry!.id} (npm run ops -- unmatched show ${entry!.id})`,
+    );
+    expect(await stack.payments.countByEventId(eventId)).toBe(0);
   });
 });
 
