@@ -87,8 +87,9 @@ describe('a redelivery after the payment run closed', () => {
   it('starts nothing new when the run failed: a failed payment is re-run by an operator, not a redelivery', async () => {
     const run = await deliverTwice(async () => {
       throw ApplicationFailure.create({
-        type: FailureType.OrderNotFound,
-        message: 'order 12 does not exist',
+        // (An unknown order no longer fails the run: it is kept as unmatched.)
+        type: FailureType.PaymentEventConflict,
+        message: 'event already recorded for order 13',
         nonRetryable: true,
       });
     });
