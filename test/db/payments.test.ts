@@ -353,6 +353,20 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     expect(redelivered).toMatchObject({ kind: 'unknown_order', created: false });
     expect(await payments.countByEventId(eventId)).toBe(0);
     expect((await createOrdersRepository(handle.db).findById(order.id))?.status).toBe('pending');
+
+    // Attached by an operator (paid under its own event ID): a later run still pays nothing.
+    const inbox = createUnmatchedRepository(handle.db);
+    const id = kept.kind === 'unknown_order' ? kept.unmatchedId : -1;
+    expect((await inbox.resolve(id, { kind: 'attached', orderId: order.id })).kind).toBe(
+      'resolved',
+    );
+    const afterAttach = await payments.recordPayment({ ...input, recordedByRunId: 'run-c' });
+    expect(afterAttach).toEqual({ kind: 'unknown_order', unmatchedId: id, created: false });
+    expect(await payments.countByEventId(eventId)).toBe(0);
+    expect(await inbox.get(id)).toMatchObject({
+      deliveryCount: 3,
+      resolution: { kind: 'attached' },
+    });
   });
 
   it('lets concurrent calls for an unknown order agree on one entry and one creator', async () => {

@@ -120,6 +120,11 @@ describe.each(testDatabases)('a payment for an unknown order ($name)', ({ name }
         expect.objectContaining({ providerEventId: attachedEventId(kept!), amount: AMOUNT }),
       ]);
       expect(stack.warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(1);
+      // The provider's event once more, after the attach: counted, nothing paid twice.
+      const afterAttach = await player.deliver(payment);
+      expect([afterAttach.status, afterAttach.text]).toEqual([200, '{"status":"unmatched"}']);
+      expect(await stack.payments.listByOrder(order.id)).toHaveLength(1);
+      expect(await inbox.findByEventId(eventId)).toMatchObject({ deliveryCount: 4 });
     },
     60_000,
   );
