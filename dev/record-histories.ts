@@ -235,6 +235,16 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'unknown-order',
+    what: 'a payment for an order that does not exist: kept in the unmatched inbox, run completed',
+    async run(stack) {
+      const missing = (await newOrder(stack)) + 1_000_000;
+      const payment = await pay(stack, missing);
+      expectResult(payment.result, { kind: 'unmatched', created: true }, 'unknown-order payment');
+      return [payment.run];
+    },
+  },
+  {
     name: 'refunded',
     what: 'a shipped order refunded in part, then in full: totals added up, points taken back',
     async run(stack) {
