@@ -57,6 +57,12 @@ export const CRASH_POINTS = {
     "signal to the order's workflow that an attempt failed and will be retried (its Web UI details)",
   ),
   'notifyWarehouse.reply': reply('notifyWarehouse'),
+  'cancelShipment.request': effect(
+    'cancelShipment',
+    'partner',
+    'POST /v1/shipments/order-<id>-shipment/cancel, idempotency key order-<id>-shipment-cancel',
+  ),
+  'cancelShipment.reply': reply('cancelShipment'),
   'setShipmentStatus.commit': effect(
     'setShipmentStatus',
     'db',

@@ -4,7 +4,7 @@ import { Context, type Info } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import type { createOrdersRepository, createPaymentsRepository } from '../db';
 import { FailureType, type RateLimitDetails } from '../shared/errors';
-import { shipmentIdempotencyKey } from '../shared/constants';
+import { shipmentCancelIdempotencyKey, shipmentIdempotencyKey } from '../shared/constants';
 import type { PaymentWorkflowInput } from '../shared/payment';
 import { warehouseAttemptFailedSignal, type WarehouseAttemptFailed } from '../shared/order';
 import {
@@ -15,7 +15,7 @@ import {
 } from '../shared/retry-policies';
 import { retryAfter } from './retry-by-cause';
 import { atCrashPoint } from './crash-points';
-import type { ShipmentReceipt, WarehouseClient } from './warehouse-client';
+import type { CancelReceipt, ShipmentReceipt, WarehouseClient } from './warehouse-client';
 
 export interface PaymentActivityDeps {
   payments: ReturnType<typeof createPaymentsRepository>;
@@ -54,7 +54,7 @@ export interface PaymentKeptUnmatched {
   created: boolean;
 }
 
-export type ShipmentStatus = 'requested' | 'failed';
+export type ShipmentStatus = 'requested' | 'failed' | 'cancelled';
 
 /** A third of the 3 s heartbeat timeout that workflows give warehouse calls. */
 const HEARTBEAT_INTERVAL_MS = 1_000;
@@ -179,6 +179,45 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
         throw failure;
       } finally {
         clearInterval(heartbeat);
+      }
+    },
+
+    /**
+     * Asks the warehouse to cancel the order's shipment (a full refund came before it shipped).
+     * The key is derived from the order, so every attempt, reset or repeated refund names the
+     * same cancel and the warehouse answers it once: a retry after a cancel that went through
+     * (its reply lost with the worker) hears `cancelled` again, not a conflict. `already_shipped`
+     * is an answer, not a failure: the workflow turns it into a return review. A 429 waits the
+     * partner's Retry-After; the rest waits the policy's backoff (RetryPolicies.
+     * warehouseCancellation), and a 404 or 422 is not retried.
+     */
+    async cancelShipment(input: { orderId: number }): Promise<CancelReceipt> {
+      const ctx = Context.current();
+      try {
+        const receipt = await atCrashPoint('cancelShipment.request', () =>
+          deps.warehouse.cancelShipment({
+            orderId: input.orderId,
+            shipmentRef: shipmentIdempotencyKey(input.orderId),
+            idempotencyKey: shipmentCancelIdempotencyKey(input.orderId),
+            signal: ctx.cancellationSignal,
+          }),
+        );
+        ctx.log.info('warehouse answered the shipment cancel', {
+          orderId: input.orderId,
+          ...receipt,
+        });
+        return receipt;
+      } catch (err) {
+        if (err instanceof ApplicationFailure && err.type === FailureType.WarehouseRateLimited) {
+          const { retryAfterMs } = (err.details?.[0] ?? {}) as RateLimitDetails;
+          throw retryAfter(
+            err,
+            retryAfterMs ?? WAREHOUSE_RATE_LIMIT_FALLBACK_SECONDS * 1000,
+            ctx.info.attempt,
+            { benign: true },
+          );
+        }
+        throw err;
       }
     },
 

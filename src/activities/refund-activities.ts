@@ -29,6 +29,8 @@ export interface RefundFacts {
   /** The refunds add up to what paid the order (its total): decided by amounts. */
   fullyRefunded: boolean;
   shipmentStatus: ShipmentStatus | null;
+  /** A person was asked to review a return: the workflow leaves the shipment to them. */
+  returnReviewRequested: boolean;
 }
 
 /** Activities of refunds: their intake, and what the order workflow does about them. */
@@ -91,6 +93,7 @@ export function createRefundActivities(deps: RefundActivityDeps) {
         refundedAmount,
         fullyRefunded: order.status === 'paid' && refundedAmount >= order.totalAmount,
         shipmentStatus: order.shipmentStatus,
+        returnReviewRequested: order.returnReviewRequestedAt !== null,
       };
     },
 

@@ -25,6 +25,7 @@ import * as m0007 from './migrations/0007_order_event_handled';
 import * as m0008 from './migrations/0008_refunds';
 import * as m0009 from './migrations/0009_unmatched_deliveries';
 import * as m0010 from './migrations/0010_unmatched_recorded_by_run';
+import * as m0011 from './migrations/0011_shipment_cancelled';
 
 /**
  * Every migration, by name, in order. Imported rather than found by scanning a folder, so the
@@ -43,6 +44,7 @@ const migrations: Readonly<Record<string, Migration>> = {
   '0008_refunds': m0008,
   '0009_unmatched_deliveries': m0009,
   '0010_unmatched_recorded_by_run': m0010,
+  '0011_shipment_cancelled': m0011,
 };
 
 /**

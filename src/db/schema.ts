@@ -16,7 +16,8 @@ export type Timestamp = ColumnType<string, string | undefined, string>;
 export type OrderStatus = 'pending' | 'paid';
 
 /** `null`: nobody has asked the warehouse yet. */
-export type ShipmentStatus = 'requested' | 'failed';
+/** `cancelled`: a full refund came before it shipped, and the warehouse cancelled it. */
+export type ShipmentStatus = 'requested' | 'failed' | 'cancelled';
 
 /**
  * The largest row ID either database can hold: IDs are PostgreSQL `integer` columns (SQLite's

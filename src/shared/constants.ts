@@ -27,6 +27,14 @@ export function shipmentIdempotencyKey(orderId: number): string {
 }
 
 /**
+ * Idempotency key of the cancel of an order's shipment, from the order alone: every attempt,
+ * reset and repeated refund names the same cancel, and the warehouse replays its first answer.
+ */
+export function shipmentCancelIdempotencyKey(orderId: number): string {
+  return `order-${orderId}-shipment-cancel`;
+}
+
+/**
  * Task queue of heavy, slow work (PDF invoices, batch exports) with its own worker pool, so a
  * backlog there never delays user-facing work on `payments`.
  */

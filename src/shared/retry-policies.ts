@@ -121,6 +121,27 @@ export const RetryPolicies = {
   },
 
   /**
+   * The cancel of a shipment after a full refund. It races the warehouse's pick-and-pack: every
+   * minute it waits makes `already_shipped` likelier, and a cancel that cannot get through soon
+   * is better handed to a person (a return review, one alert) than retried for half an hour like
+   * the shipment request. So 5 attempts, 2 s doubling to 30 s, within 5 minutes; a 429 waits its
+   * Retry-After (`nextRetryDelay`). The call is one short HTTP request: the client gives up after
+   * WAREHOUSE_TIMEOUT_MS (at most 7 s) and 8 s start-to-close catches a hung worker, so it needs
+   * no heartbeat. 404 and 422 are non-retryable (WarehouseRejected): no retry makes them right.
+   */
+  warehouseCancellation: {
+    startToCloseTimeout: '8 seconds',
+    scheduleToCloseTimeout: '5 minutes',
+    retry: {
+      maximumAttempts: 5,
+      initialInterval: '2 seconds',
+      backoffCoefficient: 2,
+      maximumInterval: '30 seconds',
+      nonRetryableErrorTypes,
+    },
+  },
+
+  /**
    * The confirmation mail. A send gives up after 8 s (3 s per SMTP step), so 15 s start-to-close
    * only catches a hung worker. A mail server that is down is retried for about an hour (10
    * attempts, 10 s doubling to 10 min); a permanent 5xx refusal is not retried. The two-hour

@@ -75,6 +75,12 @@ const steps = {
     summary: 'Take back the points of the fully refunded order',
   }),
 };
+// The cancel races the warehouse's packing: a few quick attempts, then a person (the preset says
+// why it gives up sooner than the shipment request).
+const { cancelShipment } = proxyActivities<Activities>({
+  ...RetryPolicies.warehouseCancellation,
+  summary: "Cancel the order's shipment at the warehouse (refunded in full before it shipped)",
+});
 const { sendOrderConfirmation } = proxyActivities<Activities>({
   ...RetryPolicies.confirmationMail,
   summary: 'Send the order confirmation mail',
@@ -226,7 +232,8 @@ function eventFailure(orderId: number, event: OrderEvent, err: unknown): Applica
  */
 async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<boolean> {
   const refunds = await steps.applyRefunds({ orderId });
-  if (refunds.fullyRefunded) {
+  // A cancelled shipment stays cancelled, whatever the refunds add up to later: never re-requested.
+  if (refunds.fullyRefunded || refunds.shipmentStatus === 'cancelled') {
     log.info('order refunded in full before it was shipped: nothing goes to the warehouse', {
       orderId,
       eventId: event.eventId,
@@ -269,23 +276,52 @@ async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<boolea
 /**
  * A refund was recorded: the order's refunded total is added up again from every refund event
  * (amounts decide full or partial, whatever order they came in). Refunded in full, the order's
- * points are taken back, and one that the warehouse already had is flagged for a return review
- * with one alert. Before the warehouse had it, the fulfilment reads the same total and ships
- * nothing.
+ * points are taken back, and a shipment the warehouse took is cancelled there (or, too late for
+ * that, flagged for a return review with one alert). Before the warehouse had it, the fulfilment
+ * reads the same total and ships nothing.
  */
 async function applyRefund(orderId: number): Promise<void> {
   const refunds = await steps.applyRefunds({ orderId });
   if (!refunds.fullyRefunded) return;
-  if (refunds.shipmentStatus === 'requested') {
-    await steps.requestReturnReview({ orderId });
-    await raiseOrderAlert(returnReviewAlertWorkflowId(orderId), {
-      kind: 'return_review',
-      orderId,
-      failureType: 'RefundedAfterShipment',
-      failureMessage: `order ${orderId} was refunded in full (${refunds.refundedAmount}) after the warehouse took it: review a return`,
-    });
+  // Once a person reviews a return (an earlier cancel came too late or failed), the workflow
+  // does not cancel behind their back: a repeated full refund changes nothing there.
+  if (refunds.shipmentStatus === 'requested' && !refunds.returnReviewRequested) {
+    await stopShipment(orderId, refunds.refundedAmount);
   }
   await steps.reverseLoyaltyPoints({ orderId });
+}
+
+/**
+ * Cancels the shipment of an order refunded in full. Cancelled: `shipment_status = cancelled`,
+ * nothing for a person. The warehouse shipped it already, or the cancel failed for good (its
+ * retries used up, or a 4xx): the parcel may be on its way, so a person reviews a return, told
+ * by one alert (its workflow ID is the order's: a second refund, a reset or a retry adds none).
+ */
+async function stopShipment(orderId: number, refundedAmount: number): Promise<void> {
+  let why: { failureType: string; failureMessage: string };
+  try {
+    const receipt = await cancelShipment({ orderId });
+    if (receipt.outcome === 'cancelled') {
+      await steps.setShipmentStatus({ orderId, status: 'cancelled' });
+      return;
+    }
+    why = {
+      failureType: 'RefundedAfterShipment',
+      failureMessage: `order ${orderId} was refunded in full (${refundedAmount}) after the warehouse shipped it: review a return`,
+    };
+  } catch (err) {
+    if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+    why = {
+      failureType: 'ShipmentCancelFailed',
+      failureMessage: `order ${orderId} was refunded in full (${refundedAmount}) but its shipment could not be cancelled (${err.cause?.message ?? err.message}): check with the warehouse, review a return`,
+    };
+  }
+  await steps.requestReturnReview({ orderId });
+  await raiseOrderAlert(returnReviewAlertWorkflowId(orderId), {
+    kind: 'return_review',
+    orderId,
+    ...why,
+  });
 }
 
 /** The seed's failed(): leave the order in a state people can see and act on. */

@@ -100,3 +100,43 @@ describe('warehouse client', () => {
     expect(failure.message).toMatch(/unreachable/);
   });
 });
+
+describe('warehouse client: cancel', () => {
+  const cancel = (orderId = 12) =>
+    createWarehouseClient({ baseUrl, timeoutMs: 2_000 }).cancelShipment({
+      orderId,
+      shipmentRef: `order-${orderId}-shipment`,
+      idempotencyKey: `order-${orderId}-shipment-cancel`,
+    });
+
+  it('reports a cancel, and a repeated one as replayed', async () => {
+    await request();
+    expect(await cancel()).toEqual({ outcome: 'cancelled', replayed: false });
+    expect(await cancel()).toEqual({ outcome: 'cancelled', replayed: true });
+  });
+
+  it("reads the partner's already_shipped as an answer, not a failure", async () => {
+    await request();
+    await warehouse.ship('order-12-shipment');
+    expect(await cancel()).toEqual({ outcome: 'already_shipped', replayed: false });
+  });
+
+  it('turns an unknown shipment into a non-retryable rejection, and an outage into a retryable one', async () => {
+    const unknown = await failureOf(cancel(404));
+    expect(unknown).toMatchObject({ type: FailureType.WarehouseRejected, nonRetryable: true });
+    expect(unknown.message).toBe('warehouse rejected the cancel with 404');
+    await request();
+    warehouse.setMode({ kind: 'unavailable', status: 503 }, 1);
+    expect(await failureOf(cancel())).toMatchObject({
+      type: FailureType.WarehouseUnavailable,
+      nonRetryable: false,
+    });
+    warehouse.setMode({ kind: 'rate_limit', retryAfter: '7' }, 1);
+    const limited = await failureOf(cancel());
+    expect(limited.type).toBe(FailureType.WarehouseRateLimited);
+    expect(limited.details?.[0]).toMatchObject({ retryAfterMs: 7_000 });
+    // A 409 that is not the partner's already_shipped is not taken for one.
+    warehouse.setMode({ kind: 'reject', status: 409 }, 1);
+    expect(await failureOf(cancel())).toMatchObject({ type: FailureType.WarehouseRejected });
+  });
+});

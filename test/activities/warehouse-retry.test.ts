@@ -16,6 +16,7 @@ function notifyWarehouseFailingWith(failure: Error) {
     } as never,
     warehouse: {
       requestShipment: () => Promise.reject(failure),
+      cancelShipment: () => Promise.reject(new Error('not called here')),
     },
   });
   return (attempt: number) =>

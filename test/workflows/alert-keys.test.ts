@@ -64,9 +64,15 @@ it('keeps six refund reviews and the failure of one order run apart at a sink th
     markOrderEventHandled: async () => undefined,
     recordRefund: unused,
     handOverRefundToOrder: unused,
-    applyRefunds: async () => ({ refundedAmount: 0, fullyRefunded: false, shipmentStatus: null }),
+    applyRefunds: async () => ({
+      refundedAmount: 0,
+      fullyRefunded: false,
+      shipmentStatus: null,
+      returnReviewRequested: false,
+    }),
     requestReturnReview: unused,
     reverseLoyaltyPoints: unused,
+    cancelShipment: unused,
     notifyWarehouse: async () => {
       throw ApplicationFailure.create({
         type: FailureType.WarehouseRejected,

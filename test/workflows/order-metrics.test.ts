@@ -51,7 +51,12 @@ function drain(): Array<{ name: string; value: number; labels: Record<string, un
 const activityDefaults: Partial<Activities> = {
   orderEventHandledBy: async () => ({ chain: null }),
   markOrderEventHandled: async () => undefined,
-  applyRefunds: async () => ({ refundedAmount: 0, fullyRefunded: false, shipmentStatus: null }),
+  applyRefunds: async () => ({
+    refundedAmount: 0,
+    fullyRefunded: false,
+    shipmentStatus: null,
+    returnReviewRequested: false,
+  }),
   notifyWarehouse: async () => ({ shipmentId: 'shp_1', replayed: false }),
   setShipmentStatus: async () => undefined,
   sendOrderConfirmation: async () => ({ sent: true, messageId: '<m@test.local>' }),
@@ -145,6 +150,7 @@ describe('business metrics of the order workflow', () => {
         refundedAmount: 5400,
         fullyRefunded: true,
         shipmentStatus: null,
+        returnReviewRequested: false,
       }),
     });
     expect(drain().map((u) => [u.name, u.labels.outcome])).toEqual([

@@ -58,10 +58,16 @@ function mockActivities(overrides: Partial<Activities>, calls: Call[]): Activiti
     markOrderEventHandled: async () => undefined,
     recordRefund: async () => ({ created: true, orderId: 12 }),
     handOverRefundToOrder: async () => ({ handedOver: true }),
-    applyRefunds: async () => ({ refundedAmount: 0, fullyRefunded: false, shipmentStatus: null }),
+    applyRefunds: async () => ({
+      refundedAmount: 0,
+      fullyRefunded: false,
+      shipmentStatus: null,
+      returnReviewRequested: false,
+    }),
     requestReturnReview: async () => ({ flagged: true }),
     reverseLoyaltyPoints: async () => ({ reversed: false }),
     notifyWarehouse: async () => ({ shipmentId: 'shp_1', replayed: false }),
+    cancelShipment: async () => ({ outcome: 'cancelled', replayed: false }),
     setShipmentStatus: async () => undefined,
     requestRefundReview: async () => undefined,
     sendOrderConfirmation: async () => ({
@@ -97,6 +103,7 @@ function warehouse(answer: (attempt: number) => Promise<void>): Partial<Activiti
       await answer(attempt);
       return { shipmentId: 'shp_1', replayed: false };
     },
+    cancelShipment: () => Promise.reject(new Error('not called here')),
   };
   const unused = undefined as never;
   const activities = createPaymentActivities({

@@ -1,0 +1,81 @@
+import { PostgresAdapter, sql, type Kysely } from 'kysely';
+
+/**
+ * `shipment_status = 'cancelled'`: a full refund came while the shipment was only requested, and
+ * the warehouse cancelled it. 0001 wrote the allowed values into a CHECK constraint.
+ *
+ * PostgreSQL replaces the constraint. SQLite cannot alter a CHECK, so the table is rebuilt (its
+ * documented way: create the new table, copy, drop the old, rename; the runner turns foreign keys
+ * off for the step and checks them whole before it commits, src/db/migrate.ts). The new table is
+ * created from the table's own DDL with only the CHECK changed, so columns that migrations before
+ * this one added are kept, in their order, whoever added them. The AUTOINCREMENT counter is carried
+ * over: an order ID is never reused (0001), even one whose row is gone.
+ */
+
+// Migrations see the database as it was when they were written, not today's schema type.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyDb = Kysely<any>;
+
+const OLD_CHECK = `shipment_status in ('requested', 'failed')`;
+const NEW_CHECK = `shipment_status in ('requested', 'failed', 'cancelled')`;
+
+export async function up(db: AnyDb): Promise<void> {
+  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    await replacePostgresCheck(db, NEW_CHECK);
+    return;
+  }
+  await rebuildSqliteOrders(db, OLD_CHECK, NEW_CHECK);
+}
+
+export async function down(db: AnyDb): Promise<void> {
+  // Nothing may stay cancelled under the old rule: such an order is one that will not ship.
+  await db
+    .updateTable('orders')
+    .set({ shipment_status: null })
+    .where('shipment_status', '=', 'cancelled')
+    .execute();
+  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    await replacePostgresCheck(db, OLD_CHECK);
+    return;
+  }
+  await rebuildSqliteOrders(db, NEW_CHECK, OLD_CHECK);
+}
+
+async function replacePostgresCheck(db: AnyDb, check: string): Promise<void> {
+  // PostgreSQL's own name for 0001's column constraint.
+  await db.schema.alterTable('orders').dropConstraint('orders_shipment_status_check').execute();
+  await db.schema
+    .alterTable('orders')
+    .addCheckConstraint(
+      'orders_shipment_status_check',
+      sql.raw(`shipment_status is null or ${check}`),
+    )
+    .execute();
+}
+
+async function rebuildSqliteOrders(db: AnyDb, from: string, to: string): Promise<void> {
+  const { rows } = await sql<{
+    sql: string;
+  }>`select sql from sqlite_master where type = 'table' and name = 'orders'`.execute(db);
+  const ddl = rows[0]?.sql;
+  if (!ddl || !ddl.includes(from)) {
+    throw new Error(`orders has no CHECK "${from}" to replace: its schema is not the expected one`);
+  }
+  const { rows: seq } = await sql<{
+    seq: number;
+  }>`select seq from sqlite_sequence where name = 'orders'`.execute(db);
+
+  const created = ddl.replace(/^CREATE TABLE "orders"/, 'CREATE TABLE "orders_rebuilt"');
+  if (created === ddl) throw new Error(`orders' DDL does not start as expected: ${ddl}`);
+  await sql.raw(created.replace(from, to)).execute(db);
+  await sql`insert into orders_rebuilt select * from orders`.execute(db);
+  await sql`drop table orders`.execute(db);
+  await sql`alter table orders_rebuilt rename to orders`.execute(db);
+  const counter = seq[0]?.seq;
+  if (counter !== undefined) {
+    // The copy set the new table's counter to its highest ID; the old one may have been higher.
+    await sql`update sqlite_sequence set seq = max(seq, ${counter}) where name = 'orders'`.execute(
+      db,
+    );
+  }
+}
