@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { Duration } from '@temporalio/common';
-import type { OrdersRepository } from '../../src/db';
+import { sql } from 'kysely';
+import type { DatabaseHandle, OrdersRepository } from '../../src/db';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
 import { uniqueEventId } from './webhook';
 
@@ -32,4 +33,19 @@ export function startPaymentWorkflow(client: Client, orderId: number, timeout: D
     args: [{ eventId, orderId, amount: 5400 }],
     workflowExecutionTimeout: timeout,
   });
+}
+
+/**
+ * Makes the database's next order ID `first`, on either dialect. Test files that run the same
+ * cases on SQLite and PostgreSQL against one Temporal server and one warehouse simulator give
+ * each database its own range, so `order-<id>` workflow IDs, alert IDs and the warehouse's
+ * idempotency keys of one database never meet the other's.
+ */
+export async function startOrderIdsAt(db: DatabaseHandle, first: number): Promise<void> {
+  if (db.dialect === 'postgres') {
+    await sql`select setval(pg_get_serial_sequence('orders', 'id'), ${first - 1})`.execute(db.db);
+    return;
+  }
+  await sql`delete from sqlite_sequence where name = 'orders'`.execute(db.db);
+  await sql`insert into sqlite_sequence (name, seq) values ('orders', ${first - 1})`.execute(db.db);
 }

@@ -16,7 +16,7 @@ import type { RefundWorkflowResult } from '../../src/workflows/refund';
 import { testActivityDeps } from '../support/activity-deps';
 import { bundledWorker, workflowBundle } from '../support/bundles';
 import { testDatabases } from '../support/databases';
-import { createTestOrder } from '../support/orders';
+import { createTestOrder, startOrderIdsAt } from '../support/orders';
 import { startPartners, type Partners } from '../support/stack';
 import { createTimeSkippingEnv } from '../support/temporal';
 
@@ -76,7 +76,7 @@ describe('refundedTotal', () => {
   });
 });
 
-describe.each(testDatabases)('refunds through the order workflow ($name)', ({ create }) => {
+describe.each(testDatabases)('refunds through the order workflow ($name)', ({ name, create }) => {
   let db: DatabaseHandle;
   let worker: Worker;
   let running: Promise<void>;
@@ -84,6 +84,8 @@ describe.each(testDatabases)('refunds through the order workflow ($name)', ({ cr
 
   beforeAll(async () => {
     db = await create();
+    // One Temporal server and one warehouse for both databases: order IDs of their own.
+    await startOrderIdsAt(db, name === 'sqlite' ? 1 : 100_000);
     const activities = createActivities({ ...testActivityDeps(db, partners), client: env.client });
     worker = await bundledWorker(env, await workflowBundle(), taskQueue, activities);
     running = worker.run();
@@ -138,8 +140,12 @@ describe.each(testDatabases)('refunds through the order workflow ($name)', ({ cr
     );
   });
 
-  it('flags a full refund after shipment for a return review, once, and takes the points back once', async () => {
-    const orders = createOrdersRepository(db.db);
+  const ordersOf = () => createOrdersRepository(db.db);
+  const cancelsOf = (orderId: number) =>
+    partners.warehouse.cancels.filter((c) => c.orderId === orderId);
+
+  it('cancels the shipment of an order refunded in full before it shipped, and takes the points back once', async () => {
+    const orders = ordersOf();
     const order = await createTestOrder(orders, { userId: 900 + Math.floor(Math.random() * 1000) });
     const paymentRef = `stripe~pi_${randomUUID()}`;
     await pay(order.id, `evt_${randomUUID()}`, paymentRef);
@@ -157,16 +163,82 @@ describe.each(testDatabases)('refunds through the order workflow ($name)', ({ cr
 
     expect(await orders.findById(order.id)).toMatchObject({
       refundedAmount: 5400,
-      shipmentStatus: 'requested',
-      returnReviewRequestedAt: expect.any(String),
+      shipmentStatus: 'cancelled',
+      returnReviewRequestedAt: null,
     });
+    expect(cancelsOf(order.id).map((c) => c.status)).toEqual([200]);
+    expect(partners.warehouse.shipments.get(`order-${order.id}-shipment`)?.status).toBe(
+      'cancelled',
+    );
     const loyalty = createLoyaltyRepository(db.db);
     expect((await loyalty.ledgerFor(order.userId)).map((e) => [e.reason, e.points])).toEqual([
       ['order_confirmed', 100],
       ['order_refunded', -100],
     ]);
     expect(await loyalty.balanceOf(order.userId)).toBe(0);
-    await env.client.workflow.getHandle(returnReviewAlertWorkflowId(order.id)).result();
+    await expect(
+      env.client.workflow.getHandle(returnReviewAlertWorkflowId(order.id)).describe(),
+    ).rejects.toThrow();
+
+    // A later payment of the cancelled order is a double charge: nothing goes to the warehouse.
+    await pay(order.id, `evt_${randomUUID()}`, `stripe~pi_${randomUUID()}`);
+    await orderResult(order.id);
+    expect(partners.warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(1);
+  });
+
+  it('flags a full refund of a shipped order for a return review, with one alert', async () => {
+    const orders = ordersOf();
+    const order = await createTestOrder(orders);
+    const paymentRef = `stripe~pi_${randomUUID()}`;
+    await pay(order.id, `evt_${randomUUID()}`, paymentRef);
+    await orderResult(order.id);
+    expect(await partners.warehouse.ship(`order-${order.id}-shipment`)).toBe(true);
+
+    for (let i = 0; i < 2; i++) {
+      await refund(fullRefund(paymentRef));
+      await orderResult(order.id);
+    }
+    expect(await orders.findById(order.id)).toMatchObject({
+      shipmentStatus: 'requested',
+      returnReviewRequestedAt: expect.any(String),
+    });
+    // Asked once: the second refund finds the review flagged and leaves it to the person.
+    expect(cancelsOf(order.id).map((c) => c.status)).toEqual([409]);
+    const alert = env.client.workflow.getHandle(returnReviewAlertWorkflowId(order.id));
+    await alert.result();
+    const [started] = await alert.fetchHistory().then((h) => h.events ?? []);
+    const input = started?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
+    expect(Buffer.from(input ?? []).toString()).toContain('RefundedAfterShipment');
+  });
+
+  it('hands a cancel that fails for good to a return review, with one alert', async () => {
+    const orders = ordersOf();
+    const order = await createTestOrder(orders);
+    const paymentRef = `stripe~pi_${randomUUID()}`;
+    await pay(order.id, `evt_${randomUUID()}`, paymentRef);
+    await orderResult(order.id);
+
+    // SQLite: down for every attempt of RetryPolicies.warehouseCancellation (the backoff waits
+    // about 30 s of real time). PostgreSQL: refused at once (non-retryable), the other way to fail.
+    const [mode, statuses] =
+      name === 'sqlite'
+        ? ([{ kind: 'unavailable', status: 503 }, [503, 503, 503, 503, 503]] as const)
+        : ([{ kind: 'reject', status: 422 }, [422]] as const);
+    partners.warehouse.setMode(mode, statuses.length);
+    await refund(fullRefund(paymentRef));
+    const result = await orderResult(order.id);
+    partners.warehouse.setMode({ kind: 'ok' });
+    expect(result.processed.map((p) => p.outcome)).toEqual(['refund']);
+    expect(cancelsOf(order.id).map((c) => c.status)).toEqual(statuses);
+    expect(await orders.findById(order.id)).toMatchObject({
+      shipmentStatus: 'requested',
+      returnReviewRequestedAt: expect.any(String),
+    });
+    const alert = env.client.workflow.getHandle(returnReviewAlertWorkflowId(order.id));
+    await alert.result();
+    const [started] = await alert.fetchHistory().then((h) => h.events ?? []);
+    const input = started?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
+    expect(Buffer.from(input ?? []).toString()).toContain('ShipmentCancelFailed');
   });
 
   it('records partial refunds as a total, with no review and the points kept', async () => {
