@@ -30,6 +30,7 @@ import {
   PAYMENT_SUCCEEDED_EVENT,
   PAYMENTS_TASK_QUEUE,
   paymentWorkflowId,
+  shipmentIdempotencyKey,
 } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
 import { EXPORT_FILE, EXPORT_INDEX_FILE, exportWorkflowId } from '../../src/shared/export';
@@ -727,6 +728,9 @@ async function prepare(stack: Stack, scenario: Scenario, tag: string): Promise<P
     await settle(stack.client, await deliver(stack, event(1), order.id));
     await settleOrder(stack.client, order.id);
   }
+  if (spec.shippedBefore && !(await stack.warehouse.ship(shipmentIdempotencyKey(order.id)))) {
+    throw new Error(`order ${order.id}: the warehouse has no shipment to mark shipped`);
+  }
   if (spec.warehouse === 'rejects') stack.warehouse.setMode({ kind: 'reject', status: 400 }, 1);
   if (spec.warehouse === 'down') stack.warehouse.setMode({ kind: 'unavailable', status: 503 });
   let deadlineShortened: Promise<void> | undefined;
@@ -794,7 +798,11 @@ function judgeOrder(
   const alerts = explainedDuplicate(counts.alertTimes, alertWindow, outage) ? 1 : counts.alerts;
   want('alerts', expected.alerts, alerts);
   want('failedRuns', expected.failedRuns, counts.failedRuns);
-  const extra = orderExtra(expected);
+  const extra = orderExtra({
+    ...expected,
+    warehouseShipment:
+      expected.warehouseShipment ?? (expected.shipments > 0 ? 'requested' : 'none'),
+  });
   if (counts.extra !== extra) problems.push(`${counts.extra}, expected ${extra}`);
   return problems;
 }
@@ -806,6 +814,7 @@ function orderExtra(o: {
   shipmentStatus: string;
   refunded?: number | undefined;
   returnReview?: boolean | undefined;
+  warehouseShipment: string;
   gaveUp?: string | undefined;
 }): string {
   return [
@@ -814,6 +823,7 @@ function orderExtra(o: {
     o.shipmentStatus,
     `refunded ${o.refunded ?? 0}`,
     o.returnReview ? 'return review' : 'no return review',
+    `warehouse: ${o.warehouseShipment}`,
     ...(o.gaveUp ? [`gave up: ${o.gaveUp}`] : []),
   ].join(', ');
 }
@@ -979,9 +989,11 @@ async function countOrder(stack: Stack, orderId: number): Promise<Counts> {
       'return_review_requested_at',
     ])
     .executeTakeFirst();
+  const shipments = [...stack.warehouse.shipments.values()].filter((s) => s.orderId === orderId);
+  const shipment = shipments[0];
   return {
     payments: await count('payments'),
-    shipments: [...stack.warehouse.shipments.values()].filter((s) => s.orderId === orderId).length,
+    shipments: shipments.length,
     mails: toOrder.filter((m) => m.messageId === messageId).length,
     mailTimes: toOrder
       .filter((m) => m.messageId === messageId)
@@ -997,6 +1009,7 @@ async function countOrder(stack: Stack, orderId: number): Promise<Counts> {
       shipmentStatus: row?.shipment_status ?? 'none',
       refunded: Number(row?.refunded_amount ?? 0),
       returnReview: Boolean(row?.return_review_requested_at),
+      warehouseShipment: shipment?.status ?? 'none',
       gaveUp: gaveUp?.reason,
     }),
     ...(gaveUp && gaveUp.label !== gaveUp.reason

@@ -31,7 +31,12 @@ export interface OrderExpectation {
   invoice: boolean;
   refundReview: boolean;
   /** `none`: nothing went to the warehouse (refunded in full before it was shipped). */
-  shipmentStatus: 'requested' | 'failed' | 'none';
+  shipmentStatus: 'requested' | 'failed' | 'cancelled' | 'none';
+  /**
+   * The order's shipment as the warehouse simulator holds it; unset: `requested` when one was
+   * created (`shipments`), else `none`.
+   */
+  warehouseShipment?: 'requested' | 'shipped' | 'cancelled' | 'none';
   /** The order's refunded total, and whether it was flagged for a return review. */
   refunded?: number;
   returnReview?: boolean;
@@ -56,6 +61,8 @@ export type ScenarioSpec =
        * refund's workflow closed (nothing must ship); `after-shipment`, instead of a second payment.
        */
       refund?: 'before-payment' | 'after-shipment';
+      /** The warehouse shipped the first payment's parcel before the refund came (too late). */
+      shippedBefore?: boolean;
       /** The payment comes as a Stripe thin event, whose object the workers fetch. */
       thin?: boolean;
       warehouse: WarehouseSetup;
@@ -200,10 +207,10 @@ export const SCENARIOS = {
       refunded: AMOUNT,
     },
   },
-  'refund-after-shipment': {
+  'refund-cancels-shipment': {
     kind: 'order',
     description:
-      'a full refund of an order paid and fulfilled: a return review, one alert, the points taken back once',
+      'a full refund of an order paid and handed to the warehouse, not yet shipped: the shipment cancelled once, no review, the points taken back once',
     paidBefore: true,
     refund: 'after-shipment',
     warehouse: 'ok',
@@ -214,11 +221,45 @@ export const SCENARIOS = {
       'recordRefund',
       'handOverRefundToOrder',
       'applyRefunds',
+      'cancelShipment',
+      'setShipmentStatus',
+      'reverseLoyaltyPoints',
+    ],
+    expected: {
+      ...fulfilled,
+      ledger: 2,
+      refunded: AMOUNT,
+      shipmentStatus: 'cancelled',
+      warehouseShipment: 'cancelled',
+    },
+  },
+  'refund-after-shipment': {
+    kind: 'order',
+    description:
+      'a full refund of an order the warehouse already shipped: the cancel answered already_shipped, a return review, one alert, the points taken back once',
+    paidBefore: true,
+    shippedBefore: true,
+    refund: 'after-shipment',
+    warehouse: 'ok',
+    activities: [
+      'orderEventHandledBy',
+      'markOrderEventHandled',
+      'recordRefund',
+      'handOverRefundToOrder',
+      'applyRefunds',
+      'cancelShipment',
       'requestReturnReview',
       'deliverAlert',
       'reverseLoyaltyPoints',
     ],
-    expected: { ...fulfilled, ledger: 2, alerts: 1, refunded: AMOUNT, returnReview: true },
+    expected: {
+      ...fulfilled,
+      ledger: 2,
+      alerts: 1,
+      refunded: AMOUNT,
+      returnReview: true,
+      warehouseShipment: 'shipped',
+    },
   },
   'warehouse-rejects': {
     kind: 'order',
