@@ -1,11 +1,14 @@
 import { loadConfig } from '../src/config';
 import { runMain } from '../src/process/run-main';
+import { shipmentIdempotencyKey } from '../src/shared/constants';
 import type { WarehouseMode } from './partners/warehouse-simulator';
 
 /**
  * `npm run simulate -- warehouse <mode>`: switches the failure mode of the warehouse simulator
  * that `npm start` runs (its PUT /_simulator/mode), so an outage can be rehearsed by hand:
  * shipments retried, `npm run ops -- stuck`, `npm run doctor`, the demo's progress.
+ * `warehouse ship <orderId>` plays the warehouse's people shipping the order's parcel (its
+ * PUT /_simulator/shipments/{ref}), so a full refund after it meets `already_shipped`.
  */
 
 const USAGE = `Usage: npm run simulate -- warehouse <mode> [--times N]
@@ -17,6 +20,8 @@ Modes (every shipment request, and the warehouse's health endpoint, answers so):
   reject [status]     4xx, default 400: not retried; the order is compensated and alerted
   ratelimit [secs]    429 with Retry-After (default 30): the next attempt waits that long
   status              prints the mode now
+  ship <orderId>      the order's parcel leaves the warehouse: a full refund now cannot cancel
+                      it (409 already_shipped) and asks a person for a return review
 
 --times N: the mode applies to the next N requests, then the simulator is back to ok.
 The simulator listens on 127.0.0.1:WAREHOUSE_SIMULATOR_PORT (4001 by default), or WAREHOUSE_API_URL
@@ -25,8 +30,9 @@ if that is a simulator. Exit codes: 0 done, 1 the simulator did not answer, 2 wr
 class UsageError extends Error {}
 
 export function parseMode(args: readonly string[]): {
-  mode: WarehouseMode | 'status';
+  mode: WarehouseMode | 'status' | 'ship';
   times?: number;
+  orderId?: number;
 } {
   const rest = [...args];
   const timesAt = rest.indexOf('--times');
@@ -60,6 +66,9 @@ export function parseMode(args: readonly string[]): {
       return { mode: { kind: 'rate_limit', retryAfter: String(number(30, 0, 86_400)) }, times };
     case 'status':
       return { mode: 'status' };
+    case 'ship':
+      if (times !== undefined) throw new UsageError('ship takes no --times.');
+      return { mode: 'ship', orderId: number(0, 1, Number.MAX_SAFE_INTEGER) };
     default:
       throw new UsageError(name ? `Unknown mode "${name}".` : 'Name a mode.');
   }
@@ -84,7 +93,10 @@ export async function main(
   }
   const config = loadConfig(env);
   const base = config.WAREHOUSE_API_URL ?? `http://127.0.0.1:${config.WAREHOUSE_SIMULATOR_PORT}`;
-  const url = new URL('/_simulator/mode', base);
+  const shipping = parsed.mode === 'ship';
+  const url = shipping
+    ? new URL(`/_simulator/shipments/${shipmentIdempotencyKey(parsed.orderId!)}`, base)
+    : new URL('/_simulator/mode', base);
   let response: Response;
   try {
     response =
@@ -93,7 +105,9 @@ export async function main(
         : await fetch(url, {
             method: 'PUT',
             headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ mode: parsed.mode, times: parsed.times }),
+            body: JSON.stringify(
+              shipping ? { status: 'shipped' } : { mode: parsed.mode, times: parsed.times },
+            ),
             signal: AbortSignal.timeout(5_000),
           });
   } catch (error) {
@@ -104,9 +118,24 @@ export async function main(
     return 1;
   }
   const body = await response.text();
+  if (shipping && (response.status === 404 || response.status === 409)) {
+    io.err(
+      response.status === 404
+        ? `The warehouse has no shipment for order ${parsed.orderId}: it was never handed over.`
+        : `Order ${parsed.orderId}'s shipment was cancelled: there is nothing to ship.`,
+    );
+    return 1;
+  }
   if (!response.ok) {
     io.err(`The simulator at ${url.origin} answered ${response.status}: ${body}`);
     return 1;
+  }
+  if (shipping) {
+    const shipment = JSON.parse(body) as { shipment_id: string };
+    io.out(
+      `Warehouse simulator at ${url.origin}: order ${parsed.orderId}'s shipment ${shipment.shipment_id} is shipped.`,
+    );
+    return 0;
   }
   const state = JSON.parse(body) as { mode: WarehouseMode; times: number | null };
   io.out(

@@ -79,3 +79,27 @@ it('refuses a wrong command line with exit 2, and says when no simulator answers
   );
   expect(code).toBe(1);
 });
+
+it("ships an order's parcel, after which a cancel is too late", async () => {
+  const order = 41;
+  await fetch(new URL('/v1/shipments', url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': `order-${order}-shipment` },
+    body: JSON.stringify({ order_id: order }),
+  });
+  expect(await simulate('warehouse', 'ship', String(order))).toMatchObject({
+    code: 0,
+    out: expect.stringContaining(`order ${order}'s shipment shp_`),
+  });
+  const cancel = await fetch(new URL(`/v1/shipments/order-${order}-shipment/cancel`, url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': 'c-41' },
+    body: '{}',
+  });
+  expect(cancel.status).toBe(409);
+  expect(await simulate('warehouse', 'ship', '42')).toMatchObject({
+    code: 1,
+    err: expect.stringContaining('no shipment for order 42'),
+  });
+  expect((await simulate('warehouse', 'ship')).code).toBe(2);
+});
