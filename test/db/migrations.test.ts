@@ -36,7 +36,8 @@ describe.each(testDatabases)('a migration that fails midway ($name)', ({ create 
   afterAll(() => reference?.close());
 
   it('is rolled back whole at every point of every migration, and the next run applies it', async () => {
-    const points = await migrationPoints();
+    const scratch = await create({ migrate: false });
+    const points = await migrationPoints(scratch).finally(() => scratch.close());
     expect(points.length).toBeGreaterThan(knownMigrations().length);
     for (const point of points) {
       const handle = await create({ migrate: false });
@@ -221,5 +222,73 @@ describe.each(testDatabases)('schema constraints ($name)', ({ create }) => {
       .execute(handle.db)
       .then((r) => r.rows[0]!);
     expect(raw).toBe(written);
+  });
+});
+
+// 0011 lets shipment_status be 'cancelled'. SQLite cannot alter 0001's CHECK, so it rebuilds the
+// orders table: rows, foreign keys and the never-reused ID counter must come through it.
+describe.each(testDatabases)('0011 shipment cancelled ($name)', ({ create }) => {
+  let handle: TestDatabaseHandle;
+  beforeEach(async () => {
+    handle = await create({ migrate: false });
+  });
+  afterEach(() => handle?.close());
+
+  it('keeps every order, its references and its ID counter, and allows cancelled only', async () => {
+    // Every migration before 0011: the run stops at 0011's first statement and rolls it back.
+    await expect(
+      migrateToLatest(handle.db, {
+        atPoint: (point) => {
+          if (point.startsWith('0011_shipment_cancelled#')) throw new Error('stop before 0011');
+        },
+      }),
+    ).rejects.toMatchObject(failure(/stop before 0011/));
+    const orders = createOrdersRepository(handle.db);
+    const ids: number[] = [];
+    for (const key of ['a', 'b', 'c']) {
+      const { order } = await orders.createWithIdempotencyKey({
+        userId: 1,
+        customerEmail: 'buyer@example.com',
+        totalAmount: 5400,
+        idempotencyKey: `key-${key}`,
+      });
+      ids.push(order.id);
+    }
+    await orders.setShipmentStatus(ids[0]!, 'requested');
+    await handle.db
+      .insertInto('payments')
+      .values({ order_id: ids[0]!, provider_event_id: 'evt_1', amount: 5400 })
+      .execute();
+    // The highest ID gone: the next order must still not reuse it.
+    await handle.db.deleteFrom('orders').where('id', '=', ids[2]!).execute();
+    const rowsBefore = await handle.db.selectFrom('orders').selectAll().orderBy('id').execute();
+
+    expect(await migrateToLatest(handle.db)).toContain('0011_shipment_cancelled');
+
+    expect(await handle.db.selectFrom('orders').selectAll().orderBy('id').execute()).toEqual(
+      rowsBefore,
+    );
+    expect(await orders.setShipmentStatus(ids[0]!, 'cancelled')).toBe(true);
+    expect((await orders.findById(ids[0]!))?.shipmentStatus).toBe('cancelled');
+    await expect(
+      handle.db
+        .updateTable('orders')
+        .set({ shipment_status: 'shipped' as never })
+        .where('id', '=', ids[1]!)
+        .execute(),
+    ).rejects.toMatchObject(failure(/check/i));
+    await expect(
+      handle.db
+        .insertInto('payments')
+        .values({ order_id: 999_999, provider_event_id: 'evt_2', amount: 1 })
+        .execute(),
+    ).rejects.toMatchObject(failure(/foreign key/i));
+    const { order: next } = await orders.createWithIdempotencyKey({
+      userId: 1,
+      customerEmail: 'buyer@example.com',
+      totalAmount: 5400,
+      idempotencyKey: 'key-d',
+    });
+    expect(next.id).toBeGreaterThan(ids[2]!);
   });
 });

@@ -71,11 +71,10 @@ async function rebuildSqliteOrders(db: AnyDb, from: string, to: string): Promise
   await sql`insert into orders_rebuilt select * from orders`.execute(db);
   await sql`drop table orders`.execute(db);
   await sql`alter table orders_rebuilt rename to orders`.execute(db);
-  const counter = seq[0]?.seq;
-  if (counter !== undefined) {
-    // The copy set the new table's counter to its highest ID; the old one may have been higher.
-    await sql`update sqlite_sequence set seq = max(seq, ${counter}) where name = 'orders'`.execute(
-      db,
-    );
-  }
+  // The copy set the new table's counter to its highest ID; the old one may have been higher.
+  // Always run (a no-op without rows), so the migration's statements are the same on any data.
+  const counter = seq[0]?.seq ?? 0;
+  await sql`update sqlite_sequence set seq = max(seq, ${counter}) where name = 'orders'`.execute(
+    db,
+  );
 }
