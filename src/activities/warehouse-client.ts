@@ -43,7 +43,7 @@ export function createWarehouseClient(options: {
   timeoutMs: number;
 }): WarehouseClient {
   /** One POST; a network failure or a timeout is a retryable outage. */
-  async function post(
+  async function sendToWarehouse(
     path: string,
     body: unknown,
     input: { orderId: number; idempotencyKey: string; signal?: AbortSignal },
@@ -72,7 +72,7 @@ export function createWarehouseClient(options: {
 
   return {
     async requestShipment({ orderId, idempotencyKey, signal }) {
-      const response = await post(
+      const response = await sendToWarehouse(
         '/v1/shipments',
         { order_id: orderId },
         { orderId, idempotencyKey, signal },
@@ -86,7 +86,7 @@ export function createWarehouseClient(options: {
     },
 
     async cancelShipment({ orderId, shipmentRef, idempotencyKey, signal }) {
-      const response = await post(
+      const response = await sendToWarehouse(
         `/v1/shipments/${encodeURIComponent(shipmentRef)}/cancel`,
         {},
         { orderId, idempotencyKey, signal },

@@ -50,6 +50,7 @@ const EFFECT_METHODS = new Set([
   'signal',
   'start',
   'requestShipment',
+  'cancelShipment',
 ]);
 // Methods of the activities' dependencies (`deps.<x>.<method>`) that only read.
 const DEPENDENCY_READS = new Set([
@@ -66,6 +67,7 @@ const DEPENDENCY_READS = new Set([
 const EFFECT_IMPLEMENTATIONS = new Set([
   'postAlert',
   'requestShipment',
+  'sendToWarehouse',
   'writeAtomically',
   'writeFileAtomically',
 ]);
