@@ -42,6 +42,7 @@ describe('the crash matrix (dev/chaos/crash-scenarios.ts)', () => {
       'payment',
       'thin-event',
       'refund-before-shipment',
+      'refund-cancels-shipment',
       'refund-after-shipment',
       'warehouse-rejects',
       'warehouse-down',
@@ -57,17 +58,23 @@ describe('the crash matrix (dev/chaos/crash-scenarios.ts)', () => {
   it('judges a refund after the shipment and a thin event at their own points', () => {
     const scenariosOf = (arm: string) =>
       runs.filter((r) => armName(r) === arm).map((r) => r.scenario);
-    for (const arm of ['requestReturnReview.commit@before', 'reverseLoyaltyPoints.reply@before']) {
-      expect(scenariosOf(arm)).toEqual(['refund-after-shipment']);
+    expect(scenariosOf('requestReturnReview.commit@before')).toEqual(['refund-after-shipment']);
+    // The cancel, whether the warehouse takes it or answers already_shipped.
+    for (const arm of [
+      'cancelShipment.request@after',
+      'cancelShipment.reply@before',
+      'reverseLoyaltyPoints.reply@before',
+    ]) {
+      expect(scenariosOf(arm)).toEqual(['refund-cancels-shipment', 'refund-after-shipment']);
     }
-    expect(scenariosOf('handOverRefundToOrder.signal@after')).toEqual([
-      'refund-before-shipment',
-      'refund-after-shipment',
-    ]);
-    expect(scenariosOf('recordRefund.commit@before')).toEqual([
-      'refund-before-shipment',
-      'refund-after-shipment',
-    ]);
+    for (const arm of ['handOverRefundToOrder.signal@after', 'recordRefund.commit@before']) {
+      expect(scenariosOf(arm)).toEqual([
+        'refund-before-shipment',
+        'refund-cancels-shipment',
+        'refund-after-shipment',
+      ]);
+    }
+    expect(scenariosOf('setShipmentStatus.commit@after')).toContain('refund-cancels-shipment');
     expect(scenariosOf('fetchThinEventObject.reply@before')).toEqual(['thin-event']);
     expect(scenariosOf('deliverThinEvent.deliver@after')).toEqual(['thin-event']);
   });
