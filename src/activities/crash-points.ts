@@ -182,6 +182,13 @@ export const CRASH_POINTS = {
     "the start of the thin event's payment, refund or dispute workflow, or its unmatched row",
   ),
   'deliverThinEvent.reply': reply('deliverThinEvent'),
+  'partnerPauseState.reply': reply('partnerPauseState'),
+  'claimPartnerRelease.commit': effect(
+    'claimPartnerRelease',
+    'db',
+    "the UPDATE that takes the next slot of a partner's rate-limited release",
+  ),
+  'claimPartnerRelease.reply': reply('claimPartnerRelease'),
 } as const satisfies Record<string, CrashPointDeclaration>;
 
 export type CrashPointName = keyof typeof CRASH_POINTS;

@@ -4,6 +4,7 @@ import { createAlertActivities, type AlertActivityDeps } from './alert-activitie
 import { createLoyaltyActivities } from './loyalty-activities';
 import { createMailActivities, type MailPool } from './mail-activities';
 import { createOrderActivities, type OrderActivityDeps } from './order-activities';
+import { createPartnerActivities } from './partner-activities';
 import { createPaymentActivities, type PaymentActivityDeps } from './payment-activities';
 import {
   createStripeApiActivities,
@@ -54,6 +55,7 @@ export function createActivities(deps: ActivityDeps) {
       }),
     }),
     ...createRefundActivities(deps),
+    ...createPartnerActivities(deps),
   };
 }
 

@@ -2,7 +2,11 @@ import { ApplicationFailure } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time';
 import { Context, type Info } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import type { createOrdersRepository, createPaymentsRepository } from '../db';
+import type {
+  createOrdersRepository,
+  createPaymentsRepository,
+  PartnerPausesRepository,
+} from '../db';
 import { FailureType, type RateLimitDetails } from '../shared/errors';
 import { shipmentCancelIdempotencyKey, shipmentIdempotencyKey } from '../shared/constants';
 import type { PaymentWorkflowInput } from '../shared/payment';
@@ -15,6 +19,7 @@ import {
 } from '../shared/retry-policies';
 import { retryAfter } from './retry-by-cause';
 import { atCrashPoint } from './crash-points';
+import { failIfPartnerPaused } from './partner-activities';
 import type { CancelReceipt, ShipmentReceipt, WarehouseClient } from './warehouse-client';
 
 export interface PaymentActivityDeps {
@@ -23,6 +28,8 @@ export interface PaymentActivityDeps {
   warehouse: WarehouseClient;
   /** Temporal client on the worker's own connection, to tell a workflow how its call stands. */
   client: Client;
+  /** Read before and after each warehouse call: a paused partner is not called. */
+  partnerPauses: PartnerPausesRepository;
 }
 
 /**
@@ -146,6 +153,9 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
       // server after the heartbeat timeout, not after the whole start-to-close timeout.
       const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_INTERVAL_MS);
       try {
+        // An attempt the server started after the pause (a retry due while paused) does not
+        // call: the workflow holds the order instead, and calls again after the resume.
+        await failIfPartnerPaused(deps.partnerPauses, 'warehouse');
         const receipt = await atCrashPoint('notifyWarehouse.request', () =>
           deps.warehouse.requestShipment({
             orderId: input.orderId,
@@ -156,6 +166,10 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
         ctx.log.info('warehouse notified', { orderId: input.orderId, ...receipt });
         return receipt;
       } catch (err) {
+        if (err instanceof ApplicationFailure && err.type === FailureType.PartnerPaused) throw err;
+        // Paused while this call was in flight: its failure is the outage being held, not an
+        // attempt of this order's budget (the workflow calls again after the resume).
+        await failIfPartnerPaused(deps.partnerPauses, 'warehouse', err);
         const failure = warehouseRetry(err, ctx.info.attempt);
         const retrying = attemptToBeRetried(failure, ctx.info);
         const execution = ctx.info.workflowExecution;

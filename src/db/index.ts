@@ -34,6 +34,7 @@ export * from './repositories/stock';
 export * from './repositories/alert-deliveries';
 export * from './repositories/order-export';
 export * from './repositories/unmatched';
+export * from './repositories/partner-pauses';
 export {
   MAX_INTEGER_COLUMN,
   MAX_ROW_ID,

@@ -105,6 +105,19 @@ export interface Database {
   alert_deliveries: AlertDeliveriesTable;
   unmatched_deliveries: UnmatchedDeliveriesTable;
   refunds: RefundsTable;
+  partner_pauses: PartnerPausesTable;
+}
+
+/** The last pause of each partner an operator paused (migration 0013 says how it is used). */
+export interface PartnerPausesTable {
+  partner: string;
+  paused_at: string;
+  paused_by: string;
+  reason: string | null;
+  resumed_at: string | null;
+  resume_rate: number | null;
+  /** bigint: PostgreSQL hands it back as a string. */
+  release_cursor_ms: ColumnType<string | number | null, number | null, number | null>;
 }
 
 /** An alert the sink accepted (2xx), stamped right after: a retry finds it and posts nothing. */

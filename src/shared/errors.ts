@@ -45,6 +45,12 @@ export const FailureType = {
   ExportIncomplete: 'ExportIncomplete',
   /** A chunk of an export kept failing after its retries; the chunks before it stay written. */
   ExportFailed: 'ExportFailed',
+  /**
+   * The partner was paused by an operator (`ops partner pause`): the call was not made, or its
+   * failure came while paused. The workflow waits for the resume and calls again with a fresh
+   * retry budget; it is not a failed attempt, and never compensated.
+   */
+  PartnerPaused: 'PartnerPaused',
   /** Stripe's API refused a fetch (no key, bad key, no permission, no such object): no retry helps. */
   StripeApiRejected: 'StripeApiRejected',
 } as const;
@@ -58,6 +64,8 @@ export const NON_RETRYABLE_FAILURE_TYPES: readonly FailureType[] = [
   FailureType.WarehouseRejected,
   FailureType.AlertSinkRejected,
   FailureType.MailRejected,
+  // Not for the server to retry: the workflow waits for the resume (src/workflows/partner-hold.ts).
+  FailureType.PartnerPaused,
 ];
 
 /** Details carried by rate-limit failures, so workflows can read the wait without parsing text. */

@@ -8,9 +8,15 @@ import { defineSearchAttributeKey } from '@temporalio/common';
  */
 export const OrderIdSearchAttribute = defineSearchAttributeKey('OrderId', 'INT');
 export const PaymentEventIdSearchAttribute = defineSearchAttributeKey('PaymentEventId', 'KEYWORD');
+/**
+ * Set on an order workflow while it waits for a paused partner (`PartnerPaused = 'warehouse'`):
+ * `ops partner resume` signals the workflows it finds, `ops stuck` groups them.
+ */
+export const PartnerPausedSearchAttribute = defineSearchAttributeKey('PartnerPaused', 'KEYWORD');
 
 /** Every custom search attribute, with its type as the server names it. */
 export const CUSTOM_SEARCH_ATTRIBUTES = [
   OrderIdSearchAttribute,
   PaymentEventIdSearchAttribute,
+  PartnerPausedSearchAttribute,
 ] as const;

@@ -14,6 +14,7 @@ import {
   createLoyaltyRepository,
   createRefundsRepository,
   createOrdersRepository,
+  createPartnerPausesRepository,
   createPaymentsRepository,
   createUnmatchedRepository,
   type DatabaseHandle,
@@ -196,6 +197,7 @@ export function activityDepsFromConfig(
     orders: createOrdersRepository(db.db),
     loyalty: createLoyaltyRepository(db.db),
     refunds: createRefundsRepository(db.db),
+    partnerPauses: createPartnerPausesRepository(db.db),
     mail: {
       smtpUrl: urls.smtpUrl,
       from: config.MAIL_FROM,

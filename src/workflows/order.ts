@@ -33,6 +33,7 @@ import { RetryPolicies } from '../shared/retry-policies';
 import type { alertWorkflow } from './alert';
 import { startInvoiceWorkflow } from './invoice';
 import { localStep } from './local-step';
+import { unlessPartnerPaused } from './partner-hold';
 import { countCompensation, countFulfilment, countShipment } from './order-metrics';
 
 // One proxy per activity, each with its own Web UI summary (metadata, not matched on replay),
@@ -243,7 +244,7 @@ async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<boolea
     return false;
   }
   try {
-    await notifyWarehouse({ orderId });
+    await unlessPartnerPaused('warehouse', () => notifyWarehouse({ orderId }));
     setCurrentDetails('');
   } catch (err) {
     setCurrentDetails('');

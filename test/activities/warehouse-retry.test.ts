@@ -10,6 +10,7 @@ function notifyWarehouseFailingWith(failure: Error) {
   const activities = createPaymentActivities({
     payments: undefined as never,
     orders: undefined as never,
+    partnerPauses: { state: async () => ({ paused: false }) } as never,
     // The signal to the workflow fails here: best effort, the attempt's own failure is unchanged.
     client: {
       withDeadline: () => Promise.reject(new Error('Temporal unreachable')),

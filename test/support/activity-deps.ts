@@ -2,6 +2,7 @@ import { createWarehouseClient } from '../../src/activities/warehouse-client';
 import {
   createLoyaltyRepository,
   createOrdersRepository,
+  createPartnerPausesRepository,
   createPaymentsRepository,
   createUnmatchedRepository,
   createRefundsRepository,
@@ -19,6 +20,7 @@ export function testActivityDeps(
     orders: createOrdersRepository(db.db),
     loyalty: createLoyaltyRepository(db.db),
     refunds: createRefundsRepository(db.db),
+    partnerPauses: createPartnerPausesRepository(db.db),
     warehouse: createWarehouseClient({
       baseUrl: peers.warehouseUrl,
       timeoutMs: peers.warehouseTimeoutMs ?? 5_000,

@@ -84,6 +84,8 @@ it('keeps six refund reviews and the failure of one order run apart at a sink th
     requestRefundReview: async () => undefined,
     sendOrderConfirmation: unused,
     awardLoyaltyPoints: unused,
+    partnerPauseState: async () => ({ paused: false as const }),
+    claimPartnerRelease: async () => ({ delayMs: 0 }),
     ...createAlertActivities({ alertWebhookUrl: sinkUrl, temporalUiUrl: undefined }),
   };
   const worker = await bundledWorker(env, await workflowBundle(), taskQueue, activities);

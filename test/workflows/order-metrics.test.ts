@@ -62,6 +62,7 @@ const activityDefaults: Partial<Activities> = {
   sendOrderConfirmation: async () => ({ sent: true, messageId: '<m@test.local>' }),
   awardLoyaltyPoints: async () => ({ awarded: true, points: 100, balance: 100 }),
   deliverAlert: async () => ({ delivered: true }),
+  partnerPauseState: async () => ({ paused: false as const }),
 };
 
 /** One order run, fed one first payment, with these activities; settles whatever its end. */

@@ -61,6 +61,8 @@ function recording(overrides: Partial<Activities>, calls: Array<[string, unknown
     sendOrderConfirmation: async () => ({ sent: true, messageId: '<m@test.local>' }),
     awardLoyaltyPoints: async () => ({ awarded: true, points: 100, balance: 100 }),
     deliverAlert: async () => ({ delivered: true }),
+    partnerPauseState: async () => ({ paused: false as const }),
+    claimPartnerRelease: async () => ({ delayMs: 0 }),
   };
   const all = { ...defaults, ...overrides } as Record<string, (...a: unknown[]) => unknown>;
   return Object.fromEntries(

@@ -76,6 +76,8 @@ function mockActivities(overrides: Partial<Activities>, calls: Call[]): Activiti
     }),
     awardLoyaltyPoints: async () => ({ awarded: true, points: 100, balance: 100 }),
     deliverAlert: async () => ({ delivered: true }),
+    partnerPauseState: async () => ({ paused: false as const }),
+    claimPartnerRelease: async () => ({ delayMs: 0 }),
   };
   const activities = { ...defaults, ...overrides };
   return Object.fromEntries(
@@ -110,6 +112,7 @@ function warehouse(answer: (attempt: number) => Promise<void>): Partial<Activiti
     warehouse: client,
     payments: unused,
     orders: unused,
+    partnerPauses: { state: async () => ({ paused: false }) } as never,
     // The attempts' signals to their workflow (the Web UI's current details) are real.
     client: env.client,
   });

@@ -1,0 +1,51 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { PartnerPausesRepository } from '../db';
+import { FailureType } from '../shared/errors';
+import type { Partner, PartnerPauseState } from '../shared/partner';
+import { atCrashPoint } from './crash-points';
+
+export interface PartnerActivityDeps {
+  partnerPauses: PartnerPausesRepository;
+}
+
+/** The steps the order workflow's hold (src/workflows/partner-hold.ts) runs around a partner call. */
+export function createPartnerActivities(deps: PartnerActivityDeps) {
+  return {
+    /** Whether the partner is paused, or released at a rate: read before each call to it. */
+    async partnerPauseState(input: { partner: Partner }): Promise<PartnerPauseState> {
+      return deps.partnerPauses.state(input.partner);
+    },
+
+    /**
+     * Takes a slot in the release schedule of a resume with `--rate`: how long to wait before
+     * calling. A retry after a crash past the commit takes a second slot: the release is then a
+     * slot slower, never faster than the rate.
+     */
+    async claimPartnerRelease(input: { partner: Partner }): Promise<{ delayMs: number }> {
+      return atCrashPoint('claimPartnerRelease.commit', () =>
+        deps.partnerPauses.claimRelease(input.partner, Date.now()),
+      );
+    },
+  };
+}
+
+/**
+ * Throws the PartnerPaused failure when the partner is paused now: checked by a partner call
+ * before it calls, and after it failed (the failure of a call in flight when the pause came is
+ * not an attempt to count). Non-retryable: the workflow waits for the resume, then calls anew.
+ */
+export async function failIfPartnerPaused(
+  pauses: PartnerPausesRepository,
+  partner: Partner,
+  cause?: unknown,
+): Promise<void> {
+  const state = await pauses.state(partner);
+  if (!state.paused) return;
+  throw ApplicationFailure.create({
+    type: FailureType.PartnerPaused,
+    message: `${partner} paused by ${state.pausedBy} since ${state.pausedAt}`,
+    details: [{ partner, pausedBy: state.pausedBy, pausedAt: state.pausedAt }],
+    nonRetryable: true,
+    cause: cause instanceof Error ? cause : undefined,
+  });
+}

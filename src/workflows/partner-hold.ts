@@ -1,0 +1,96 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  condition,
+  isCancellation,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import { FailureType } from '../shared/errors';
+import { partnerPauseChangedSignal, type Partner } from '../shared/partner';
+import { RetryPolicies } from '../shared/retry-policies';
+import { PartnerPausedSearchAttribute } from '../shared/search-attributes';
+import { localStep } from './local-step';
+
+// Why a workflow-side hold and not Temporal's activity pause (server 1.29.1): a batch
+// `activity pause` reaches only the activities pending when it runs, not the calls that orders
+// paid during the outage schedule afterwards, and a paused activity's schedule-to-close deadline
+// keeps running, so a two-hour pause would still end in compensations. Here the table is the
+// truth, every call consults it (the activity refuses to call while paused), and the wait is a
+// durable timer plus a signal: visible in the Web UI, and it survives any restart.
+
+const steps = {
+  partnerPauseState: localStep('partnerPauseState', {
+    ...RetryPolicies.databaseStep,
+    summary: 'Read whether an operator paused the partner',
+  }),
+  claimPartnerRelease: localStep('claimPartnerRelease', {
+    ...RetryPolicies.databaseStep,
+    summary: "Take a slot in the partner's rate-limited release",
+  }),
+};
+
+/**
+ * How often a held call looks at the table again. The resume signals the held workflows at once;
+ * this bounds the wait of one the signal missed (visibility lags a second or so behind, and a
+ * lost signal is never retried). Two hours held cost 120 short checks in its history.
+ */
+export const PARTNER_PAUSE_RECHECK = '1 minute';
+
+/**
+ * Runs a call to the partner; while an operator has the partner paused, holds it and calls again
+ * after the resume, with a fresh retry policy: the call's attempts and deadline are not spent
+ * during the pause, and it is never compensated for it. The activity refuses to call while
+ * paused (FailureType.PartnerPaused); a failure of another kind that ends while paused (the last
+ * attempt timed out, say) is held too. Any other failure is the caller's.
+ */
+export async function unlessPartnerPaused<T>(partner: Partner, call: () => Promise<T>): Promise<T> {
+  for (;;) {
+    try {
+      return await call();
+    } catch (err) {
+      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      if (!isPartnerPaused(err) && !(await steps.partnerPauseState({ partner })).paused) throw err;
+      await holdWhilePaused(partner);
+    }
+  }
+}
+
+function isPartnerPaused(err: ActivityFailure): boolean {
+  return err.cause instanceof ApplicationFailure && err.cause.type === FailureType.PartnerPaused;
+}
+
+/** Waits until the partner is resumed, then for this call's slot when resumed with a rate. */
+async function holdWhilePaused(partner: Partner): Promise<void> {
+  let changed = false;
+  setHandler(partnerPauseChangedSignal, () => {
+    changed = true;
+  });
+  // What `ops partner resume` signals and `ops stuck` groups: `PartnerPaused = 'warehouse'`.
+  upsertSearchAttributes([{ key: PartnerPausedSearchAttribute, value: partner }]);
+  try {
+    for (;;) {
+      const state = await steps.partnerPauseState({ partner });
+      if (!state.paused) {
+        if (state.releaseRate === undefined) return;
+        const { delayMs } = await steps.claimPartnerRelease({ partner });
+        setCurrentDetails(
+          `released: ${partner} resumed at ${state.releaseRate}/s, calling in ${Math.ceil(delayMs / 1000)} s`,
+        );
+        if (delayMs > 0) await sleep(delayMs);
+        return;
+      }
+      const why = state.reason ? ` (${state.reason})` : '';
+      setCurrentDetails(
+        `waiting: ${partner} paused by ${state.pausedBy} since ${state.pausedAt}${why}`,
+      );
+      changed = false;
+      await condition(() => changed, PARTNER_PAUSE_RECHECK);
+    }
+  } finally {
+    upsertSearchAttributes([{ key: PartnerPausedSearchAttribute, value: null }]);
+    setCurrentDetails('');
+  }
+}
