@@ -31,6 +31,7 @@ import {
   type UndecodablePayloads,
 } from '../operator/visibility';
 import { runMain } from '../process/run-main';
+import { partnerMain } from './partner';
 import { unmatchedMain } from './unmatched';
 
 /**
@@ -83,6 +84,7 @@ function commandLine(io: CliIo) {
     `
 Run "npm run ops -- <command> --help" for the details of one command.
 The unmatched inbox (signed deliveries no workflow could act on): npm run ops -- unmatched --help
+Pause a partner during its outage, resume it at a rate: npm run ops -- partner --help
 
 Connects to TEMPORAL_ADDRESS (unset: ${DEFAULT_TEMPORAL_ADDRESS}, the dev server of npm start)
 in TEMPORAL_NAMESPACE (default: default).
@@ -268,6 +270,8 @@ itself failed, 2 wrong command line.`,
 export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
   // The unmatched inbox lives in the database, not on Temporal: its own commands (cli/unmatched.ts).
   if (argv[0] === 'unmatched') return unmatchedMain(argv.slice(1), io);
+  // So does the partner pause: it must work while Temporal is in trouble too (cli/partner.ts).
+  if (argv[0] === 'partner') return partnerMain(argv.slice(1), io);
   const parsed = await parseCommandLine<Work>(commandLine(io), argv, io);
   if (parsed.kind === 'help') return EXIT_OK;
   if (parsed.kind === 'usage-error') return EXIT_USAGE;

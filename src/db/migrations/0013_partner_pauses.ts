@@ -22,7 +22,9 @@ export async function up(db: AnyDb): Promise<void> {
     .addColumn('paused_by', 'text', (col) => col.notNull())
     .addColumn('reason', 'text')
     .addColumn('resumed_at', timestamp)
-    .addColumn('resume_rate', 'integer', (col) => col.check(sql`resume_rate is null or resume_rate > 0`))
+    .addColumn('resume_rate', 'integer', (col) =>
+      col.check(sql`resume_rate is null or resume_rate > 0`),
+    )
     .addColumn('release_cursor_ms', 'bigint')
     // A rate and its cursor exist only on a resume, and always together.
     .addCheckConstraint(

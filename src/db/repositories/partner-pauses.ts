@@ -91,7 +91,9 @@ export function createPartnerPausesRepository(db: Kysely<Database>): PartnerPaus
         .returning('partner')
         .execute();
       const pause = await get(partner);
-      return changed.length > 0 ? { kind: 'resumed', pause: pause! } : { kind: 'not_paused', pause };
+      return changed.length > 0
+        ? { kind: 'resumed', pause: pause! }
+        : { kind: 'not_paused', pause };
     },
 
     get,
@@ -112,7 +114,9 @@ export function createPartnerPausesRepository(db: Kysely<Database>): PartnerPaus
           reason: pause.reason,
         };
       }
-      return pause.resumeRate === null ? { paused: false } : { paused: false, releaseRate: pause.resumeRate };
+      return pause.resumeRate === null
+        ? { paused: false }
+        : { paused: false, releaseRate: pause.resumeRate };
     },
 
     async claimRelease(partner, nowMs) {

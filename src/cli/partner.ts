@@ -1,0 +1,203 @@
+import { ConfigError, loadConfig } from '../config';
+import {
+  createDatabase,
+  createPartnerPausesRepository,
+  type PartnerPause,
+  type PartnerPausesRepository,
+} from '../db';
+import { wakeHeldWorkflows } from '../operator/partner';
+import { type Column, formatTable } from '../operator/table';
+import { isPartner, PARTNERS, type Partner } from '../shared/partner';
+import { addCommand, atMost, createProgram, parseCommandLine, UsageError } from './command-line';
+import { withTemporalClient } from './temporal-session';
+
+/**
+ * `npm run ops -- partner <command>`: pause and resume a partner during its outage. The pause
+ * lives in the database (partner_pauses), so `pause` and `status` work while Temporal is down;
+ * `resume` also wakes the held workflows through Temporal. See docs/operations.md.
+ */
+
+const EXIT_OK = 0;
+const EXIT_PROBLEM = 1;
+const EXIT_USAGE = 2;
+
+export interface PartnerIo {
+  out(text: string): void;
+  err(text: string): void;
+  /** Who runs the command: recorded as who paused. */
+  user: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+type Work = (pauses: PartnerPausesRepository, io: PartnerIo) => Promise<number>;
+
+function commandLine() {
+  const program = createProgram(
+    'npm run ops -- partner',
+    'Hold every call to a partner during its outage, and release them after.',
+  ).addHelpText(
+    'after',
+    `
+Partners: ${PARTNERS.join(', ')}. Reads DATABASE_URL; resume also connects to TEMPORAL_ADDRESS.
+See docs/operations.md, "Warehouse outage".`,
+  );
+
+  addCommand<Work>(program, 'pause', '<partner> [--reason text]', (args, options) => {
+    const partner = partnerArg(atMost(args, 1)[0]);
+    const reason = options.reason as string | undefined;
+    return (pauses, io) => pauseCommand(pauses, io, partner, reason?.trim() || undefined);
+  })
+    .summary('hold every call to the partner, pending and new, fleet-wide')
+    .description(
+      `Holds every call to the partner from now on, on every worker: a call due while paused is
+not made, and its order waits (the Web UI shows "waiting: <partner> paused by …") without
+spending its attempts or its deadline. Nothing is compensated and no failure alert is raised
+for the pause, however long it lasts. Survives restarts of every process. Pausing a paused
+partner changes nothing (the first pause, its author and time stay).`,
+    )
+    .option('-r, --reason <text>', 'why (shown with the held orders)');
+
+  addCommand<Work>(program, 'resume', '<partner> [--rate N]', (args, options) => {
+    const partner = partnerArg(atMost(args, 1)[0]);
+    const rate = positiveInteger('--rate', options.rate as string | undefined);
+    return (pauses, io) => resumeCommand(pauses, io, partner, rate);
+  })
+    .summary('release the held calls, at most N per second with --rate')
+    .description(
+      `Ends the pause and wakes the held orders. Each calls the partner again with a fresh retry
+policy. With --rate N the held calls are released on a schedule of N per second, so a partner
+that has just recovered is not hit by the whole backlog at once; calls that were never held go
+as usual. Without Temporal reachable the resume still holds: the held orders notice it within a
+minute.`,
+    )
+    .option('--rate <N>', 'release held calls at most N per second');
+
+  addCommand<Work>(program, 'status', '', (args) => {
+    atMost(args, 0);
+    return (pauses, io) => statusCommand(pauses, io);
+  }).summary('which partners are paused, by whom and since when');
+
+  return program;
+}
+
+/** `npm run ops -- partner …`; resolves to the exit code. */
+export async function partnerMain(argv: readonly string[], io: PartnerIo): Promise<number> {
+  const parsed = await parseCommandLine<Work>(commandLine(), argv, io);
+  if (parsed.kind === 'help') return EXIT_OK;
+  if (parsed.kind === 'usage-error') return EXIT_USAGE;
+  let config;
+  try {
+    config = loadConfig(io.env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    io.err(err.message);
+    return EXIT_PROBLEM;
+  }
+  const db = createDatabase(config.DATABASE_URL);
+  try {
+    return await parsed.work(createPartnerPausesRepository(db.db), io);
+  } finally {
+    await db.close();
+  }
+}
+
+async function pauseCommand(
+  pauses: PartnerPausesRepository,
+  io: PartnerIo,
+  partner: Partner,
+  reason: string | undefined,
+): Promise<number> {
+  const result = await pauses.pause(partner, io.user, reason);
+  const { pause } = result;
+  io.out(
+    result.kind === 'paused'
+      ? `Paused ${partner}: every call to it is held until "npm run ops -- partner resume ${partner}".`
+      : `${partner} was already paused by ${pause.pausedBy} since ${pause.pausedAt}; nothing changed.`,
+  );
+  return EXIT_OK;
+}
+
+async function resumeCommand(
+  pauses: PartnerPausesRepository,
+  io: PartnerIo,
+  partner: Partner,
+  rate: number | undefined,
+): Promise<number> {
+  // The table first: it is what every held call reads, with or without the signals below.
+  const resume = await pauses.resume(partner, rate);
+  io.out(
+    resume.kind === 'resumed'
+      ? `Resumed ${partner}${atRate(rate)}.`
+      : `${partner} is not paused; nothing changed.`,
+  );
+  const code = await withTemporalClient(io, `partner resume ${partner}`, async (client) => {
+    const { signalled, missed } = await wakeHeldWorkflows(client, partner);
+    io.out(
+      `${signalled} held order workflow(s) woken` +
+        (missed ? `; ${missed} missed (they look again within a minute).` : '.'),
+    );
+    return EXIT_OK;
+  });
+  // Temporal out of reach (said above) does not undo the resume: the held orders read it at
+  // their next re-check, within a minute.
+  if (code !== EXIT_OK) io.out('The held orders notice the resume within a minute.');
+  return EXIT_OK;
+}
+
+function atRate(rate: number | undefined): string {
+  return rate === undefined ? '' : ` at most ${rate} call(s) per second for the held orders`;
+}
+
+const STATUS_COLUMNS: Column[] = [
+  { header: 'PARTNER' },
+  { header: 'STATE' },
+  { header: 'PAUSED BY' },
+  { header: 'PAUSED AT' },
+  { header: 'RESUMED AT' },
+  { header: 'REASON', maxWidth: 60 },
+];
+
+async function statusCommand(pauses: PartnerPausesRepository, io: PartnerIo): Promise<number> {
+  const known = new Map((await pauses.list()).map((p) => [p.partner, p]));
+  io.out(
+    formatTable(
+      STATUS_COLUMNS,
+      PARTNERS.map((partner) => statusRow(partner, known.get(partner))),
+    ),
+  );
+  return EXIT_OK;
+}
+
+function statusRow(partner: string, pause: PartnerPause | undefined): string[] {
+  if (!pause) return [partner, 'running', '-', '-', '-', '-'];
+  const state =
+    pause.resumedAt === null
+      ? 'PAUSED'
+      : pause.resumeRate === null
+        ? 'running'
+        : `running (released at ${pause.resumeRate}/s)`;
+  return [
+    partner,
+    state,
+    pause.pausedBy,
+    pause.pausedAt,
+    pause.resumedAt ?? '-',
+    pause.reason ?? '-',
+  ];
+}
+
+function partnerArg(value: string | undefined): Partner {
+  if (value === undefined) throw new UsageError(`Name the partner: ${PARTNERS.join(', ')}.`);
+  if (!isPartner(value)) {
+    throw new UsageError(`Unknown partner "${value}"; partners: ${PARTNERS.join(', ')}.`);
+  }
+  return value;
+}
+
+function positiveInteger(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[1-9]\d{0,5}$/.test(value)) {
+    throw new UsageError(`${name} must be a whole number from 1 to 999999.`);
+  }
+  return Number(value);
+}

@@ -1,0 +1,53 @@
+import type { Client } from '@temporalio/client';
+import { partnerPauseChangedSignal, type Partner } from '../shared/partner';
+import { mapConcurrently, DESCRIBE_CONCURRENCY } from './visibility';
+
+/**
+ * The running workflows holding a call to the partner: each sets `PartnerPaused` while it waits
+ * (src/workflows/partner-hold.ts). Reads the raw listing, as the other operator lists do, so an
+ * undecodable memo cannot abort it.
+ */
+export async function heldWorkflowIds(client: Client, partner: Partner): Promise<string[]> {
+  const ids = new Set<string>();
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const response = await client.workflowService.listWorkflowExecutions({
+      namespace: client.options.namespace,
+      // The partner is one of PARTNERS (checked by the caller), so it needs no quoting.
+      query: `ExecutionStatus = 'Running' AND PartnerPaused = '${partner}'`,
+      nextPageToken,
+    });
+    for (const { execution } of response.executions ?? []) {
+      if (execution?.workflowId) ids.add(execution.workflowId);
+    }
+    nextPageToken = response.nextPageToken?.length ? response.nextPageToken : undefined;
+  } while (nextPageToken);
+  return [...ids];
+}
+
+export interface WakeOutcome {
+  /** Held workflows told to look again now. */
+  signalled: number;
+  /** Held workflows the signal missed (closed meanwhile, or an error): they look within a minute. */
+  missed: number;
+}
+
+/**
+ * Tells the held workflows to look at the table now, after a resume there (the truth every held
+ * call reads). The signals are only a wake-up: one that is lost, or a workflow that visibility
+ * did not list yet, finds the resume at its next re-check (PARTNER_PAUSE_RECHECK, a minute).
+ */
+export async function wakeHeldWorkflows(client: Client, partner: Partner): Promise<WakeOutcome> {
+  const held = await heldWorkflowIds(client, partner);
+  const sent = await mapConcurrently(held, DESCRIBE_CONCURRENCY, (workflowId) =>
+    client.workflow
+      .getHandle(workflowId)
+      .signal(partnerPauseChangedSignal)
+      .then(
+        () => true,
+        () => false,
+      ),
+  );
+  const signalled = sent.filter(Boolean).length;
+  return { signalled, missed: sent.length - signalled };
+}
