@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { createActivities } from '../../src/activities';
+import {
+  createOrdersRepository,
+  createPartnerPausesRepository,
+  type DatabaseHandle,
+} from '../../src/db';
+import { FailureType } from '../../src/shared/errors';
+import { paymentWorkflowId } from '../../src/shared/constants';
+import { orderWorkflowId } from '../../src/shared/order';
+import { PartnerPausedSearchAttribute } from '../../src/shared/search-attributes';
+import type { orderWorkflow } from '../../src/workflows/order';
+import { testActivityDeps } from '../support/activity-deps';
+import { workflowBundle } from '../support/bundles';
+import { testDatabases } from '../support/databases';
+import { until } from '../support/eventually';
+import { createTestOrder } from '../support/orders';
+import { startPartners, type Partners } from '../support/stack';
+import { createTimeSkippingEnv } from '../support/temporal';
+
+// The partner pause against the real activities, database and warehouse simulator, on the
+// time-skipping server: a warehouse outage held for two hours of skipped time ends with every
+// order shipped once, none compensated, no call to the warehouse while paused.
+let env: TestWorkflowEnvironment;
+let bundle: WorkflowBundleWithSourceMap;
+let partners: Partners;
+let db: DatabaseHandle;
+
+beforeAll(async () => {
+  env = await createTimeSkippingEnv();
+  bundle = await workflowBundle();
+  partners = await startPartners();
+  db = await testDatabases[0]!.create();
+});
+
+afterAll(async () => {
+  await db?.close();
+  await partners?.close();
+  await env?.teardown();
+});
+
+async function worker(taskQueue: string) {
+  return Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: bundle,
+    activities: createActivities({ ...testActivityDeps(db, partners), client: env.client }),
+  });
+}
+
+/** How each warehouse call of the order run ended: completed, or its failure type. */
+async function warehouseCalls(orderId: number) {
+  const history = await env.client.workflow.getHandle(orderWorkflowId(orderId)).fetchHistory();
+  const events = history.events ?? [];
+  const scheduled = events.filter(
+    (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'notifyWarehouse',
+  );
+  return scheduled.map((s) => {
+    const id = s.eventId?.toString();
+    const end = events.find(
+      (e) =>
+        e.activityTaskCompletedEventAttributes?.scheduledEventId?.toString() === id ||
+        e.activityTaskFailedEventAttributes?.scheduledEventId?.toString() === id,
+    );
+    if (end?.activityTaskCompletedEventAttributes) return 'completed';
+    return end?.activityTaskFailedEventAttributes?.failure?.applicationFailureInfo?.type;
+  });
+}
+
+describe('partner pause', () => {
+  it('holds a failing warehouse for two hours: nothing compensated, nothing called, all shipped once after the resume', async () => {
+    const pauses = createPartnerPausesRepository(db.db);
+    const orders = createOrdersRepository(db.db);
+    partners.warehouse.reset();
+    partners.warehouse.setMode({ kind: 'unavailable', status: 503 });
+    const taskQueue = `test-${randomUUID()}`;
+    const w = await worker(taskQueue);
+    const paid = await Promise.all(
+      [1, 2, 3].map(() => createTestOrder(orders, { totalAmount: 100 })),
+    );
+    await w.runUntil(async () => {
+      for (const order of paid) {
+        const eventId = `pause-${randomUUID()}`;
+        await env.client.workflow.start('paymentWorkflow', {
+          workflowId: paymentWorkflowId(eventId),
+          taskQueue,
+          args: [{ eventId, orderId: order.id, amount: 100 }],
+          workflowExecutionTimeout: '1 day',
+        });
+      }
+      // Each order's first attempt meets the outage; then the operator pauses the warehouse.
+      await until(() => partners.warehouse.requests.length >= 3, 'three first attempts', {
+        intervalMs: 20,
+      });
+      expect((await pauses.pause('warehouse', 'ops-test', 'warehouse outage')).kind).toBe('paused');
+      const calledBeforePause = partners.warehouse.requests.length;
+
+      // Two hours: four times the warehouse call's 30-minute deadline.
+      await env.sleep('2 hours');
+      expect(partners.warehouse.requests.length).toBe(calledBeforePause);
+      for (const order of paid) {
+        const handle = env.client.workflow.getHandle(orderWorkflowId(order.id));
+        const description = await handle.describe();
+        expect(description.status.name).toBe('RUNNING');
+        expect(description.typedSearchAttributes.get(PartnerPausedSearchAttribute)).toBe(
+          'warehouse',
+        );
+        expect((await orders.findById(order.id))?.shipmentStatus).toBeNull();
+      }
+
+      partners.warehouse.setMode({ kind: 'ok' });
+      expect((await pauses.resume('warehouse')).kind).toBe('resumed');
+      // No signal here: the held runs find the resume at their next re-check.
+      for (const order of paid) {
+        const result = await env.client.workflow
+          .getHandle<typeof orderWorkflow>(orderWorkflowId(order.id))
+          .result();
+        expect(result.processed).toEqual([expect.objectContaining({ outcome: 'fulfilled' })]);
+      }
+    });
+
+    for (const order of paid) {
+      expect((await orders.findById(order.id))?.shipmentStatus).toBe('requested');
+      expect(
+        [...partners.warehouse.shipments.values()].filter((s) => s.orderId === order.id),
+      ).toHaveLength(1);
+      // The call held was ended by the pause, not by its budget; the one after the resume is new.
+      expect(await warehouseCalls(order.id)).toEqual([FailureType.PartnerPaused, 'completed']);
+      const description = await env.client.workflow.getHandle(orderWorkflowId(order.id)).describe();
+      expect(description.typedSearchAttributes.get(PartnerPausedSearchAttribute)).toBeUndefined();
+    }
+  });
+});
