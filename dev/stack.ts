@@ -11,6 +11,7 @@ import { localHttpUrl } from '../src/net/addresses';
 import {
   createDatabase,
   createOrdersRepository,
+  createPartnerPausesRepository,
   createPaymentsRepository,
   createUnmatchedRepository,
   migrateToLatest,
@@ -202,7 +203,10 @@ async function main(): Promise<void> {
             ),
     });
     const schedule = setup.steps.find((s) => s.step === 'schedule');
-    const metrics = createHttpMetrics({ defaultMetrics: true });
+    const metrics = createHttpMetrics({
+      defaultMetrics: true,
+      partnerPauses: createPartnerPausesRepository(db.db),
+    });
     const app = await buildApp({
       config,
       logger,

@@ -31,6 +31,8 @@ import {
   type UndecodablePayloads,
 } from '../operator/visibility';
 import { runMain } from '../process/run-main';
+import { heldWorkflowIds } from '../operator/partner';
+import { PARTNERS } from '../shared/partner';
 import { partnerMain } from './partner';
 import { unmatchedMain } from './unmatched';
 
@@ -249,6 +251,8 @@ or the workflow task, and the type of its last failure), largest group first:
     runs until someone unpauses or resets it, so it shows no next retry;
   - a workflow task past its first attempt: the workflow code itself throws, for example
     non-determinism after a bad deploy. It retries forever until the code is fixed.
+Runs held by a partner pause (npm run ops -- partner pause) are listed first, by partner; they
+are not stuck (they spend nothing) and do not change the exit code.
 Each row names the order, the attempt (of the retry policy's maximum), the next retry and
 whether it is paused. Reads the description of every running workflow, and the recent history
 of one whose workflow task fails. To act on a retrying activity use the Temporal CLI
@@ -537,6 +541,7 @@ async function stuckCommand(
   filter: { minAttempts?: number; workflowType?: string },
 ): Promise<number> {
   const { stuck, undecodable } = await inspectRunningWorkflows(client, filter);
+  await reportHeld(client, io);
   const unreadable = undecodable.map((u) => ({
     workflowId: u.workflowId,
     type: u.type,
@@ -588,6 +593,24 @@ async function stuckCommand(
   }
   reportUndecodable(io, unreadable);
   return EXIT_STUCK;
+}
+
+/**
+ * The runs holding a call to a paused partner, grouped by partner. Listed, not counted as stuck
+ * (no exit 3): an operator chose the pause, and nothing is spent while it lasts.
+ */
+async function reportHeld(client: Client, io: CliIo): Promise<void> {
+  for (const partner of PARTNERS) {
+    const held = await heldWorkflowIds(client, partner);
+    if (held.length === 0) continue;
+    held.sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+    io.out(
+      `Held by the ${partner} pause: ${held.length} run(s) wait, spending no attempts, for ` +
+        `"npm run ops -- partner resume ${partner} [--rate N]" (who paused: ops partner status):`,
+    );
+    io.out(`  ${held.join(' ')}`);
+    io.out('');
+  }
 }
 
 function nextRetry(at: Date | undefined, now: number): string {

@@ -1,7 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
-import type { UnmatchedInbox } from '../db';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PartnerPausesRepository, UnmatchedInbox } from '../db';
+import { PARTNERS } from '../shared/partner';
 import type { ProviderEventStarter } from './providers/delivery';
 import { quietLogLevel } from './health';
 import { WEBHOOKS_PATH_PREFIX } from './routes/payment-webhook';
@@ -17,6 +18,9 @@ import { WEBHOOKS_PATH_PREFIX } from './routes/payment-webhook';
  *   out of reach.
  * - `order_payments_webhook_duration_seconds{outcome}`: how long the provider waited.
  * - `order_payments_http_request_duration_seconds{method,route,status_code}`: every route.
+ * - `order_payments_partner_paused{partner}`: 1 while an operator has the partner paused (`ops
+ *   partner pause`), else 0; read from the database at each scrape, so every HTTP process
+ *   reports the same fleet-wide state. Absent when the read fails (no stale 0 during an outage).
  * - with `defaultMetrics`, Node's process metrics (CPU, memory, event-loop lag, GC).
  */
 export interface HttpMetrics {
@@ -36,6 +40,8 @@ export interface HttpMetricsOptions {
    * scripts that build many apps leave it off.
    */
   defaultMetrics?: boolean;
+  /** The pause table, for `order_payments_partner_paused`; without it the gauge is not served. */
+  partnerPauses?: Pick<PartnerPausesRepository, 'list'>;
 }
 
 // Webhook answers take milliseconds when Temporal is healthy and up to the start timeout
@@ -62,6 +68,7 @@ export function createHttpMetrics(options: HttpMetricsOptions = {}): HttpMetrics
   // collide on a metric name.
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
+  if (options.partnerPauses) registerPartnerPausedGauge(registry, options.partnerPauses);
   const scope = new AsyncLocalStorage<DeliveryScope>();
   const metrics: HttpMetrics = {
     registry,
@@ -182,4 +189,24 @@ function webhookOutcome(reply: FastifyReply, delivery: DeliveryScope | undefined
   // The route names the workflow on every delivery it queued, and on no ignored one.
   if (reply.getHeader('x-workflow-id') === undefined) return 'ignored';
   return delivery?.duplicate ? 'duplicate' : 'accepted';
+}
+
+function registerPartnerPausedGauge(
+  registry: Registry,
+  pauses: Pick<PartnerPausesRepository, 'list'>,
+): void {
+  new Gauge({
+    name: 'order_payments_partner_paused',
+    help: 'Whether an operator has the partner paused (1) or not (0): its calls are held',
+    labelNames: ['partner'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      // A database that cannot answer must not cost the scrape its other metrics.
+      const all = await pauses.list().catch(() => undefined);
+      if (!all) return;
+      const paused = new Set(all.filter((p) => p.resumedAt === null).map((p) => p.partner));
+      for (const partner of PARTNERS) this.set({ partner }, paused.has(partner) ? 1 : 0);
+    },
+  });
 }

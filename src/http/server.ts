@@ -8,6 +8,7 @@ import {
 import {
   createDatabase,
   createOrdersRepository,
+  createPartnerPausesRepository,
   createPaymentsRepository,
   createUnmatchedRepository,
 } from '../db';
@@ -47,7 +48,10 @@ async function main(): Promise<void> {
   });
   const codecRefused = codecEndpointRefusal(config);
   if (codecRefused) logger.warn({ reason: codecRefused }, 'codec endpoint /codec not served');
-  const metrics = createHttpMetrics({ defaultMetrics: true });
+  const metrics = createHttpMetrics({
+    defaultMetrics: true,
+    partnerPauses: createPartnerPausesRepository(db.db),
+  });
   const app = await buildApp({
     config,
     logger,

@@ -15,18 +15,10 @@ import { startPrometheus, type PrometheusServer } from '../support/prometheus';
 const DASHBOARD = path.join(ROOT, 'deploy/grafana/order-payments.json');
 const RULES = path.join(ROOT, 'deploy/prometheus/rules.yml');
 
-// Panels whose metric another change provides; the test checks that their queries are valid.
-// order_payments_partner_paused comes with the partner pause (issue 27, point 1).
-const PROVIDED_ELSEWHERE: Record<string, string> = {
-  'Warehouse paused': 'partner-pause',
-};
-
 // Metrics the alert rules watch that a healthy run does not produce: they appear when it happens.
 const ONLY_WHEN_IT_HAPPENS = new Set([
   'temporal_workflow_task_execution_failed',
   'temporal_request_failure',
-  // Provided by partner-pause.
-  'order_payments_partner_paused',
 ]);
 
 // Grafana's interval for rate(): Prometheus scrapes every second here, so a minute is plenty.
@@ -155,7 +147,6 @@ describe('the Grafana dashboard', () => {
     for (const panel of panels) {
       for (const target of panel.targets ?? []) {
         const series = await prometheus.queryRange(substituted(target.expr), startedAt, endedAt);
-        if (PROVIDED_ELSEWHERE[panel.title]) continue;
         const numbers = series.flatMap((s) => s.values.map(([, v]) => Number(v)));
         if (!numbers.some((n) => Number.isFinite(n))) {
           withoutData.push(`${panel.title} [${target.refId}]: ${target.expr}`);

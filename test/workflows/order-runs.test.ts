@@ -370,6 +370,8 @@ describe('orderWorkflow, across runs (a server that suggests continue-as-new aft
     expect(runs.map((r) => r.status)).toEqual(['FAILED']);
     expect(calls.map(([name]) => name).filter((name) => name !== 'deliverAlert')).toEqual([
       'notifyWarehouse',
+      // Not paused: the failure is the warehouse's, and the order is compensated.
+      'partnerPauseState',
       'setShipmentStatus',
       'requestRefundReview',
     ]);

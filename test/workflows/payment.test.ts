@@ -645,10 +645,12 @@ describe('orderWorkflow: no event is lost behind a failed fulfilment', () => {
       const [fulfilment] = failureChain(run.result);
       expect(fulfilment!.type).toBe(FailureType.FulfilmentFailed);
       expect(fulfilment!.details?.[0]).toMatchObject({ eventId: run.eventId, reason });
-      // ...after compensating and still processing the double charge, in order.
+      // ...after making sure the partner is not paused (a paused one holds the order instead),
+      // compensating and still processing the double charge, in order.
       expect(
         run.calls.filter((c) => c.name !== 'notifyWarehouse' && c.name !== 'deliverAlert'),
       ).toMatchObject([
+        { name: 'partnerPauseState', args: [{ partner: 'warehouse' }] },
         { name: 'setShipmentStatus', args: [{ orderId: 12, status: 'failed' }] },
         { name: 'requestRefundReview', args: [{ orderId: 12, eventId: doubleCharge.eventId }] },
       ]);
