@@ -1,6 +1,12 @@
 import { existsSync } from 'node:fs';
 import { Migrator } from 'kysely';
-import { createDatabase, knownMigrations, parseDatabaseUrl } from '../db';
+import {
+  createDatabase,
+  createPartnerPausesRepository,
+  knownMigrations,
+  parseDatabaseUrl,
+  type PartnerPause,
+} from '../db';
 import { errorMessage, pingDatabase, withDeadline } from '../monitoring/probes';
 import { type CheckResult, result } from './types';
 
@@ -76,10 +82,25 @@ export async function checkDatabase(
             'apply them before starting this build: npm run migrate',
             ['npm run migrate'],
           );
-    return [database, migrations];
+    if (pending.length > 0) return [database, migrations];
+    const pauses = await withDeadline('the database', options.timeoutMs, () =>
+      createPartnerPausesRepository(handle.db).list(),
+    );
+    return [database, migrations, ...pauses.filter((p) => p.resumedAt === null).map(pausedLine)];
   } finally {
     await handle.close();
   }
+}
+
+/** A paused partner: on purpose, but a pause nobody ends holds every order behind it. */
+function pausedLine(pause: PartnerPause): CheckResult {
+  const why = pause.reason ? ` (${pause.reason})` : '';
+  return result(
+    `partner paused: ${pause.partner}`,
+    'WARN',
+    `paused by ${pause.pausedBy} since ${pause.pausedAt}${why}: its calls are held`,
+    `when it is healthy: npm run ops -- partner resume ${pause.partner} --rate N`,
+  );
 }
 
 function redact(url: string): string {

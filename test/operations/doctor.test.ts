@@ -1,6 +1,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { main } from '../../src/cli/doctor';
+import { createPartnerPausesRepository } from '../../src/db';
 import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../../src/shared/constants';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
@@ -110,6 +111,22 @@ describe('npm run doctor', () => {
     expect(report.line('temporal')).toContain(`server 1.`);
     expect(report.text).toContain('All checks OK.');
     expect(report.code).toBe(0);
+  });
+
+  it('warns (exit 0) while a partner is paused, saying who paused it, since when, and how to resume', async () => {
+    const pauses = createPartnerPausesRepository(migrated.db);
+    await pauses.pause('warehouse', 'alice', 'warehouse outage INC-7');
+    try {
+      const report = await doctor(settings(withAttributes, migrated));
+      expect(report.status('partner paused: warehouse')).toBe('WARN');
+      expect(report.line('partner paused: warehouse')).toMatch(
+        /paused by alice since \S+ \(warehouse outage INC-7\).*npm run ops -- partner resume warehouse --rate N/,
+      );
+      expect(report.code).toBe(0);
+    } finally {
+      await pauses.resume('warehouse');
+    }
+    expect((await doctor(settings(withAttributes, migrated))).text).not.toContain('partner paused');
   });
 
   it('fails (exit 1) when the database lacks migrations, naming them and the command', async () => {
