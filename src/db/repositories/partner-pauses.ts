@@ -34,10 +34,21 @@ export interface PartnerPausesRepository {
   state(partner: Partner): Promise<PartnerPauseState>;
   /**
    * Takes the next release slot of a resume with a rate: the milliseconds to wait from `nowMs`
-   * (0 when the slot is now, or when there is no rate to keep). Slots are 1/rate s apart, handed
-   * out by one atomic UPDATE, so concurrent callers on any number of workers never share one.
+   * (0 when the slot is now, or when there is no rate to keep). Slots are handed out by one
+   * atomic UPDATE, so concurrent callers on any number of workers never share one, and spaced
+   * 10 % wider than 1/rate s (RELEASE_SECOND_MS): a slot reaches the partner a few tens of
+   * milliseconds late (timer, workflow task, activity dispatch), and that margin keeps two such
+   * late calls from landing in the same second as the next ones.
    */
   claimRelease(partner: Partner, nowMs: number): Promise<{ delayMs: number }>;
+}
+
+/** A second plus 10 %: the release stays under the rate, whatever the dispatch jitter. */
+const RELEASE_SECOND_MS = 1100;
+
+/** The milliseconds between two release slots at `rate` calls per second (rounded up). */
+export function releaseSpacingMs(rate: number): number {
+  return Math.ceil(RELEASE_SECOND_MS / rate);
 }
 
 export function createPartnerPausesRepository(db: Kysely<Database>): PartnerPausesRepository {
@@ -125,7 +136,7 @@ export function createPartnerPausesRepository(db: Kysely<Database>): PartnerPaus
       const row = await db
         .updateTable('partner_pauses')
         .set({
-          release_cursor_ms: sql<number>`(case when release_cursor_ms < ${nowMs} then ${nowMs} else release_cursor_ms end) + ${sql`(999 + resume_rate) / resume_rate`}`,
+          release_cursor_ms: sql<number>`(case when release_cursor_ms < ${nowMs} then ${nowMs} else release_cursor_ms end) + ${sql`(${sql.lit(RELEASE_SECOND_MS - 1)} + resume_rate) / resume_rate`}`,
         })
         .where('partner', '=', partner)
         .where('resumed_at', 'is not', null)
@@ -133,7 +144,7 @@ export function createPartnerPausesRepository(db: Kysely<Database>): PartnerPaus
         .returning(['release_cursor_ms', 'resume_rate'])
         .executeTakeFirst();
       if (!row || row.resume_rate === null || row.release_cursor_ms === null) return { delayMs: 0 };
-      const slotAt = Number(row.release_cursor_ms) - Math.ceil(1000 / row.resume_rate);
+      const slotAt = Number(row.release_cursor_ms) - releaseSpacingMs(row.resume_rate);
       return { delayMs: Math.max(0, slotAt - nowMs) };
     },
   };

@@ -1,0 +1,67 @@
+import { createPartnerPausesRepository, releaseSpacingMs } from '../../src/db';
+import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+
+// The partner pause table: the durable truth every held call reads.
+describe.each(testDatabases)('partner pauses ($name)', ({ create }) => {
+  let handle: TestDatabaseHandle;
+  beforeEach(async () => {
+    handle = await create();
+  });
+  afterEach(() => handle?.close());
+
+  it('reads as not paused before anyone paused', async () => {
+    const pauses = createPartnerPausesRepository(handle.db);
+    expect(await pauses.state('warehouse')).toEqual({ paused: false });
+    expect(await pauses.resume('warehouse')).toEqual({ kind: 'not_paused', pause: undefined });
+    expect(await pauses.claimRelease('warehouse', Date.now())).toEqual({ delayMs: 0 });
+  });
+
+  it('keeps the first of two pauses, and a resume only once', async () => {
+    const pauses = createPartnerPausesRepository(handle.db);
+    const first = await pauses.pause('warehouse', 'alice', 'outage');
+    const second = await pauses.pause('warehouse', 'bob');
+    expect(first.kind).toBe('paused');
+    expect(second).toEqual({ kind: 'already_paused', pause: first.pause });
+    expect(await pauses.state('warehouse')).toEqual({
+      paused: true,
+      pausedBy: 'alice',
+      pausedAt: first.pause.pausedAt,
+      reason: 'outage',
+    });
+    expect((await pauses.resume('warehouse')).kind).toBe('resumed');
+    expect((await pauses.resume('warehouse', 5)).kind).toBe('not_paused');
+    // The second resume changed nothing: no rate appeared.
+    expect(await pauses.state('warehouse')).toEqual({ paused: false });
+    // Paused again after a resume: a new pause, by its new author.
+    const again = await pauses.pause('warehouse', 'bob');
+    expect(again.kind).toBe('paused');
+    expect(again.pause).toMatchObject({ pausedBy: 'bob', reason: null, resumedAt: null });
+  });
+
+  it('hands out release slots a tenth wider than 1/rate apart, to concurrent callers too', async () => {
+    const pauses = createPartnerPausesRepository(handle.db);
+    await pauses.pause('warehouse', 'alice');
+    await pauses.resume('warehouse', 4);
+    expect(await pauses.state('warehouse')).toEqual({ paused: false, releaseRate: 4 });
+    const now = Date.now() + 1_000;
+    const delays = await Promise.all(
+      Array.from({ length: 8 }, () => pauses.claimRelease('warehouse', now)),
+    );
+    const spacing = releaseSpacingMs(4);
+    expect(spacing).toBe(275);
+    expect(delays.map((d) => d.delayMs).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 8 }, (_, i) => i * spacing),
+    );
+  });
+
+  it('does not bank slots while nobody claims them: a late claim goes now, the next one a slot later', async () => {
+    const pauses = createPartnerPausesRepository(handle.db);
+    await pauses.pause('warehouse', 'alice');
+    await pauses.resume('warehouse', 2);
+    const later = Date.now() + 60_000;
+    expect(await pauses.claimRelease('warehouse', later)).toEqual({ delayMs: 0 });
+    expect(await pauses.claimRelease('warehouse', later)).toEqual({
+      delayMs: releaseSpacingMs(2),
+    });
+  });
+});
