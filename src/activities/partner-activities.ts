@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { PartnerPausesRepository } from '../db';
+import type { PartnerPausesRepository, ReleaseSlot } from '../db';
 import { FailureType } from '../shared/errors';
 import type { Partner, PartnerPauseState } from '../shared/partner';
 import { atCrashPoint } from './crash-points';
@@ -21,7 +21,7 @@ export function createPartnerActivities(deps: PartnerActivityDeps) {
      * calling. A retry after a crash past the commit takes a second slot: the release is then a
      * slot slower, never faster than the rate.
      */
-    async claimPartnerRelease(input: { partner: Partner }): Promise<{ delayMs: number }> {
+    async claimPartnerRelease(input: { partner: Partner }): Promise<ReleaseSlot> {
       return atCrashPoint('claimPartnerRelease.commit', () =>
         deps.partnerPauses.claimRelease(input.partner, Date.now()),
       );

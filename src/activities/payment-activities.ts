@@ -21,6 +21,7 @@ import { retryAfter } from './retry-by-cause';
 import { atCrashPoint } from './crash-points';
 import { failIfPartnerPaused } from './partner-activities';
 import type { CancelReceipt, ShipmentReceipt, WarehouseClient } from './warehouse-client';
+import { PARTNER_RELEASE_MAX_WAIT_MS, type PartnerRelease } from '../shared/partner';
 
 export interface PaymentActivityDeps {
   payments: ReturnType<typeof createPaymentsRepository>;
@@ -147,12 +148,18 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
      * warehouseNotification); a failed one tells it how long to wait by its cause: the seed's
      * Backoff list for an outage, the partner's Retry-After for a 429. A 4xx is non-retryable.
      */
-    async notifyWarehouse(input: { orderId: number }): Promise<ShipmentReceipt> {
+    async notifyWarehouse(
+      input: { orderId: number } & Partial<PartnerRelease>,
+    ): Promise<ShipmentReceipt> {
       const ctx = Context.current();
       // Heartbeat while the partner thinks: a worker that dies mid-call is noticed by the
       // server after the heartbeat timeout, not after the whole start-to-close timeout.
       const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_INTERVAL_MS);
       try {
+        // A call released from a pause at a rate keeps its slot to the millisecond; bounded, so
+        // a skewed clock cannot hold the attempt past its start-to-close timeout.
+        const early = Math.min((input.notBefore ?? 0) - Date.now(), PARTNER_RELEASE_MAX_WAIT_MS);
+        if (early > 0) await ctx.sleep(early);
         // An attempt the server started after the pause (a retry due while paused) does not
         // call: the workflow holds the order instead, and calls again after the resume.
         await failIfPartnerPaused(deps.partnerPauses, 'warehouse');

@@ -32,3 +32,29 @@ export type PartnerPauseState =
  * Carries nothing: the table says what to do, so a late or repeated signal cannot mislead.
  */
 export const partnerPauseChangedSignal = defineSignal<[]>('partnerPauseChanged');
+
+/**
+ * A released call's workflow wakes this long before its slot, and its activity waits out the
+ * rest to the millisecond before it calls: the slot is kept at the partner's door, not at the
+ * end of a timer, a workflow task and an activity dispatch (a few to a few hundred milliseconds
+ * late under load; a call that arrived late would crowd the next ones into one second).
+ */
+export const PARTNER_RELEASE_LEAD_MS = 700;
+
+/**
+ * The longest a released call's activity waits for its slot: the lead plus a margin for an
+ * early timer. With the warehouse client's longest timeout (7 s) it stays under the call's 8 s
+ * start-to-close.
+ */
+export const PARTNER_RELEASE_MAX_WAIT_MS = 800;
+
+/**
+ * No slot is sooner than this after its claim, so every released workflow sleeps and wakes a
+ * full lead before its slot, the first ones after a resume included.
+ */
+export const PARTNER_RELEASE_HEADROOM_MS = 1_500;
+
+/** A released call: the activity does not call before `notBefore` (epoch ms). */
+export interface PartnerRelease {
+  notBefore: number;
+}

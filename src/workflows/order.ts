@@ -244,7 +244,7 @@ async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<boolea
     return false;
   }
   try {
-    await unlessPartnerPaused('warehouse', () => notifyWarehouse({ orderId }));
+    await unlessPartnerPaused('warehouse', (release) => notifyWarehouse({ orderId, ...release }));
     setCurrentDetails('');
   } catch (err) {
     setCurrentDetails('');

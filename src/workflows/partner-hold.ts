@@ -9,7 +9,12 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { FailureType } from '../shared/errors';
-import { partnerPauseChangedSignal, type Partner } from '../shared/partner';
+import {
+  PARTNER_RELEASE_LEAD_MS,
+  partnerPauseChangedSignal,
+  type Partner,
+  type PartnerRelease,
+} from '../shared/partner';
 import { RetryPolicies } from '../shared/retry-policies';
 import { PartnerPausedSearchAttribute } from '../shared/search-attributes';
 import { localStep } from './local-step';
@@ -46,14 +51,18 @@ export const PARTNER_PAUSE_RECHECK = '1 minute';
  * paused (FailureType.PartnerPaused); a failure of another kind that ends while paused (the last
  * attempt timed out, say) is held too. Any other failure is the caller's.
  */
-export async function unlessPartnerPaused<T>(partner: Partner, call: () => Promise<T>): Promise<T> {
+export async function unlessPartnerPaused<T>(
+  partner: Partner,
+  call: (release?: PartnerRelease) => Promise<T>,
+): Promise<T> {
+  let release: PartnerRelease | undefined;
   for (;;) {
     try {
-      return await call();
+      return await call(release);
     } catch (err) {
       if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
       if (!isPartnerPaused(err) && !(await steps.partnerPauseState({ partner })).paused) throw err;
-      await holdWhilePaused(partner);
+      release = await holdWhilePaused(partner);
     }
   }
 }
@@ -62,8 +71,11 @@ function isPartnerPaused(err: ActivityFailure): boolean {
   return err.cause instanceof ApplicationFailure && err.cause.type === FailureType.PartnerPaused;
 }
 
-/** Waits until the partner is resumed, then for this call's slot when resumed with a rate. */
-async function holdWhilePaused(partner: Partner): Promise<void> {
+/**
+ * Waits until the partner is resumed; resumed with a rate, takes a slot and waits until just
+ * before it (the activity waits the rest: PARTNER_RELEASE_LEAD_MS).
+ */
+async function holdWhilePaused(partner: Partner): Promise<PartnerRelease | undefined> {
   let changed = false;
   setHandler(partnerPauseChangedSignal, () => {
     changed = true;
@@ -74,13 +86,13 @@ async function holdWhilePaused(partner: Partner): Promise<void> {
     for (;;) {
       const state = await steps.partnerPauseState({ partner });
       if (!state.paused) {
-        if (state.releaseRate === undefined) return;
-        const { delayMs } = await steps.claimPartnerRelease({ partner });
+        if (state.releaseRate === undefined) return undefined;
+        const { delayMs, releaseAt } = await steps.claimPartnerRelease({ partner });
         setCurrentDetails(
           `released: ${partner} resumed at ${state.releaseRate}/s, calling in ${Math.ceil(delayMs / 1000)} s`,
         );
-        if (delayMs > 0) await sleep(delayMs);
-        return;
+        if (delayMs > PARTNER_RELEASE_LEAD_MS) await sleep(delayMs - PARTNER_RELEASE_LEAD_MS);
+        return releaseAt === undefined ? undefined : { notBefore: releaseAt };
       }
       const why = state.reason ? ` (${state.reason})` : '';
       setCurrentDetails(

@@ -1,4 +1,5 @@
 import { createPartnerPausesRepository, releaseSpacingMs } from '../../src/db';
+import { PARTNER_RELEASE_HEADROOM_MS } from '../../src/shared/partner';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 
 // The partner pause table: the durable truth every held call reads.
@@ -50,18 +51,23 @@ describe.each(testDatabases)('partner pauses ($name)', ({ create }) => {
     const spacing = releaseSpacingMs(4);
     expect(spacing).toBe(275);
     expect(delays.map((d) => d.delayMs).sort((a, b) => a - b)).toEqual(
-      Array.from({ length: 8 }, (_, i) => i * spacing),
+      Array.from({ length: 8 }, (_, i) => PARTNER_RELEASE_HEADROOM_MS + i * spacing),
     );
   });
 
-  it('does not bank slots while nobody claims them: a late claim goes now, the next one a slot later', async () => {
+  it('does not bank slots while nobody claims them: a late claim goes after the headroom, the next one a slot later', async () => {
     const pauses = createPartnerPausesRepository(handle.db);
     await pauses.pause('warehouse', 'alice');
     await pauses.resume('warehouse', 2);
     const later = Date.now() + 60_000;
-    expect(await pauses.claimRelease('warehouse', later)).toEqual({ delayMs: 0 });
+    const first = later + PARTNER_RELEASE_HEADROOM_MS;
     expect(await pauses.claimRelease('warehouse', later)).toEqual({
-      delayMs: releaseSpacingMs(2),
+      delayMs: PARTNER_RELEASE_HEADROOM_MS,
+      releaseAt: first,
+    });
+    expect(await pauses.claimRelease('warehouse', later)).toEqual({
+      delayMs: PARTNER_RELEASE_HEADROOM_MS + releaseSpacingMs(2),
+      releaseAt: first + releaseSpacingMs(2),
     });
   });
 });

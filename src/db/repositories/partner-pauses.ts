@@ -1,5 +1,9 @@
 import { sql, type Kysely } from 'kysely';
-import type { Partner, PartnerPauseState } from '../../shared/partner';
+import {
+  PARTNER_RELEASE_HEADROOM_MS,
+  type Partner,
+  type PartnerPauseState,
+} from '../../shared/partner';
 import type { Database } from '../schema';
 
 /** The last pause of a partner, as the CLI, the doctor and `ops stuck` show it. */
@@ -24,6 +28,14 @@ export type ResumeResult =
   /** Not paused (never, or resumed already): nothing changed. */
   | { kind: 'not_paused'; pause: PartnerPause | undefined };
 
+/** A slot of a rate-limited release: when the held call may reach the partner. */
+export interface ReleaseSlot {
+  /** From the claim's `nowMs`; 0: at once. */
+  delayMs: number;
+  /** Epoch ms (the claiming worker's clock); undefined when there is no rate to keep. */
+  releaseAt?: number;
+}
+
 export interface PartnerPausesRepository {
   pause(partner: Partner, by: string, reason?: string): Promise<PauseResult>;
   /** Ends the pause; with a rate, the held calls are released through its schedule. */
@@ -34,13 +46,13 @@ export interface PartnerPausesRepository {
   state(partner: Partner): Promise<PartnerPauseState>;
   /**
    * Takes the next release slot of a resume with a rate: the milliseconds to wait from `nowMs`
-   * (0 when the slot is now, or when there is no rate to keep). Slots are handed out by one
+   * (at least PARTNER_RELEASE_HEADROOM_MS; 0 when there is no rate to keep). Slots are handed out by one
    * atomic UPDATE, so concurrent callers on any number of workers never share one, and spaced
    * 10 % wider than 1/rate s (RELEASE_SECOND_MS): a slot reaches the partner a few tens of
    * milliseconds late (timer, workflow task, activity dispatch), and that margin keeps two such
    * late calls from landing in the same second as the next ones.
    */
-  claimRelease(partner: Partner, nowMs: number): Promise<{ delayMs: number }>;
+  claimRelease(partner: Partner, nowMs: number): Promise<ReleaseSlot>;
 }
 
 /** A second plus 10 %: the release stays under the rate, whatever the dispatch jitter. */
@@ -131,12 +143,14 @@ export function createPartnerPausesRepository(db: Kysely<Database>): PartnerPaus
     },
 
     async claimRelease(partner, nowMs) {
-      // The slot is the cursor (or now, when the schedule has fallen behind: an idle schedule
-      // does not bank slots for a later burst); the cursor moves one interval on.
+      // The slot is the cursor, or the earliest a claim may get (now plus the headroom) when the
+      // schedule is behind it: an idle schedule banks no slots for a later burst. The cursor
+      // moves one interval on.
+      const earliest = nowMs + PARTNER_RELEASE_HEADROOM_MS;
       const row = await db
         .updateTable('partner_pauses')
         .set({
-          release_cursor_ms: sql<number>`(case when release_cursor_ms < ${nowMs} then ${nowMs} else release_cursor_ms end) + ${sql`(${sql.lit(RELEASE_SECOND_MS - 1)} + resume_rate) / resume_rate`}`,
+          release_cursor_ms: sql<number>`(case when release_cursor_ms < ${earliest} then ${earliest} else release_cursor_ms end) + ${sql`(${sql.lit(RELEASE_SECOND_MS - 1)} + resume_rate) / resume_rate`}`,
         })
         .where('partner', '=', partner)
         .where('resumed_at', 'is not', null)
@@ -144,8 +158,8 @@ export function createPartnerPausesRepository(db: Kysely<Database>): PartnerPaus
         .returning(['release_cursor_ms', 'resume_rate'])
         .executeTakeFirst();
       if (!row || row.resume_rate === null || row.release_cursor_ms === null) return { delayMs: 0 };
-      const slotAt = Number(row.release_cursor_ms) - releaseSpacingMs(row.resume_rate);
-      return { delayMs: Math.max(0, slotAt - nowMs) };
+      const releaseAt = Number(row.release_cursor_ms) - releaseSpacingMs(row.resume_rate);
+      return { delayMs: Math.max(0, releaseAt - nowMs), releaseAt };
     },
   };
 }

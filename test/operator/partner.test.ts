@@ -1,0 +1,104 @@
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { main } from '../../src/cli/ops';
+import { heldWorkflowIds } from '../../src/operator/partner';
+import { orderWorkflowId } from '../../src/shared/order';
+import { createTestOrder } from '../support/orders';
+import { createDevServerEnv } from '../support/temporal';
+import { captureIo, cliEnv, eventually, type PaymentStack, startPaymentStack } from './helpers';
+
+// `ops partner pause|resume|status` through the real CLI, on a dev server with the production
+// payments worker, database and warehouse simulator.
+let env: TestWorkflowEnvironment;
+let stack: PaymentStack;
+
+beforeAll(async () => {
+  env = await createDevServerEnv();
+  stack = await startPaymentStack(env);
+});
+
+afterAll(async () => {
+  await stack?.close();
+  await env?.teardown();
+});
+
+async function ops(...argv: string[]) {
+  const io = captureIo({ env: { ...cliEnv(env), DATABASE_URL: stack.db.url } });
+  const code = await main(argv, io);
+  return { code, out: io.stdout(), err: io.stderr() };
+}
+
+const currentDetails = async (workflowId: string) =>
+  (
+    await env.client.workflow
+      .getHandle(workflowId)
+      .query<{ currentDetails?: string }>('__temporal_workflow_metadata')
+  ).currentDetails ?? '';
+
+describe('npm run ops -- partner', () => {
+  it('holds new payments without calling the warehouse, shows them, and releases them at most N per second', async () => {
+    stack.warehouse.reset();
+    const paused = await ops('partner', 'pause', 'warehouse', '--reason', 'INC-42');
+    expect(paused).toMatchObject({ code: 0 });
+    expect(paused.out).toContain('Paused warehouse');
+    const again = await ops('partner', 'pause', 'warehouse');
+    expect(again.out).toMatch(/already paused by tester since/);
+
+    const orders = await Promise.all(
+      Array.from({ length: 6 }, () => createTestOrder(stack.orders, { totalAmount: 5400 })),
+    );
+    for (const [i, order] of orders.entries()) {
+      await stack.starter.start({
+        eventId: `pause-${i}-${order.id}`,
+        orderId: order.id,
+        amount: 5400,
+      });
+    }
+    const ids = orders.map((o) => orderWorkflowId(o.id));
+    await eventually(
+      async () =>
+        expect((await heldWorkflowIds(env.client, 'warehouse')).sort()).toEqual([...ids].sort()),
+      { timeoutMs: 30_000 },
+    );
+    expect(stack.warehouse.requests).toEqual([]);
+    expect(await currentDetails(ids[0]!)).toMatch(
+      /^waiting: warehouse paused by tester since \S+ \(INC-42\)$/,
+    );
+
+    const status = await ops('partner', 'status');
+    expect(status.out).toMatch(/warehouse\s+PAUSED\s+tester\s+\S+\s+-\s+INC-42/);
+    const stuck = await ops('stuck');
+    expect(stuck.code).toBe(0);
+    expect(stuck.out).toContain('Held by the warehouse pause: 6 run(s)');
+    for (const id of ids) expect(stuck.out).toContain(id);
+
+    const resumed = await ops('partner', 'resume', 'warehouse', '--rate', '2');
+    expect(resumed).toMatchObject({ code: 0 });
+    expect(resumed.out).toContain('Resumed warehouse at most 2 call(s) per second');
+    expect(resumed.out).toContain('6 held order workflow(s) woken');
+
+    for (const id of ids) {
+      await expect(env.client.workflow.getHandle(id).result()).resolves.toMatchObject({
+        processed: [{ outcome: 'fulfilled' }],
+      });
+    }
+    // Every order once, and never more than two requests in any second.
+    const times = stack.warehouse.requests.map((r) => Date.parse(r.at)).sort((a, b) => a - b);
+    expect(stack.warehouse.requests.map((r) => r.orderId).sort()).toEqual(
+      orders.map((o) => o.id).sort(),
+    );
+    for (let i = 0; i + 2 < times.length; i++) {
+      expect(times[i + 2]! - times[i]!).toBeGreaterThanOrEqual(1000);
+    }
+    expect(await heldWorkflowIds(env.client, 'warehouse')).toEqual([]);
+    expect((await ops('partner', 'status')).out).toMatch(
+      /warehouse\s+running \(released at 2\/s\)/,
+    );
+  });
+
+  it('refuses an unknown partner or a rate that is not a positive whole number (exit 2)', async () => {
+    expect((await ops('partner', 'pause', 'bank')).code).toBe(2);
+    expect((await ops('partner', 'resume', 'warehouse', '--rate', '0')).code).toBe(2);
+    expect((await ops('partner', 'resume', 'warehouse', '--rate', '1.5')).code).toBe(2);
+    expect((await ops('partner', 'status')).out).not.toMatch(/warehouse\s+PAUSED/);
+  });
+});
