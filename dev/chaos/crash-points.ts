@@ -13,10 +13,14 @@ import { invoiceFile } from '../../src/activities/invoice-activities';
 import {
   createDatabase,
   createOrdersRepository,
+  createPartnerPausesRepository,
   createPaymentsRepository,
   createUnmatchedRepository,
   migrateToLatest,
+  type PartnerPausesRepository,
 } from '../../src/db';
+import { wakeHeldWorkflows } from '../../src/operator/partner';
+import { PartnerPausedSearchAttribute } from '../../src/shared/search-attributes';
 import { signBody } from '../../src/http/signature';
 import { PAYMENT_REFUNDED_EVENT } from '../../src/http/providers/original';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
@@ -733,7 +737,10 @@ async function prepare(stack: Stack, scenario: Scenario, tag: string): Promise<P
   }
   if (spec.warehouse === 'rejects') stack.warehouse.setMode({ kind: 'reject', status: 400 }, 1);
   if (spec.warehouse === 'down') stack.warehouse.setMode({ kind: 'unavailable', status: 503 });
+  const pauses = createPartnerPausesRepository(stack.db.db);
+  if (spec.warehouse === 'paused') await pauses.pause('warehouse', 'crash-points', tag);
   let deadlineShortened: Promise<void> | undefined;
+  let resumed: Promise<void> | undefined;
   return {
     trigger: async () => {
       if (spec.thin) return startThinPayment(stack, event(1), order.id);
@@ -751,17 +758,48 @@ async function prepare(stack: Stack, scenario: Scenario, tag: string): Promise<P
         // Awaited in count(); handled now, so a failure is not an unhandled rejection meanwhile.
         deadlineShortened.catch(() => undefined);
       }
+      if (spec.warehouse === 'paused') {
+        resumed = resumeOnceHeld(stack, pauses, order.id);
+        resumed.catch(() => undefined);
+      }
       return root;
     },
     count: async () => {
       await deadlineShortened;
+      await resumed;
       // Visibility's count of running workflows may lag a moment; the order's own run does not.
       await settleOrder(stack.client, order.id);
       return countOrder(stack, order.id);
     },
     judge: (counts, run, outage) => judgeOrder(stack, spec.expected, counts, run, outage),
-    cleanup: () => stack.warehouse.setMode({ kind: 'ok' }),
+    cleanup: () => {
+      stack.warehouse.setMode({ kind: 'ok' });
+      // Never leave the warehouse paused for the next scenario (awaited by nobody: best effort).
+      if (spec.warehouse === 'paused') pauses.resume('warehouse').catch(() => undefined);
+    },
   };
+}
+
+/**
+ * The operator's part of the `partner-pause` scenario: once the order's run holds its warehouse
+ * call (PartnerPaused set, whatever crash the worker went through), resume at 1 call per second
+ * through the same code as `ops partner resume`, with the table first and the wake-up signals.
+ */
+async function resumeOnceHeld(
+  stack: Stack,
+  pauses: PartnerPausesRepository,
+  orderId: number,
+): Promise<void> {
+  await waitFor(`order ${orderId} held by the pause`, async () => {
+    try {
+      const run = await stack.client.workflow.getHandle(orderWorkflowId(orderId)).describe();
+      return run.typedSearchAttributes.get(PartnerPausedSearchAttribute) ? true : undefined;
+    } catch {
+      return undefined;
+    }
+  });
+  await pauses.resume('warehouse', 1);
+  await wakeHeldWorkflows(stack.client, 'warehouse');
 }
 
 async function createOrder(stack: Stack, tag: string) {

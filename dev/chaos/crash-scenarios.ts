@@ -44,8 +44,12 @@ export interface OrderExpectation {
   gaveUp?: 'non_retryable' | 'deadline';
 }
 
-/** What the warehouse simulator answers while the order is fulfilled. */
-export type WarehouseSetup = 'ok' | 'rejects' | 'down';
+/**
+ * What the warehouse simulator answers while the order is fulfilled; `paused`: it answers, but
+ * an operator has paused it (`ops partner pause`) until the order is held, then resumes it at
+ * 1 call per second.
+ */
+export type WarehouseSetup = 'ok' | 'rejects' | 'down' | 'paused';
 
 /** The operator CLI commands (npm run ops -- …) a run interrupts after each server call. */
 export type OperatorAction = 'retry' | 'retry all' | 'flush';
@@ -265,7 +269,8 @@ export const SCENARIOS = {
     kind: 'order',
     description: 'the warehouse answers 400: given up at once, compensated, one alert',
     warehouse: 'rejects',
-    activities: [...PAYMENT, ...FULFIL, 'deliverAlert'],
+    // Before compensating, the order run reads whether the warehouse is paused (it is not).
+    activities: [...PAYMENT, ...FULFIL, 'partnerPauseState', 'deliverAlert'],
     unreached: [...WAREHOUSE_FAILS, ...NO_WAREHOUSE_RETRY],
     expected: refused,
   },
@@ -274,7 +279,7 @@ export const SCENARIOS = {
     description:
       'the warehouse answers 503 until the retry deadline (shortened to 20 s): compensated once, one alert',
     warehouse: 'down',
-    activities: [...PAYMENT, ...FULFIL, 'deliverAlert'],
+    activities: [...PAYMENT, ...FULFIL, 'partnerPauseState', 'deliverAlert'],
     unreached: WAREHOUSE_FAILS,
     expected: { ...refused, gaveUp: 'deadline' },
   },
@@ -283,6 +288,24 @@ export const SCENARIOS = {
     description:
       'a payment for an order that does not exist: kept once in the unmatched inbox (one delivery, told created), no payment, the run completed',
     activities: ['recordPayment'],
+  },
+  'partner-pause': {
+    kind: 'order',
+    description:
+      'the warehouse paused by an operator: the order is held (no call, no attempt spent), then resumed at 1/s and fulfilled once, no alert',
+    warehouse: 'paused',
+    activities: [
+      ...PAYMENT,
+      ...FULFIL,
+      'partnerPauseState',
+      'claimPartnerRelease',
+      'sendOrderConfirmation',
+      'awardLoyaltyPoints',
+      'generateInvoicePdf',
+    ],
+    // The held call fails with PartnerPaused before it calls; the released one succeeds.
+    unreached: NO_WAREHOUSE_RETRY,
+    expected: fulfilled,
   },
   export: {
     kind: 'export',

@@ -60,6 +60,7 @@ const DEPENDENCY_READS = new Set([
   'ledgerFor',
   'listByOrder',
   'readPage',
+  'state',
   'summarizeRange',
   'wasDelivered',
 ]);
