@@ -37,6 +37,7 @@ describe('the crash matrix (dev/chaos/crash-scenarios.ts)', () => {
       'warehouse-rejects',
       'warehouse-down',
       'unknown-order',
+      'partner-pause',
     ]);
     expect(scenariosOf('applyRefunds.commit@after')).toEqual([
       'payment',
@@ -46,6 +47,7 @@ describe('the crash matrix (dev/chaos/crash-scenarios.ts)', () => {
       'refund-after-shipment',
       'warehouse-rejects',
       'warehouse-down',
+      'partner-pause',
     ]);
     expect(scenariosOf('deliverAlert.post@before')).toEqual([
       'double-charge',
