@@ -2,7 +2,11 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { main } from '../../src/cli/ops';
 import { heldWorkflowIds } from '../../src/operator/partner';
 import { orderWorkflowId } from '../../src/shared/order';
+import { loadConfig } from '../../src/config';
+import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/payments';
+import { workflowBundle } from '../support/bundles';
 import { createTestOrder } from '../support/orders';
+import { TEST_MAIL_FROM } from '../support/stack';
 import { createDevServerEnv } from '../support/temporal';
 import { captureIo, cliEnv, eventually, type PaymentStack, startPaymentStack } from './helpers';
 
@@ -100,5 +104,72 @@ describe('npm run ops -- partner', () => {
     expect((await ops('partner', 'resume', 'warehouse', '--rate', '0')).code).toBe(2);
     expect((await ops('partner', 'resume', 'warehouse', '--rate', '1.5')).code).toBe(2);
     expect((await ops('partner', 'status')).out).not.toMatch(/warehouse\s+PAUSED/);
+  });
+});
+
+describe('a pause across a restart of the workers', () => {
+  let env2: TestWorkflowEnvironment;
+  let stack2: PaymentStack;
+
+  beforeAll(async () => {
+    env2 = await createDevServerEnv();
+    stack2 = await startPaymentStack(env2, { worker: false });
+  });
+
+  afterAll(async () => {
+    await stack2?.close();
+    await env2?.teardown();
+  });
+
+  /** A payments worker as a fresh process would start one, on the stack's database. */
+  async function startWorker() {
+    const worker = await createPaymentWorker({
+      connection: env2.nativeConnection,
+      namespace: env2.namespace ?? 'default',
+      workflowCode: (await workflowBundle()).code,
+      activities: activityDepsFromConfig(
+        loadConfig({ NODE_ENV: 'test', MAIL_FROM: TEST_MAIL_FROM }),
+        stack2.db,
+        { warehouseUrl: stack2.warehouseUrl, temporalUiUrl: undefined, smtpUrl: stack2.smtp.url },
+      ),
+    });
+    const running = worker.run();
+    return async () => {
+      worker.shutdown();
+      await running;
+    };
+  }
+
+  it('keeps holding the order on the new workers, and releases it once resumed', async () => {
+    const run = (...argv: string[]) =>
+      main(argv, captureIo({ env: { ...cliEnv(env2), DATABASE_URL: stack2.db.url } }));
+    expect(await run('partner', 'pause', 'warehouse')).toBe(0);
+    const stopFirst = await startWorker();
+    const order = await createTestOrder(stack2.orders, { totalAmount: 5400 });
+    await stack2.starter.start({ eventId: `restart-${order.id}`, orderId: order.id, amount: 5400 });
+    const id = orderWorkflowId(order.id);
+    await eventually(
+      async () => expect(await heldWorkflowIds(env2.client, 'warehouse')).toEqual([id]),
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    await stopFirst();
+
+    const stopSecond = await startWorker();
+    try {
+      // The new worker replays the held run: still held, and the warehouse still not called.
+      await env2.client.workflow.getHandle(id).query('__temporal_workflow_metadata');
+      expect(await heldWorkflowIds(env2.client, 'warehouse')).toEqual([id]);
+      expect(stack2.warehouse.requests).toEqual([]);
+
+      expect(await run('partner', 'resume', 'warehouse')).toBe(0);
+      await expect(env2.client.workflow.getHandle(id).result()).resolves.toMatchObject({
+        processed: [{ outcome: 'fulfilled' }],
+      });
+      expect(stack2.warehouse.requests.map((r) => r.orderId)).toEqual([order.id]);
+    } finally {
+      await stopSecond();
+    }
   });
 });
