@@ -87,6 +87,11 @@ export interface Stack {
   logDir: string;
   /** What a clean migration leaves, for the migration rows (computed by the first). */
   referenceSchema?: string;
+  /**
+   * The points a clean migration passes on this database (computed with referenceSchema): the
+   * dialects differ in statements per migration, and the matrix's rows are SQLite's.
+   */
+  migrationPoints?: ReadonlySet<string>;
   /** An operator CLI command with the operator hook, not started yet; stopped with the stack. */
   operatorCli: (
     name: string,
