@@ -94,6 +94,24 @@ export const CRASH_POINTS = {
     "the UPDATE of the order's refunded_amount to what its refunds add up to",
   ),
   'applyRefunds.reply': reply('applyRefunds'),
+  'recordDispute.commit': effect(
+    'recordDispute',
+    'db',
+    'the insert-or-get of the dispute event (UNIQUE provider_event_id) and its match to an order',
+  ),
+  'recordDispute.reply': reply('recordDispute'),
+  'handOverDisputeToOrder.signal': effect(
+    'handOverDisputeToOrder',
+    'temporal',
+    "signal-with-start of the order's workflow with the dispute event",
+  ),
+  'handOverDisputeToOrder.reply': reply('handOverDisputeToOrder'),
+  'applyDisputes.commit': effect(
+    'applyDisputes',
+    'db',
+    "the UPDATE of the order's dispute_status and dispute_closed_at to where its disputes stand",
+  ),
+  'applyDisputes.reply': reply('applyDisputes'),
   'requestReturnReview.commit': effect(
     'requestReturnReview',
     'db',

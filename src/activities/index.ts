@@ -12,6 +12,7 @@ import {
   type StripeApiActivityDeps,
 } from './stripe-api-activities';
 import { createRefundActivities } from './refund-activities';
+import { createDisputeActivities } from './dispute-activities';
 
 export interface ActivityDeps extends PaymentActivityDeps, OrderActivityDeps {
   alerts: AlertActivityDeps;
@@ -56,6 +57,7 @@ export function createActivities(deps: ActivityDeps) {
     }),
     ...createRefundActivities(deps),
     ...createPartnerActivities(deps),
+    ...createDisputeActivities(deps),
   };
 }
 

@@ -1,9 +1,16 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
-import type { OrdersRepository, PaymentsRepository, RefundsRepository } from '../db';
+import type {
+  DisputesRepository,
+  OrdersRepository,
+  PaymentsRepository,
+  RefundsRepository,
+  SettlementsRepository,
+} from '../db';
 import { FailureType } from '../shared/errors';
 import {
+  type OrderEventKind,
   type OrderPaymentEvent,
   type OrderWorkflow,
   orderWorkflowId,
@@ -18,6 +25,8 @@ export interface OrderActivityDeps {
   orders: OrdersRepository;
   payments: PaymentsRepository;
   refunds: RefundsRepository;
+  disputes: DisputesRepository;
+  settlements: SettlementsRepository;
 }
 
 /** Whether the hand-over reached the order's workflow. */
@@ -29,8 +38,37 @@ export interface HandOverResult {
   handedOver: boolean;
 }
 
+/** Which event an order run checks or marks: its ID and kind; a settlement is its order's. */
+interface OrderEventRef {
+  eventId: string;
+  kind?: OrderEventKind;
+  /** For a settlement, kept once per order. */
+  orderId?: number;
+}
+
 /** Activities that feed and serve the order entity workflow. */
 export function createOrderActivities(deps: OrderActivityDeps) {
+  /** Where the event's row records the chain that finished with it. */
+  function ledgerOf(input: OrderEventRef) {
+    switch (input.kind) {
+      case 'refund':
+        return deps.refunds;
+      case 'dispute':
+        return deps.disputes;
+      case 'settlement': {
+        const { orderId } = input;
+        if (orderId === undefined) throw new TypeError('a settlement event names its order');
+        return {
+          handledBy: () => deps.settlements.handledBy(orderId),
+          markHandled: (_eventId: string, chain: string) =>
+            deps.settlements.markHandled(orderId, chain),
+        };
+      }
+      default:
+        return deps.payments;
+    }
+  }
+
   return {
     /**
      * Hands a recorded payment to the order's workflow: signal-with-start starts `order-<id>` if
@@ -72,24 +110,16 @@ export function createOrderActivities(deps: OrderActivityDeps) {
     },
 
     /** The order workflow chain that finished with an event, or null while none has. */
-    async orderEventHandledBy(input: {
-      eventId: string;
-      kind?: 'refund';
-    }): Promise<{ chain: string | null }> {
-      const events = input.kind === 'refund' ? deps.refunds : deps.payments;
-      return { chain: (await events.handledBy(input.eventId)) ?? null };
+    async orderEventHandledBy(input: OrderEventRef): Promise<{ chain: string | null }> {
+      return { chain: (await ledgerOf(input).handledBy(input.eventId)) ?? null };
     },
 
     /**
      * Records that the order workflow chain `chain` (its first run ID) finished with the event:
      * done, or failed for good. The first chain to finish with it stays.
      */
-    async markOrderEventHandled(input: {
-      eventId: string;
-      chain: string;
-      kind?: 'refund';
-    }): Promise<void> {
-      const events = input.kind === 'refund' ? deps.refunds : deps.payments;
+    async markOrderEventHandled(input: OrderEventRef & { chain: string }): Promise<void> {
+      const events = ledgerOf(input);
       await atCrashPoint('markOrderEventHandled.commit', () =>
         events.markHandled(input.eventId, input.chain),
       );

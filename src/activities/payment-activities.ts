@@ -52,6 +52,8 @@ export interface PaymentRecorded {
    * review. Absent in results recorded before this field existed (read as a double charge).
    */
   amountMatchesOrder?: boolean;
+  /** Disputes of this payment were recorded before it: the order workflow applies them. */
+  disputed?: boolean;
 }
 
 /** The order does not exist: the event is kept in the unmatched inbox, and nothing follows. */
@@ -120,6 +122,7 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
             created,
             firstForOrder,
             amountMatchesOrder,
+            ...(result.disputed ? { disputed: true } : {}),
           };
         }
         case 'unknown_order':

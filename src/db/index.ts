@@ -30,6 +30,8 @@ export {
   type LoyaltyRepository,
 } from './repositories/loyalty';
 export * from './repositories/refunds';
+export * from './repositories/disputes';
+export * from './repositories/settlements';
 export * from './repositories/stock';
 export * from './repositories/alert-deliveries';
 export * from './repositories/order-export';
@@ -40,5 +42,6 @@ export {
   MAX_ROW_ID,
   type Database,
   type OrderStatus,
+  type DisputeStatus,
   type ShipmentStatus,
 } from './schema';

@@ -26,6 +26,7 @@ import * as m0008 from './migrations/0008_refunds';
 import * as m0009 from './migrations/0009_unmatched_deliveries';
 import * as m0010 from './migrations/0010_unmatched_recorded_by_run';
 import * as m0011 from './migrations/0011_shipment_cancelled';
+import * as m0012 from './migrations/0012_disputes_and_settlements';
 import * as m0013 from './migrations/0013_partner_pauses';
 
 /**
@@ -46,6 +47,7 @@ const migrations: Readonly<Record<string, Migration>> = {
   '0009_unmatched_deliveries': m0009,
   '0010_unmatched_recorded_by_run': m0010,
   '0011_shipment_cancelled': m0011,
+  '0012_disputes_and_settlements': m0012,
   '0013_partner_pauses': m0013,
 };
 

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Selectable } from 'kysely';
+import type { DisputeEvent } from '../shared/payment-events';
 
 /**
  * Table types as Kysely sees them. Only the db folder uses these row shapes; repositories hand
@@ -52,6 +53,10 @@ export interface OrdersTable {
   refunded_amount: ColumnType<number, number | undefined, number>;
   /** Set when a full refund found the order already with the warehouse: a person must review a return. */
   return_review_requested_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Where the order's disputes stand (src/shared/payment-events.ts, disputeOutcome); null: none. */
+  dispute_status: ColumnType<DisputeStatus | null, DisputeStatus | null | undefined, DisputeStatus | null>;
+  /** When the last of its disputes was closed (recorded); null while one is open, or none was. */
+  dispute_closed_at: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -96,6 +101,40 @@ export interface RefundsTable {
 
 export type RefundRow = Selectable<RefundsTable>;
 
+export type DisputeStatus = DisputeEvent['status'];
+
+/** One dispute event of a provider, recorded once (UNIQUE provider_event_id). */
+export interface DisputesTable {
+  id: Generated<number>;
+  provider_event_id: string;
+  dispute_id: string;
+  payment_ref: string;
+  status: DisputeStatus;
+  amount: number;
+  currency: string | null;
+  /** ISO 8601, as the provider gave it (Stripe evidence_details.due_by). */
+  evidence_due_by: string | null;
+  reason: string | null;
+  /** Null until its payment is recorded (a dispute may arrive first). */
+  order_id: number | null;
+  /** The order workflow chain that finished with it (as payments.handled_by_chain). */
+  handled_by_chain: ColumnType<string | null, string | null | undefined, string | null>;
+  recorded_at: Timestamp;
+}
+
+/** An operator's settlement of a pending order: one per order (UNIQUE order_id). */
+export interface SettlementsTable {
+  id: Generated<number>;
+  order_id: number;
+  settled_by: string;
+  reason: string;
+  /** JSON array of the payment IDs the settlement counted. */
+  payment_ids: string;
+  /** The order workflow chain that fulfilled it (as payments.handled_by_chain). */
+  handled_by_chain: ColumnType<string | null, string | null | undefined, string | null>;
+  settled_at: Timestamp;
+}
+
 export interface Database {
   orders: OrdersTable;
   payments: PaymentsTable;
@@ -106,6 +145,8 @@ export interface Database {
   unmatched_deliveries: UnmatchedDeliveriesTable;
   refunds: RefundsTable;
   partner_pauses: PartnerPausesTable;
+  disputes: DisputesTable;
+  settlements: SettlementsTable;
 }
 
 /** The last pause of each partner an operator paused (migration 0013 says how it is used). */

@@ -32,6 +32,11 @@ export interface OrderPaymentEvent {
    * payment-to-shipment latency starts. Absent from events handed over before it was added.
    */
   paidAt?: number;
+  /**
+   * True when disputes of this payment were recorded before it (it claimed them): the order
+   * workflow applies them with it. Absent otherwise, and from events of older builds.
+   */
+  disputed?: boolean;
 }
 
 /** A refund event recorded for the order: the order workflow adds its refunds up again. */
@@ -40,11 +45,48 @@ export interface OrderRefundEvent {
   eventId: string;
 }
 
+/** A dispute event recorded for the order: the order workflow works out its disputes again. */
+export interface OrderDisputeEvent {
+  kind: 'dispute';
+  eventId: string;
+}
+
+/**
+ * An operator settled the pending order with the payments it had (`ops settle`): the order
+ * workflow fulfils it, once. Who, why and when travel with it, for the workflow's details, log
+ * and result.
+ */
+export interface OrderSettlementEvent {
+  kind: 'settlement';
+  /** `settlement~<order id>`: one settlement per order. */
+  eventId: string;
+  settledBy: string;
+  reason: string;
+  settledAt: string;
+  paymentIds: number[];
+}
+
 /** Anything the order workflow takes, one at a time. */
-export type OrderEvent = OrderPaymentEvent | OrderRefundEvent;
+export type OrderEvent = OrderPaymentEvent | OrderRefundEvent | OrderDisputeEvent | OrderSettlementEvent;
+
+/** The kinds of event the order workflow takes that are not payments. */
+export type OrderEventKind = Exclude<OrderEvent, OrderPaymentEvent>['kind'];
 
 export function isRefundEvent(event: OrderEvent): event is OrderRefundEvent {
   return 'kind' in event && event.kind === 'refund';
+}
+
+export function isDisputeEvent(event: OrderEvent): event is OrderDisputeEvent {
+  return 'kind' in event && event.kind === 'dispute';
+}
+
+export function isSettlementEvent(event: OrderEvent): event is OrderSettlementEvent {
+  return 'kind' in event && event.kind === 'settlement';
+}
+
+/** Event ID of the settlement of an order: one per order, so a second hand-over is a duplicate. */
+export function settlementEventId(orderId: number): string {
+  return `settlement~${orderId}`;
 }
 
 export interface OrderWorkflowInput {
@@ -67,8 +109,11 @@ export interface OrderWorkflowResult {
       | 'refunded_before_shipment'
       | 'refund_review'
       | 'refund'
+      | 'dispute'
       | 'failed'
       | 'already_handled';
+    /** For a settlement's event: who settled the order, when and why. */
+    settlement?: Pick<OrderSettlementEvent, 'settledBy' | 'reason' | 'settledAt'>;
   }>;
 }
 
@@ -117,6 +162,8 @@ export interface WarehouseAttemptFailed {
 
 export const paymentRecordedSignal = defineSignal<[OrderPaymentEvent]>('paymentRecorded');
 export const refundRecordedSignal = defineSignal<[OrderRefundEvent]>('refundRecorded');
+export const disputeRecordedSignal = defineSignal<[OrderDisputeEvent]>('disputeRecorded');
+export const orderSettledSignal = defineSignal<[OrderSettlementEvent]>('orderSettled');
 export const warehouseAttemptFailedSignal =
   defineSignal<[WarehouseAttemptFailed]>('warehouseAttemptFailed');
 export const orderStateQuery = defineQuery<OrderWorkflowState>('state');

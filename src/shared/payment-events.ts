@@ -95,3 +95,52 @@ export function refundedTotal(events: readonly RecordedRefund[]): number {
     .reduce((total, r) => total + r.amount, 0);
   return Math.max(sum, cumulative);
 }
+
+/** One recorded dispute event, as the order's dispute status is computed from. */
+export interface RecordedDispute {
+  disputeId: string;
+  status: DisputeEvent['status'];
+  /** When this event was recorded (ISO 8601): a closure's is the order's `dispute_closed_at`. */
+  recordedAt: string;
+}
+
+/** Where an order's disputes stand: the columns `dispute_status` and `dispute_closed_at`. */
+export interface DisputeOutcome {
+  /** `opened` while any dispute is open; else `lost` if any was lost; else `won`; null: none. */
+  status: DisputeEvent['status'] | null;
+  /** The latest closure's recording time; null while any dispute is open. */
+  closedAt: string | null;
+}
+
+/**
+ * A dispute is opened, then closed won or lost, for good: its closure is its latest status
+ * whatever order the provider's events arrived in. The provider sends no event time we could
+ * order by (Stripe's dispute objects carry `created`, not when the status changed), so the
+ * order is the one the dispute's life allows; two closures of one dispute (which no provider
+ * sends) count as lost, the outcome that asks a person to look.
+ */
+const DISPUTE_RANK: Record<DisputeEvent['status'], number> = { opened: 0, won: 1, lost: 2 };
+
+/**
+ * The order's dispute outcome from every dispute event recorded for it: the same for any arrival
+ * order and any duplication of the same events.
+ */
+export function disputeOutcome(events: readonly RecordedDispute[]): DisputeOutcome {
+  const latest = new Map<string, RecordedDispute>();
+  for (const event of events) {
+    const known = latest.get(event.disputeId);
+    if (
+      !known ||
+      DISPUTE_RANK[event.status] > DISPUTE_RANK[known.status] ||
+      // The same closure reported twice: its first recording says when it was closed.
+      (event.status === known.status && event.recordedAt < known.recordedAt)
+    ) {
+      latest.set(event.disputeId, event);
+    }
+  }
+  const disputes = [...latest.values()];
+  if (disputes.length === 0) return { status: null, closedAt: null };
+  if (disputes.some((d) => d.status === 'opened')) return { status: 'opened', closedAt: null };
+  const closedAt = disputes.map((d) => d.recordedAt).reduce((a, b) => (a > b ? a : b));
+  return { status: disputes.some((d) => d.status === 'lost') ? 'lost' : 'won', closedAt };
+}

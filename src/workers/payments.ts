@@ -13,6 +13,8 @@ import {
   createAlertDeliveriesRepository,
   createLoyaltyRepository,
   createRefundsRepository,
+  createDisputesRepository,
+  createSettlementsRepository,
   createOrdersRepository,
   createPartnerPausesRepository,
   createPaymentsRepository,
@@ -198,6 +200,8 @@ export function activityDepsFromConfig(
     loyalty: createLoyaltyRepository(db.db),
     refunds: createRefundsRepository(db.db),
     partnerPauses: createPartnerPausesRepository(db.db),
+    disputes: createDisputesRepository(db.db),
+    settlements: createSettlementsRepository(db.db),
     mail: {
       smtpUrl: urls.smtpUrl,
       from: config.MAIL_FROM,

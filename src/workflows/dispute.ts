@@ -1,24 +1,56 @@
 import { log, startChild, workflowInfo } from '@temporalio/workflow';
 import { disputeAlertWorkflowId, type Alert } from '../shared/alert';
+import { orderWorkflowId } from '../shared/order';
 import type { DisputeEvent } from '../shared/payment-events';
+import { RetryPolicies } from '../shared/retry-policies';
 import type { alertWorkflow } from './alert';
+import { localStep } from './local-step';
+
+// Both steps take milliseconds, as the refund's (./refund.ts): local activities, same presets.
+const recordDispute = localStep('recordDispute', {
+  ...RetryPolicies.databaseStep,
+  summary: 'Record the dispute (once per provider event)',
+});
+const handOverDisputeToOrder = localStep('handOverDisputeToOrder', {
+  ...RetryPolicies.temporalCall,
+  summary: "Hand the dispute to the order's workflow",
+});
 
 /** What became of one dispute event. */
 export interface DisputeWorkflowResult {
   /** The dispute-opened alert was started by this run (false: raised before, or a closure). */
   alerted: boolean;
+  /** The order of the disputed payment; null while that payment is not recorded. */
+  orderId?: number | null;
+  /** The order workflow it was handed to; null when kept for its payment, or already handled. */
+  orderWorkflowId?: string | null;
 }
 
 /**
- * Takes one dispute event (workflow ID `dispute-<event id>`). An opened dispute raises one alert
- * per dispute, with the evidence deadline, whatever number of events report it opened. A
- * closure (won, lost) is logged; recording it on the order is not done yet.
+ * Takes one dispute event (workflow ID `dispute-<event id>`): records it once, raises one alert
+ * per opened dispute (with the evidence deadline; the alert carries the Web UI link), and hands
+ * it to its order's workflow, which records on the order where its disputes stand (opened, won,
+ * lost), whatever order the events come in. A dispute whose payment is not recorded yet is kept;
+ * the payment claims it when it is recorded, and the order's workflow applies it then.
  */
 export async function disputeWorkflow(event: DisputeEvent): Promise<DisputeWorkflowResult> {
-  if (event.status !== 'opened') {
-    log.info('dispute closed', { ...event });
-    return { alerted: false };
-  }
+  const recorded = await recordDispute(event);
+  const alerted = event.status === 'opened' ? await alertOpened(event, recorded.orderId) : false;
+  if (event.status !== 'opened') log.info('dispute closed', { ...event });
+  if (recorded.orderId === null) return { alerted, orderId: null, orderWorkflowId: null };
+  const handOver = await handOverDisputeToOrder({
+    orderId: recorded.orderId,
+    event: { kind: 'dispute', eventId: event.eventId },
+  });
+  return {
+    alerted,
+    orderId: recorded.orderId,
+    orderWorkflowId: handOver.handedOver ? orderWorkflowId(recorded.orderId) : null,
+  };
+}
+
+/** One alert per dispute, whatever number of events report it opened (its workflow ID). */
+async function alertOpened(event: DisputeEvent, orderId: number | null): Promise<boolean> {
   const info = workflowInfo();
   const due = event.evidenceDueBy ? `, evidence due by ${event.evidenceDueBy}` : '';
   const alert: Alert = {
@@ -28,7 +60,8 @@ export async function disputeWorkflow(event: DisputeEvent): Promise<DisputeWorkf
     workflowId: info.workflowId,
     runId: info.runId,
     taskQueue: info.taskQueue,
-    orderId: event.orderId ?? null,
+    // The order matched through the payment; the one the event names while that is unknown.
+    orderId: orderId ?? event.orderId ?? null,
     failureType: 'DisputeOpened',
     failureMessage: `payment ${event.paymentRef} is disputed (${event.disputeId}, amount ${event.amount}${event.reason ? `, ${event.reason}` : ''})${due}`,
     rootCauseType: null,
@@ -43,9 +76,9 @@ export async function disputeWorkflow(event: DisputeEvent): Promise<DisputeWorkf
       parentClosePolicy: 'ABANDON',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });
-    return { alerted: true };
+    return true;
   } catch (err) {
     log.warn('dispute alert not started', { disputeId: event.disputeId, error: String(err) });
-    return { alerted: false };
+    return false;
   }
 }

@@ -30,7 +30,7 @@ export function countCompensation(details: FulfilmentFailedDetails): void {
  * The warehouse took the order: counts it, and the time since the webhook accepted the payment
  * (events handed over by an older build carry no such time, and are only counted).
  */
-export function countShipment(event: OrderPaymentEvent): void {
+export function countShipment(event: Pick<OrderPaymentEvent, 'paidAt'>): void {
   countFulfilment('shipped');
   if (event.paidAt === undefined) return;
   metricMeter

@@ -18,7 +18,11 @@ import {
 } from '../shared/alert';
 import { FailureType } from '../shared/errors';
 import {
+  disputeRecordedSignal,
+  isDisputeEvent,
   isRefundEvent,
+  isSettlementEvent,
+  orderSettledSignal,
   orderStateQuery,
   paymentRecordedSignal,
   refundRecordedSignal,
@@ -26,6 +30,7 @@ import {
   type FulfilmentFailedDetails,
   type OrderEvent,
   type OrderPaymentEvent,
+  type OrderSettlementEvent,
   type OrderWorkflowInput,
   type OrderWorkflowResult,
 } from '../shared/order';
@@ -74,6 +79,10 @@ const steps = {
   reverseLoyaltyPoints: localStep('reverseLoyaltyPoints', {
     ...RetryPolicies.databaseStep,
     summary: 'Take back the points of the fully refunded order',
+  }),
+  applyDisputes: localStep('applyDisputes', {
+    ...RetryPolicies.databaseStep,
+    summary: "Work out where the order's disputes stand and record it",
   }),
 };
 // The cancel races the warehouse's packing: a few quick attempts, then a person (the preset says
@@ -125,6 +134,8 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
   };
   setHandler(paymentRecordedSignal, take);
   setHandler(refundRecordedSignal, take);
+  setHandler(disputeRecordedSignal, take);
+  setHandler(orderSettledSignal, take);
   // The Web UI's current details while the server retries the warehouse call (the workflow
   // cannot see those attempts; the activity tells it). Metadata only: no command, no replay check.
   setHandler(
@@ -156,8 +167,8 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
   while (pending.length > 0) {
     const event = pending.shift()!;
     current = event.eventId;
-    const kind = isRefundEvent(event) ? event.kind : undefined;
-    const handled = await steps.orderEventHandledBy({ eventId: event.eventId, kind });
+    const ref = eventRef(input.orderId, event);
+    const handled = await steps.orderEventHandledBy(ref);
     if (handled.chain !== null && handled.chain !== chain) {
       // Another run finished with it (done, or failed and waiting for `ops retry`), and this
       // run got it from a hand-over repeated after that: nothing is missing that it may do.
@@ -169,6 +180,11 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
       if (isRefundEvent(event)) {
         await applyRefund(input.orderId);
         processed.push({ eventId: event.eventId, outcome: 'refund' });
+      } else if (isDisputeEvent(event)) {
+        await applyDisputes(input.orderId);
+        processed.push({ eventId: event.eventId, outcome: 'dispute' });
+      } else if (isSettlementEvent(event)) {
+        processed.push(await settle(input.orderId, event));
       } else if (event.firstForOrder) {
         const shipped = await fulfil(input.orderId, event);
         processed.push({
@@ -179,6 +195,8 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
         await flagForRefundReview(input.orderId, event);
         processed.push({ eventId: event.eventId, outcome: 'refund_review' });
       }
+      // Disputes recorded before this payment waited for it (it claimed them): applied now.
+      if (!('kind' in event) && event.disputed) await applyDisputes(input.orderId);
     } catch (err) {
       if (isCancellation(err)) throw err;
       failures.push(eventFailure(input.orderId, event, err));
@@ -186,7 +204,7 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     }
     // Before the run may fail with it: a hand-over repeated after this finds the event handled
     // and starts no second run (which would call the warehouse and alert again).
-    await steps.markOrderEventHandled({ eventId: event.eventId, chain, kind });
+    await steps.markOrderEventHandled({ ...ref, chain });
     current = null;
     // Bounded history for an order that keeps receiving events. Not once an event failed: the
     // failure must stay on this run, where `ops retry` resets to the step that failed.
@@ -231,7 +249,10 @@ function eventFailure(orderId: number, event: OrderEvent, err: unknown): Applica
  * whose refunds already add up to what paid it (a refund can be recorded before its payment is
  * handed over): nothing goes to the warehouse. Returns whether the warehouse took the order.
  */
-async function fulfil(orderId: number, event: OrderPaymentEvent): Promise<boolean> {
+async function fulfil(
+  orderId: number,
+  event: Pick<OrderPaymentEvent, 'eventId' | 'paidAt'>,
+): Promise<boolean> {
   const refunds = await steps.applyRefunds({ orderId });
   // A cancelled shipment stays cancelled, whatever the refunds add up to later: never re-requested.
   if (refunds.fullyRefunded || refunds.shipmentStatus === 'cancelled') {
@@ -323,6 +344,57 @@ async function stopShipment(orderId: number, refundedAmount: number): Promise<vo
     orderId,
     ...why,
   });
+}
+
+/** The row an event's handling is recorded on: its own, or for a settlement its order's. */
+function eventRef(orderId: number, event: OrderEvent) {
+  if (!('kind' in event)) return { eventId: event.eventId };
+  if (event.kind === 'settlement') return { eventId: event.eventId, kind: event.kind, orderId };
+  return { eventId: event.eventId, kind: event.kind };
+}
+
+/**
+ * A dispute was recorded for the order (or one recorded before its payment was claimed by it):
+ * where the order's disputes stand is worked out again from every dispute event, so opened and
+ * closed events converge whatever order they came in. The opened alert is the dispute
+ * workflow's, one per dispute.
+ */
+async function applyDisputes(orderId: number): Promise<void> {
+  const outcome = await steps.applyDisputes({ orderId });
+  log.info('dispute status recorded on the order', { orderId, ...outcome });
+}
+
+/**
+ * An operator settled the pending order with the payments it had (`ops settle`): it is fulfilled
+ * as a first payment would have, once (the settlement's event ID is one per order, and the
+ * database's pending-to-paid claim let only the settlement or a payment pay it). Who, when and
+ * why stay in the Web UI: the current details while it is fulfilled, the log and the result.
+ */
+async function settle(
+  orderId: number,
+  event: OrderSettlementEvent,
+): Promise<OrderWorkflowResult['processed'][number]> {
+  const settlement = {
+    settledBy: event.settledBy,
+    reason: event.reason,
+    settledAt: event.settledAt,
+  };
+  log.info('order settled by an operator: fulfilling it', {
+    orderId,
+    eventId: event.eventId,
+    paymentIds: event.paymentIds,
+    ...settlement,
+  });
+  setCurrentDetails(`settled by ${event.settledBy} at ${event.settledAt}: ${event.reason}`);
+  const shipped = await fulfil(orderId, {
+    eventId: event.eventId,
+    paidAt: Date.parse(event.settledAt),
+  });
+  return {
+    eventId: event.eventId,
+    outcome: shipped ? 'fulfilled' : 'refunded_before_shipment',
+    settlement,
+  };
 }
 
 /** The seed's failed(): leave the order in a state people can see and act on. */

@@ -55,6 +55,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<Paym
       firstForOrder: recorded.firstForOrder,
       amountMatchesOrder: recorded.amountMatchesOrder,
       paidAt: workflowInfo().startTime.getTime(),
+      ...(recorded.disputed ? { disputed: true } : {}),
     },
   });
   return {

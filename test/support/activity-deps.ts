@@ -6,6 +6,8 @@ import {
   createPaymentsRepository,
   createUnmatchedRepository,
   createRefundsRepository,
+  createDisputesRepository,
+  createSettlementsRepository,
   type DatabaseHandle,
 } from '../../src/db';
 import type { WorkerActivityDeps } from '../../src/workers/payments';
@@ -21,6 +23,8 @@ export function testActivityDeps(
     loyalty: createLoyaltyRepository(db.db),
     refunds: createRefundsRepository(db.db),
     partnerPauses: createPartnerPausesRepository(db.db),
+    disputes: createDisputesRepository(db.db),
+    settlements: createSettlementsRepository(db.db),
     warehouse: createWarehouseClient({
       baseUrl: peers.warehouseUrl,
       timeoutMs: peers.warehouseTimeoutMs ?? 5_000,

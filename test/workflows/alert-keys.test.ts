@@ -73,6 +73,9 @@ it('keeps six refund reviews and the failure of one order run apart at a sink th
     requestReturnReview: unused,
     reverseLoyaltyPoints: unused,
     cancelShipment: unused,
+    recordDispute: unused,
+    handOverDisputeToOrder: unused,
+    applyDisputes: unused,
     notifyWarehouse: async () => {
       throw ApplicationFailure.create({
         type: FailureType.WarehouseRejected,

@@ -1,6 +1,8 @@
 import type { Kysely } from 'kysely';
 import { inReadCommitted } from '../connection';
-import type { Database, OrderRow, OrderStatus, ShipmentStatus } from '../schema';
+import type { DisputeOutcome } from '../../shared/payment-events';
+import type { Database, DisputeStatus, OrderRow, OrderStatus, ShipmentStatus } from '../schema';
+import { createSettlementsRepository, type Settlement } from './settlements';
 
 /** An order as the rest of the application sees it. Timestamps are ISO-8601 UTC strings. */
 export interface Order {
@@ -20,6 +22,12 @@ export interface Order {
   refundedAmount: number;
   /** Set when a full refund came after the warehouse took the order: review a return. */
   returnReviewRequestedAt: string | null;
+  /** Where its disputes stand: `opened` while one is open, else `lost` or `won`; null: none. */
+  disputeStatus: DisputeStatus | null;
+  /** When the last of its disputes was closed; null while one is open, or none was. */
+  disputeClosedAt: string | null;
+  /** An operator's settlement of the order (`ops settle`); null when it was paid normally. */
+  settlement: Settlement | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -61,6 +69,8 @@ export interface OrdersRepository {
   setRefundedAmount(orderId: number, amount: number): Promise<void>;
   /** Flags the order for a return review; true only for the call that set it. */
   requestReturnReview(orderId: number): Promise<boolean>;
+  /** Records where the order's disputes stand now. */
+  setDisputeOutcome(orderId: number, outcome: DisputeOutcome): Promise<void>;
 }
 
 /** `db` must not be a transaction: creating an order opens its own. */
@@ -107,7 +117,9 @@ export function createOrdersRepository(db: Kysely<Database>): OrdersRepository {
 
     async findById(id) {
       const row = await db.selectFrom('orders').selectAll().where('id', '=', id).executeTakeFirst();
-      return row && toOrder(row);
+      if (!row) return undefined;
+      const settlement = await createSettlementsRepository(db).find(id);
+      return { ...toOrder(row), settlement: settlement ?? null };
     },
 
     async setShipmentStatus(orderId, status) {
@@ -160,6 +172,18 @@ export function createOrdersRepository(db: Kysely<Database>): OrdersRepository {
         .executeTakeFirst();
       return result.numUpdatedRows > 0n;
     },
+
+    async setDisputeOutcome(orderId, outcome) {
+      await db
+        .updateTable('orders')
+        .set({
+          dispute_status: outcome.status,
+          dispute_closed_at: outcome.closedAt,
+          updated_at: new Date().toISOString(),
+        })
+        .where('id', '=', orderId)
+        .execute();
+    },
   };
 }
 
@@ -190,6 +214,9 @@ function toOrder(row: OrderRow): Order {
     refundReviewRequestedAt: row.refund_review_requested_at,
     refundedAmount: Number(row.refunded_amount),
     returnReviewRequestedAt: row.return_review_requested_at,
+    disputeStatus: row.dispute_status,
+    disputeClosedAt: row.dispute_closed_at,
+    settlement: null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -42,6 +42,8 @@ export type RecordPaymentResult =
       kind: 'created';
       payment: Payment;
       firstForOrder: boolean;
+      /** Disputes of this payment were recorded before it (it claimed them, or an earlier call). */
+      disputed?: boolean;
       /**
        * The payment's amount equals the order's total. Only such a payment can claim a pending
        * order: one that does not match leaves it pending, to be reviewed (and refunded).
@@ -52,7 +54,13 @@ export type RecordPaymentResult =
    * The event was already recorded with the same order and amount: a redelivery or a retry. What
    * the recording decided is read back from the row, so whoever hands it on hands on the same.
    */
-  | { kind: 'existing'; payment: Payment; firstForOrder: boolean; amountMatchesOrder: boolean }
+  | {
+      kind: 'existing';
+      payment: Payment;
+      firstForOrder: boolean;
+      amountMatchesOrder: boolean;
+      disputed?: boolean;
+    }
   /**
    * No such order, now or when the event was first met: no payment is written, and the event is
    * kept in the unmatched inbox (reason `unknown_order`) in the same transaction, for an operator
@@ -94,7 +102,17 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
       if (result.kind === 'created' || result.kind === 'existing') {
         // After the payment's commit, so a refund recorded meanwhile (which looks for the
         // payment after its own commit) is claimed by one side or the other, never by neither.
-        await claimParkedRefunds(db, input.paymentRef ?? input.providerEventId, input.orderId);
+        const paymentRef = input.paymentRef ?? input.providerEventId;
+        await claimParked(db, paymentRef, input.orderId);
+        // Read, not counted from the claim: a retry after a crash that followed the claim finds
+        // nothing left to claim, and must still tell the order workflow to apply them.
+        const disputed = await db
+          .selectFrom('disputes')
+          .select('id')
+          .where('payment_ref', '=', paymentRef)
+          .where('order_id', '=', input.orderId)
+          .executeTakeFirst();
+        return { ...result, disputed: disputed !== undefined };
       }
       return result;
     },
@@ -277,18 +295,19 @@ function unknownOrderPayload(input: RecordPaymentInput) {
   };
 }
 
-/** Gives the refunds recorded before their payment (no order yet) to the payment's order. */
-async function claimParkedRefunds(
-  db: Kysely<Database>,
-  paymentRef: string,
-  orderId: number,
-): Promise<void> {
-  await db
-    .updateTable('refunds')
-    .set({ order_id: orderId })
-    .where('payment_ref', '=', paymentRef)
-    .where('order_id', 'is', null)
-    .execute();
+/**
+ * Gives the refunds and disputes recorded before their payment (no order yet) to the payment's
+ * order, whose workflow applies them when it takes the payment.
+ */
+async function claimParked(db: Kysely<Database>, paymentRef: string, orderId: number) {
+  for (const table of ['refunds', 'disputes'] as const) {
+    await db
+      .updateTable(table)
+      .set({ order_id: orderId })
+      .where('payment_ref', '=', paymentRef)
+      .where('order_id', 'is', null)
+      .execute();
+  }
 }
 
 /** The order's total never changes, so the answer is the same on every call for one payment. */

@@ -1,0 +1,60 @@
+import { PostgresAdapter, sql, type ColumnDefinitionBuilder, type Kysely } from 'kysely';
+
+/**
+ * Disputes, recorded once per provider event (UNIQUE provider_event_id, like payments and
+ * refunds) and matched to their payment by the provider's payment reference; one kept before its
+ * payment has no order until the payment claims it. The order carries where its disputes stand
+ * (`dispute_status`, `dispute_closed_at`), written by its workflow from every recorded event, so
+ * any arrival order gives the same columns. Stored rather than derived on read so that the order
+ * row alone (GET /orders/:id, exports, SQL by hand) says it, as `refunded_amount` does.
+ *
+ * Settlements: an operator paying a pending order with the payments it has (short, partial or
+ * split). One per order (UNIQUE order_id): who, why, when, and which payments it counted.
+ */
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyDb = Kysely<any>;
+
+export async function up(db: AnyDb): Promise<void> {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const timestamp = postgres ? 'timestamptz' : 'text';
+  const now = postgres ? sql`now()` : sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`;
+  const id = (col: ColumnDefinitionBuilder) =>
+    postgres ? col.primaryKey().generatedByDefaultAsIdentity() : col.primaryKey().autoIncrement();
+  await db.schema
+    .createTable('disputes')
+    .addColumn('id', 'integer', id)
+    .addColumn('provider_event_id', 'text', (col) => col.notNull().unique())
+    .addColumn('dispute_id', 'text', (col) => col.notNull())
+    .addColumn('payment_ref', 'text', (col) => col.notNull())
+    .addColumn('status', 'text', (col) => col.notNull())
+    .addColumn('amount', 'integer', (col) => col.notNull())
+    .addColumn('currency', 'text')
+    .addColumn('evidence_due_by', 'text')
+    .addColumn('reason', 'text')
+    .addColumn('order_id', 'integer', (col) => col.references('orders.id'))
+    .addColumn('handled_by_chain', 'text')
+    .addColumn('recorded_at', timestamp, (col) => col.notNull().defaultTo(now))
+    .execute();
+  await db.schema.createIndex('disputes_payment_ref').on('disputes').column('payment_ref').execute();
+  await db.schema.createIndex('disputes_order_id').on('disputes').column('order_id').execute();
+  await db.schema.alterTable('orders').addColumn('dispute_status', 'text').execute();
+  await db.schema.alterTable('orders').addColumn('dispute_closed_at', timestamp).execute();
+  await db.schema
+    .createTable('settlements')
+    .addColumn('id', 'integer', id)
+    .addColumn('order_id', 'integer', (col) => col.notNull().unique().references('orders.id'))
+    .addColumn('settled_by', 'text', (col) => col.notNull())
+    .addColumn('reason', 'text', (col) => col.notNull())
+    .addColumn('payment_ids', 'text', (col) => col.notNull())
+    .addColumn('handled_by_chain', 'text')
+    .addColumn('settled_at', timestamp, (col) => col.notNull().defaultTo(now))
+    .execute();
+}
+
+export async function down(db: AnyDb): Promise<void> {
+  await db.schema.dropTable('settlements').execute();
+  await db.schema.alterTable('orders').dropColumn('dispute_closed_at').execute();
+  await db.schema.alterTable('orders').dropColumn('dispute_status').execute();
+  await db.schema.dropTable('disputes').execute();
+}
