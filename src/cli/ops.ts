@@ -34,6 +34,7 @@ import { runMain } from '../process/run-main';
 import { heldWorkflowIds } from '../operator/partner';
 import { PARTNERS } from '../shared/partner';
 import { partnerMain } from './partner';
+import { settleMain } from './settle';
 import { unmatchedMain } from './unmatched';
 
 /**
@@ -87,6 +88,7 @@ function commandLine(io: CliIo) {
 Run "npm run ops -- <command> --help" for the details of one command.
 The unmatched inbox (signed deliveries no workflow could act on): npm run ops -- unmatched --help
 Pause a partner during its outage, resume it at a rate: npm run ops -- partner --help
+Settle a pending order with the payments it has: npm run ops -- settle --help
 
 Connects to TEMPORAL_ADDRESS (unset: ${DEFAULT_TEMPORAL_ADDRESS}, the dev server of npm start)
 in TEMPORAL_NAMESPACE (default: default).
@@ -276,6 +278,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
   if (argv[0] === 'unmatched') return unmatchedMain(argv.slice(1), io);
   // So does the partner pause: it must work while Temporal is in trouble too (cli/partner.ts).
   if (argv[0] === 'partner') return partnerMain(argv.slice(1), io);
+  // A settlement is written to the database first, and stands while Temporal is down (cli/settle.ts).
+  if (argv[0] === 'settle') return settleMain(argv.slice(1), io);
   const parsed = await parseCommandLine<Work>(commandLine(io), argv, io);
   if (parsed.kind === 'help') return EXIT_OK;
   if (parsed.kind === 'usage-error') return EXIT_USAGE;

@@ -149,6 +149,16 @@ function orderToWire(order: Order, caller: OrdersCaller) {
     // took the order also sets return_review_requested_at.
     refunded_amount: order.refundedAmount,
     return_review_requested_at: order.returnReviewRequestedAt,
+    // `opened` while one of its payment's disputes is open, then `won` or `lost`; null: none.
+    dispute_status: order.disputeStatus,
+    dispute_closed_at: order.disputeClosedAt,
+    // An operator paid it with the payments it had (`ops settle`): who, when, why, which.
+    settlement: order.settlement && {
+      settled_by: order.settlement.settledBy,
+      settled_at: order.settlement.settledAt,
+      reason: order.settlement.reason,
+      payment_ids: order.settlement.paymentIds,
+    },
     created_at: order.createdAt,
     updated_at: order.updatedAt,
   };

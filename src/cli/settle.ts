@@ -1,0 +1,128 @@
+import { ConfigError, loadConfig } from '../config';
+import { createDatabase, createSettlementsRepository, type Settlement } from '../db';
+import { handOverSettlement, recordSettlement } from '../operator/settle';
+import { atMost, createProgram, onProgram, parseCommandLine, UsageError } from './command-line';
+import { withTemporalClient } from './temporal-session';
+
+/**
+ * `npm run ops -- settle <orderId> --reason <text> [--by <who>]`: pays a pending order with the
+ * payments it has and has its workflow fulfil it, once. The database is written first and alone
+ * (the settlement stands even while Temporal is down); the hand-over follows, and running the
+ * command again after any failure (or a crash) hands the same settlement over again, never a
+ * second one. See docs/operator.md.
+ */
+
+const EXIT_OK = 0;
+const EXIT_PROBLEM = 1;
+const EXIT_USAGE = 2;
+/** Enough for a sentence and a ticket number; the order workflow shows it in its details. */
+const MAX_REASON_LENGTH = 500;
+
+export interface SettleIo {
+  out(text: string): void;
+  err(text: string): void;
+  /** Who runs the command: the settlement's `by` unless --by names someone. */
+  user: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+interface Request {
+  orderId: number;
+  reason: string;
+  by: string;
+}
+
+function commandLine(io: SettleIo) {
+  const program = createProgram(
+    'npm run ops -- settle',
+    'Settle a pending order with the payments it has (short, partial or split): it turns paid and is fulfilled once.',
+  )
+    .argument('<orderId>', 'the pending order')
+    .option('-r, --reason <text>', 'why (recorded with the settlement, shown on its workflow)')
+    .option('--by <who>', 'who decided (default: the user running the command)')
+    .addHelpText(
+      'after',
+      `
+Refused (exit 1, nothing changed) when the order does not exist, is already paid, has no payment,
+or has refunds recorded. Running it again does nothing twice: it says the order was settled, and
+hands the same settlement to the order's workflow if that had not happened yet.
+
+Reads DATABASE_URL, then connects to TEMPORAL_ADDRESS.`,
+    )
+    .usage('<orderId> --reason <text> [--by <who>]');
+  return onProgram<Request>(program, (args, options) => {
+    const [order] = atMost(args, 1);
+    const orderId = positiveInteger(order);
+    const reason = (options.reason as string | undefined)?.trim();
+    if (!reason) throw new UsageError('Say why: --reason <text>.');
+    if (reason.length > MAX_REASON_LENGTH) {
+      throw new UsageError(
+        `--reason is ${reason.length} characters; keep it to ${MAX_REASON_LENGTH}.`,
+      );
+    }
+    const by = (options.by as string | undefined)?.trim();
+    if (options.by !== undefined && !by) throw new UsageError('--by names who decided.');
+    return { orderId, reason, by: by ?? io.user };
+  });
+}
+
+/** `npm run ops -- settle …`; resolves to the exit code. */
+export async function settleMain(argv: readonly string[], io: SettleIo): Promise<number> {
+  const parsed = await parseCommandLine<Request>(commandLine(io), argv, io);
+  if (parsed.kind === 'help') return EXIT_OK;
+  if (parsed.kind === 'usage-error') return EXIT_USAGE;
+  const { orderId, reason, by } = parsed.work;
+  let config;
+  try {
+    config = loadConfig(io.env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    io.err(err.message);
+    return EXIT_PROBLEM;
+  }
+  const db = createDatabase(config.DATABASE_URL);
+  try {
+    const settlements = createSettlementsRepository(db.db);
+    const outcome = await recordSettlement(settlements, { orderId, settledBy: by, reason });
+    if (outcome.kind === 'refused') {
+      io.err(`Refused: ${outcome.reason}. Nothing was changed.`);
+      return EXIT_PROBLEM;
+    }
+    const { settlement } = outcome;
+    if (outcome.kind === 'settled') {
+      const ids = settlement.paymentIds.join(', ');
+      io.out(
+        `Settled order ${orderId} with payment${settlement.paymentIds.length > 1 ? 's' : ''} ${ids} ` +
+          `(${outcome.paidAmount} paid), ${describe(settlement)}.`,
+      );
+    } else {
+      io.out(
+        `Order ${orderId} was already settled, ${describe(settlement)}: nothing settled twice.`,
+      );
+    }
+    if (await settlements.handledBy(orderId)) {
+      io.out(`Its workflow has already fulfilled the settlement: nothing to hand over.`);
+      return EXIT_OK;
+    }
+    return await withTemporalClient(io, 'settle', async (client) => {
+      const workflowId = await handOverSettlement(client, settlement);
+      io.out(`Handed to the order's workflow ${workflowId}, which fulfils it once.`);
+      return EXIT_OK;
+    });
+  } finally {
+    await db.close();
+  }
+}
+
+function describe(settlement: Settlement): string {
+  const at = settlement.settledAt.replace(/\.\d{3}Z$/, 'Z');
+  return `by ${settlement.settledBy} at ${at} (${settlement.reason})`;
+}
+
+function positiveInteger(value: string | undefined): number {
+  if (value === undefined) throw new UsageError('Name the order: its ID.');
+  if (!/^[1-9]\d{0,9}$/.test(value) || Number(value) > 2_147_483_647) {
+    throw new UsageError('The order ID must be a whole number of 1 or more.');
+  }
+  return Number(value);
+}
