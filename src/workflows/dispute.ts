@@ -35,17 +35,22 @@ export interface DisputeWorkflowResult {
  */
 export async function disputeWorkflow(event: DisputeEvent): Promise<DisputeWorkflowResult> {
   const recorded = await recordDispute(event);
-  const alerted = event.status === 'opened' ? await alertOpened(event, recorded.orderId) : false;
+  const { orderId } = recorded;
+  // Handed over before the alert, in the same workflow task as the record (both local): the
+  // order's state does not wait for the alert's child start.
+  const handOver =
+    orderId === null
+      ? { handedOver: false }
+      : await handOverDisputeToOrder({
+          orderId,
+          event: { kind: 'dispute', eventId: event.eventId },
+        });
+  const alerted = event.status === 'opened' ? await alertOpened(event, orderId) : false;
   if (event.status !== 'opened') log.info('dispute closed', { ...event });
-  if (recorded.orderId === null) return { alerted, orderId: null, orderWorkflowId: null };
-  const handOver = await handOverDisputeToOrder({
-    orderId: recorded.orderId,
-    event: { kind: 'dispute', eventId: event.eventId },
-  });
   return {
     alerted,
-    orderId: recorded.orderId,
-    orderWorkflowId: handOver.handedOver ? orderWorkflowId(recorded.orderId) : null,
+    orderId,
+    orderWorkflowId: orderId !== null && handOver.handedOver ? orderWorkflowId(orderId) : null,
   };
 }
 

@@ -1,10 +1,29 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import fc from 'fast-check';
+import { createActivities, type Activities } from '../../src/activities';
 import { createAlertActivities } from '../../src/activities/alert-activities';
+import {
+  createDisputesRepository,
+  createOrdersRepository,
+  type DatabaseHandle,
+} from '../../src/db';
 import { disputeAlertWorkflowId } from '../../src/shared/alert';
-import { disputeWorkflowId, type DisputeEvent } from '../../src/shared/payment-events';
+import { orderWorkflowId, type OrderWorkflowResult } from '../../src/shared/order';
+import {
+  disputeOutcome,
+  disputeWorkflowId,
+  type DisputeEvent,
+  type RecordedDispute,
+} from '../../src/shared/payment-events';
+import type { DisputeWorkflowResult } from '../../src/workflows/dispute';
 import { startAlertSink, type AlertSink } from '../operations/helpers';
+import { testActivityDeps } from '../support/activity-deps';
 import { bundledWorker, workflowBundle } from '../support/bundles';
+import { testDatabases } from '../support/databases';
+import { createTestOrder } from '../support/orders';
+import { startPartners, type Partners } from '../support/stack';
 import { createTimeSkippingEnv } from '../support/temporal';
 import type { disputeWorkflow } from '../../src/workflows';
 
@@ -25,12 +44,14 @@ afterAll(async () => {
 
 it('alerts once per opened dispute, with the evidence deadline and the Web UI link', async () => {
   const taskQueue = `disputes-${randomUUID()}`;
-  const worker = await bundledWorker(
-    env,
-    await workflowBundle(),
-    taskQueue,
-    createAlertActivities({ alertWebhookUrl: sink.url, temporalUiUrl: 'http://localhost:8233' }),
-  );
+  const worker = await bundledWorker(env, await workflowBundle(), taskQueue, {
+    ...createAlertActivities({
+      alertWebhookUrl: sink.url,
+      temporalUiUrl: 'http://localhost:8233',
+    }),
+    // Its payment is not recorded: the dispute is kept, and nothing is handed to an order.
+    recordDispute: async () => ({ created: true, orderId: null }),
+  } satisfies Partial<Activities>);
   const disputeId = `dp_${randomUUID()}`;
   const event = (status: DisputeEvent['status']): DisputeEvent => ({
     eventId: `stripe~evt_${randomUUID()}`,
@@ -42,7 +63,7 @@ it('alerts once per opened dispute, with the evidence deadline and the Web UI li
     orderId: 12,
   });
   const results = await worker.runUntil(async () => {
-    const all: Array<{ alerted: boolean }> = [];
+    const all: DisputeWorkflowResult[] = [];
     for (const status of ['opened', 'opened', 'won'] as const) {
       const e = event(status);
       all.push(
@@ -58,7 +79,7 @@ it('alerts once per opened dispute, with the evidence deadline and the Web UI li
     return all;
   });
 
-  expect(results).toEqual([{ alerted: true }, { alerted: false }, { alerted: false }]);
+  expect(results.map((r) => r.alerted)).toEqual([true, false, false]);
   const alerts = sink.received.filter((r) => String(r.body.text).includes(disputeId));
   expect(alerts).toHaveLength(1);
   expect(alerts[0]!.body.text).toContain('evidence due by 2026-12-20T23:59:59.000Z');
@@ -66,5 +87,151 @@ it('alerts once per opened dispute, with the evidence deadline and the Web UI li
     kind: 'dispute',
     order_id: 12,
     web_ui_url: expect.stringContaining('/workflows/dispute-'),
+  });
+});
+
+describe('disputeOutcome', () => {
+  const at = (n: number) => `2026-12-0${n}T00:00:00.000Z`;
+  it('is the same for any arrival order and duplication of the same dispute events', () => {
+    const events: RecordedDispute[] = [
+      { disputeId: 'dp_1', status: 'opened', recordedAt: at(1) },
+      { disputeId: 'dp_1', status: 'lost', recordedAt: at(3) },
+      { disputeId: 'dp_2', status: 'opened', recordedAt: at(2) },
+      { disputeId: 'dp_2', status: 'won', recordedAt: at(4) },
+    ];
+    fc.assert(
+      fc.property(
+        fc.shuffledSubarray(events, { minLength: 4, maxLength: 4 }),
+        fc.nat(3),
+        (order, d) => {
+          expect(disputeOutcome([...order, order[d]!])).toEqual({
+            status: 'lost',
+            closedAt: at(4),
+          });
+        },
+      ),
+    );
+  });
+
+  it('says opened while any dispute is open, won when all were won, null with none', () => {
+    expect(disputeOutcome([])).toEqual({ status: null, closedAt: null });
+    expect(
+      disputeOutcome([
+        { disputeId: 'dp_1', status: 'won', recordedAt: at(2) },
+        { disputeId: 'dp_2', status: 'opened', recordedAt: at(1) },
+      ]),
+    ).toEqual({ status: 'opened', closedAt: null });
+    expect(
+      disputeOutcome([
+        { disputeId: 'dp_1', status: 'won', recordedAt: at(2) },
+        { disputeId: 'dp_1', status: 'opened', recordedAt: at(3) },
+      ]),
+    ).toEqual({ status: 'won', closedAt: at(2) });
+  });
+});
+
+// Recorded once by event ID, matched through the payment's reference, applied in the order's
+// workflow in any arrival order: the real workflows and activities, on SQLite and PostgreSQL.
+describe.each(testDatabases)('disputes through the order workflow ($name)', ({ create }) => {
+  let db: DatabaseHandle;
+  let partners: Partners;
+  let worker: Worker;
+  let running: Promise<void>;
+  const taskQueue = `disputes-${randomUUID()}`;
+
+  beforeAll(async () => {
+    db = await create();
+    partners = await startPartners();
+    const activities = createActivities({ ...testActivityDeps(db, partners), client: env.client });
+    worker = await bundledWorker(env, await workflowBundle(), taskQueue, activities);
+    running = worker.run();
+  });
+
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await partners?.close();
+    await db?.close();
+  });
+
+  const pay = (orderId: number, paymentRef: string) =>
+    env.client.workflow.execute('paymentWorkflow', {
+      taskQueue,
+      workflowId: `payment-evt_${randomUUID()}`,
+      args: [{ eventId: `evt_${randomUUID()}`, orderId, amount: 5400, paymentRef }],
+      workflowExecutionTimeout: '1 hour',
+    });
+  const dispute = (event: DisputeEvent): Promise<DisputeWorkflowResult> =>
+    env.client.workflow.execute<typeof disputeWorkflow>('disputeWorkflow', {
+      taskQueue,
+      workflowId: disputeWorkflowId(event.eventId),
+      args: [event],
+      workflowExecutionTimeout: '1 hour',
+    });
+  const orderResult = (orderId: number): Promise<OrderWorkflowResult> =>
+    env.client.workflow.getHandle(orderWorkflowId(orderId)).result();
+  const disputeEvent = (
+    paymentRef: string,
+    disputeId: string,
+    status: DisputeEvent['status'],
+  ): DisputeEvent => ({
+    eventId: `stripe~evt_${randomUUID()}`,
+    paymentRef,
+    disputeId,
+    amount: 5400,
+    status,
+    evidenceDueBy: '2026-12-20T23:59:59.000Z',
+  });
+  const rows = (orderId: number) =>
+    db.db.selectFrom('disputes').selectAll().where('order_id', '=', orderId).execute();
+
+  it.each([
+    ['opened, then lost', ['opened', 'lost']],
+    ['lost, then opened (out of order)', ['lost', 'opened']],
+  ] as const)('records %s once each and ends lost on the order', async (_, statuses) => {
+    const orders = createOrdersRepository(db.db);
+    const order = await createTestOrder(orders);
+    const paymentRef = `stripe~pi_${randomUUID()}`;
+    await pay(order.id, paymentRef);
+    await orderResult(order.id);
+    const disputeId = `dp_${randomUUID()}`;
+    const events = statuses.map((s) => disputeEvent(paymentRef, disputeId, s));
+    for (const event of events) {
+      // (orderWorkflowId is null instead when a retried hand-over found the event handled.)
+      expect(await dispute(event)).toMatchObject({ orderId: order.id });
+      await orderResult(order.id);
+      expect(await createDisputesRepository(db.db).handledBy(event.eventId)).toEqual(
+        expect.any(String),
+      );
+    }
+    // A redelivery of the first event: recorded already, already handled by the order.
+    expect(await dispute(events[0]!)).toMatchObject({ orderId: order.id, orderWorkflowId: null });
+
+    expect(await rows(order.id)).toHaveLength(2);
+    const closure = (await rows(order.id)).find((r) => r.status === 'lost')!;
+    expect(await orders.findById(order.id)).toMatchObject({
+      status: 'paid',
+      disputeStatus: 'lost',
+      disputeClosedAt: closure.recorded_at,
+    });
+    // One alert for the dispute, started by whichever run saw it opened.
+    await env.client.workflow.getHandle(disputeAlertWorkflowId(disputeId)).result();
+  });
+
+  it('keeps a dispute that comes before its payment, and applies it when the payment arrives', async () => {
+    const orders = createOrdersRepository(db.db);
+    const order = await createTestOrder(orders);
+    const paymentRef = `stripe~pi_${randomUUID()}`;
+    const event = disputeEvent(paymentRef, `dp_${randomUUID()}`, 'opened');
+    expect(await dispute(event)).toEqual({ alerted: true, orderId: null, orderWorkflowId: null });
+    expect(await orders.findById(order.id)).toMatchObject({ disputeStatus: null });
+
+    await pay(order.id, paymentRef);
+    expect((await orderResult(order.id)).processed.map((p) => p.outcome)).toEqual(['fulfilled']);
+    expect(await orders.findById(order.id)).toMatchObject({
+      disputeStatus: 'opened',
+      disputeClosedAt: null,
+    });
+    expect(await rows(order.id)).toHaveLength(1);
   });
 });
