@@ -93,11 +93,11 @@ export async function settleMain(argv: readonly string[], io: SettleIo): Promise
       const ids = settlement.paymentIds.join(', ');
       io.out(
         `Settled order ${orderId} with payment${settlement.paymentIds.length > 1 ? 's' : ''} ${ids} ` +
-          `(${outcome.paidAmount} paid), ${describe(settlement)}.`,
+          `(${outcome.paidAmount} paid), ${whoWhenWhy(settlement)}.`,
       );
     } else {
       io.out(
-        `Order ${orderId} was already settled, ${describe(settlement)}: nothing settled twice.`,
+        `Order ${orderId} was already settled, ${whoWhenWhy(settlement)}: nothing settled twice.`,
       );
     }
     if (await settlements.handledBy(orderId)) {
@@ -114,14 +114,13 @@ export async function settleMain(argv: readonly string[], io: SettleIo): Promise
   }
 }
 
-function describe(settlement: Settlement): string {
+function whoWhenWhy(settlement: Settlement): string {
   const at = settlement.settledAt.replace(/\.\d{3}Z$/, 'Z');
   return `by ${settlement.settledBy} at ${at} (${settlement.reason})`;
 }
 
 function positiveInteger(value: string | undefined): number {
-  if (value === undefined) throw new UsageError('Name the order: its ID.');
-  if (!/^[1-9]\d{0,9}$/.test(value) || Number(value) > 2_147_483_647) {
+  if (value === undefined || !/^[1-9]\d{0,9}$/.test(value) || Number(value) > 2_147_483_647) {
     throw new UsageError('The order ID must be a whole number of 1 or more.');
   }
   return Number(value);

@@ -1,6 +1,11 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { createOrdersRepository, type DatabaseHandle } from '../../src/db';
+import {
+  createOrdersRepository,
+  createPaymentsRepository,
+  createSettlementsRepository,
+  type DatabaseHandle,
+} from '../../src/db';
 import { buildTestApp, postWithHeaderLines } from '../support/app';
 import { testDatabases } from '../support/databases';
 
@@ -89,6 +94,43 @@ describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
     expect((await get()).json()).toMatchObject({
       refunded_amount: 5_400,
       return_review_requested_at: expect.any(String),
+    });
+  });
+
+  it('shows where its disputes stand and its settlement, null until there are any', async () => {
+    const order = (await post(body)).json<{ id: number }>();
+    const get = () => app.inject({ method: 'GET', url: `/api/v1/orders/${order.id}` });
+    expect((await get()).json()).toMatchObject({
+      dispute_status: null,
+      dispute_closed_at: null,
+      settlement: null,
+    });
+
+    // What the order workflow records when a dispute is closed (src/workflows/order.ts).
+    const closedAt = '2026-12-03T10:00:00.000Z';
+    await createOrdersRepository(db.db).setDisputeOutcome(order.id, { status: 'lost', closedAt });
+    // A short payment, then what `ops settle` records.
+    await createPaymentsRepository(db.db).recordPayment({
+      providerEventId: `evt_short_${order.id}`,
+      orderId: order.id,
+      amount: 5_000,
+    });
+    const settled = await createSettlementsRepository(db.db).settle({
+      orderId: order.id,
+      settledBy: 'alice',
+      reason: 'customer paid the rest by bank transfer',
+    });
+    expect(settled.kind).toBe('settled');
+    expect((await get()).json()).toMatchObject({
+      status: 'paid',
+      dispute_status: 'lost',
+      dispute_closed_at: closedAt,
+      settlement: {
+        settled_by: 'alice',
+        settled_at: expect.any(String),
+        reason: 'customer paid the rest by bank transfer',
+        payment_ids: [expect.any(Number)],
+      },
     });
   });
 

@@ -22,6 +22,7 @@ describe('ops help', () => {
       for (const command of ['failed', 'retry', 'flush', 'stuck']) {
         expect(result.stdout).toContain(`  ${command} `);
       }
+      expect(result.stdout).toContain('npm run ops -- settle --help');
     }
   });
 
@@ -56,6 +57,13 @@ describe('ops usage errors (exit 2, nothing sent)', () => {
     [['stuck', '--min-attempts=-1'], '--min-attempts must be a whole number'],
     [['stuck', '--min-attempts', '2.5'], '--min-attempts must be a whole number'],
     [['flush'], 'without a terminal to confirm on, pass --yes'],
+    [['settle'], "Missing required argument 'orderId'"],
+    [['settle', '12'], 'Say why: --reason <text>'],
+    [['settle', '12', '--reason', '  '], 'Say why: --reason <text>'],
+    [['settle', '0', '--reason', 'x'], 'The order ID must be a whole number of 1 or more'],
+    [['settle', '12', '--reason', 'x', 'extra'], 'Unexpected argument "extra"'],
+    [['settle', '12', '--reason', 'x'.repeat(501)], 'keep it to 500'],
+    [['settle', '12', '--reason', 'x', '--by', ' '], '--by names who decided'],
   ])('%j', async (argv, message) => {
     const result = await run(argv);
     expect(result.code).toBe(EXIT_USAGE);
