@@ -93,6 +93,7 @@ function expectation(e: OrderExpectation): string {
     e.invoice ? 'invoice' : 'no invoice',
     e.refundReview ? 'review' : 'no review',
     e.shipmentStatus,
+    ...(e.disputeStatus ? [`dispute ${e.disputeStatus}`] : []),
     ...(e.gaveUp ? [`gave up: ${e.gaveUp}`] : []),
   ].join(', ')}`;
 }

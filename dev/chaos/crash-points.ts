@@ -22,9 +22,9 @@ import {
 import { wakeHeldWorkflows } from '../../src/operator/partner';
 import { PartnerPausedSearchAttribute } from '../../src/shared/search-attributes';
 import { signBody } from '../../src/http/signature';
-import { PAYMENT_REFUNDED_EVENT } from '../../src/http/providers/original';
+import { PAYMENT_DISPUTED_EVENT, PAYMENT_REFUNDED_EVENT } from '../../src/http/providers/original';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
-import { refundWorkflowId } from '../../src/shared/payment-events';
+import { disputeWorkflowId, refundWorkflowId } from '../../src/shared/payment-events';
 import { thinEventWorkflowId, type ThinEventWorkflowInput } from '../../src/shared/thin-event';
 import { confirmationMessageId } from '../../src/mail/order-confirmation';
 import { closeFailure } from '../../src/operator/failed-workflows';
@@ -763,6 +763,16 @@ async function prepare(stack: Stack, scenario: Scenario, tag: string): Promise<P
       if (spec.thin) return startThinPayment(stack, event(1), order.id);
       if (spec.refund === 'after-shipment')
         return deliverRefund(stack, event(2), event(1), order.id);
+      if (spec.dispute === 'after-shipment') {
+        await (await deliverDispute(stack, event(2), event(1), order.id, 'opened')).result();
+        await settleOrder(stack.client, order.id);
+        return deliverDispute(stack, event(3), event(1), order.id, 'lost');
+      }
+      if (spec.dispute === 'before-payment') {
+        // Both kept with no order (their payment is not recorded); the payment claims them.
+        await (await deliverDispute(stack, event(2), event(1), order.id, 'opened')).result();
+        await (await deliverDispute(stack, event(3), event(1), order.id, 'lost')).result();
+      }
       if (spec.refund === 'before-payment') {
         // Applied by the order's run before the payment comes (then not yet a full refund of a
         // paid order); the payment's fulfilment then finds the order refunded in full.
@@ -870,6 +880,7 @@ function orderExtra(o: {
   refunded?: number | undefined;
   returnReview?: boolean | undefined;
   warehouseShipment: string;
+  disputeStatus?: string | undefined;
   gaveUp?: string | undefined;
 }): string {
   return [
@@ -879,6 +890,7 @@ function orderExtra(o: {
     `refunded ${o.refunded ?? 0}`,
     o.returnReview ? 'return review' : 'no return review',
     `warehouse: ${o.warehouseShipment}`,
+    ...(o.disputeStatus ? [`dispute ${o.disputeStatus}`] : []),
     ...(o.gaveUp ? [`gave up: ${o.gaveUp}`] : []),
   ].join(', ');
 }
@@ -992,6 +1004,28 @@ async function deliverRefund(
   return stack.client.workflow.getHandle(refundWorkflowId(eventId));
 }
 
+/** A dispute of the payment `paymentId` (the contract's payment.disputed). */
+async function deliverDispute(
+  stack: Stack,
+  eventId: string,
+  paymentId: string,
+  orderId: number,
+  status: 'opened' | 'lost',
+): Promise<WorkflowHandle> {
+  const body = {
+    id: eventId,
+    event: PAYMENT_DISPUTED_EVENT,
+    order_id: orderId,
+    payment_id: paymentId,
+    amount: AMOUNT,
+    dispute_id: `dp_${paymentId}`,
+    status,
+    evidence_due_by: '2030-01-31T23:59:59Z',
+  };
+  await post(stack, eventId, body);
+  return stack.client.workflow.getHandle(disputeWorkflowId(eventId));
+}
+
 async function post(stack: Stack, eventId: string, body: object): Promise<void> {
   const raw = JSON.stringify(body);
   for (let attempt = 1; attempt <= 40; attempt++) {
@@ -1042,6 +1076,7 @@ async function countOrder(stack: Stack, orderId: number): Promise<Counts> {
       'shipment_status',
       'refunded_amount',
       'return_review_requested_at',
+      'dispute_status',
     ])
     .executeTakeFirst();
   const shipments = [...stack.warehouse.shipments.values()].filter((s) => s.orderId === orderId);
@@ -1065,6 +1100,7 @@ async function countOrder(stack: Stack, orderId: number): Promise<Counts> {
       refunded: Number(row?.refunded_amount ?? 0),
       returnReview: Boolean(row?.return_review_requested_at),
       warehouseShipment: shipment?.status ?? 'none',
+      disputeStatus: row?.dispute_status ?? undefined,
       gaveUp: gaveUp?.reason,
     }),
     ...(gaveUp && gaveUp.label !== gaveUp.reason

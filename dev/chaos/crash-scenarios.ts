@@ -40,6 +40,8 @@ export interface OrderExpectation {
   /** The order's refunded total, and whether it was flagged for a return review. */
   refunded?: number;
   returnReview?: boolean;
+  /** The order's dispute_status at the end (absent: none). */
+  disputeStatus?: 'opened' | 'won' | 'lost';
   /** Why the warehouse notification was given up, read from the failed run's failure. */
   gaveUp?: 'non_retryable' | 'deadline';
 }
@@ -67,6 +69,12 @@ export type ScenarioSpec =
       refund?: 'before-payment' | 'after-shipment';
       /** The warehouse shipped the first payment's parcel before the refund came (too late). */
       shippedBefore?: boolean;
+      /**
+       * A dispute of the payment is delivered, opened then lost: `before-payment`, both closed
+       * before the payment comes (kept, then applied with it); `after-shipment`, instead of a
+       * second payment.
+       */
+      dispute?: 'before-payment' | 'after-shipment';
       /** The payment comes as a Stripe thin event, whose object the workers fetch. */
       thin?: boolean;
       warehouse: WarehouseSetup;
@@ -264,6 +272,42 @@ export const SCENARIOS = {
       returnReview: true,
       warehouseShipment: 'shipped',
     },
+  },
+  dispute: {
+    kind: 'order',
+    description:
+      'a dispute of an order paid and fulfilled, opened then lost: each event recorded once, one alert, the order ends lost',
+    paidBefore: true,
+    dispute: 'after-shipment',
+    warehouse: 'ok',
+    activities: [
+      'orderEventHandledBy',
+      'markOrderEventHandled',
+      'recordDispute',
+      'handOverDisputeToOrder',
+      'applyDisputes',
+      'deliverAlert',
+    ],
+    expected: { ...fulfilled, alerts: 1, disputeStatus: 'lost' },
+  },
+  'dispute-before-payment': {
+    kind: 'order',
+    description:
+      'a dispute opened and lost before its payment was recorded: kept, then applied with the payment, which still fulfils the order',
+    dispute: 'before-payment',
+    warehouse: 'ok',
+    activities: [
+      ...PAYMENT,
+      ...FULFIL,
+      'sendOrderConfirmation',
+      'awardLoyaltyPoints',
+      'generateInvoicePdf',
+      'recordDispute',
+      'applyDisputes',
+      'deliverAlert',
+    ],
+    unreached: NO_WAREHOUSE_RETRY,
+    expected: { ...fulfilled, alerts: 1, disputeStatus: 'lost' },
   },
   'warehouse-rejects': {
     kind: 'order',

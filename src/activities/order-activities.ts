@@ -46,27 +46,19 @@ interface OrderEventRef {
   orderId?: number;
 }
 
+/** A settlement's row is its order's (one per order). */
+function settledOrder(input: OrderEventRef): number {
+  if (input.orderId === undefined) throw new TypeError('a settlement event names its order');
+  return input.orderId;
+}
+
 /** Activities that feed and serve the order entity workflow. */
 export function createOrderActivities(deps: OrderActivityDeps) {
-  /** Where the event's row records the chain that finished with it. */
-  function ledgerOf(input: OrderEventRef) {
-    switch (input.kind) {
-      case 'refund':
-        return deps.refunds;
-      case 'dispute':
-        return deps.disputes;
-      case 'settlement': {
-        const { orderId } = input;
-        if (orderId === undefined) throw new TypeError('a settlement event names its order');
-        return {
-          handledBy: () => deps.settlements.handledBy(orderId),
-          markHandled: (_eventId: string, chain: string) =>
-            deps.settlements.markHandled(orderId, chain),
-        };
-      }
-      default:
-        return deps.payments;
-    }
+  /** Where the event's row records the chain that finished with it (a settlement: its own). */
+  function ledgerOf(kind: OrderEventRef['kind']) {
+    if (kind === 'refund') return deps.refunds;
+    if (kind === 'dispute') return deps.disputes;
+    return deps.payments;
   }
 
   return {
@@ -111,7 +103,11 @@ export function createOrderActivities(deps: OrderActivityDeps) {
 
     /** The order workflow chain that finished with an event, or null while none has. */
     async orderEventHandledBy(input: OrderEventRef): Promise<{ chain: string | null }> {
-      return { chain: (await ledgerOf(input).handledBy(input.eventId)) ?? null };
+      const chain =
+        input.kind === 'settlement'
+          ? await deps.settlements.handledBy(settledOrder(input))
+          : await ledgerOf(input.kind).handledBy(input.eventId);
+      return { chain: chain ?? null };
     },
 
     /**
@@ -119,9 +115,10 @@ export function createOrderActivities(deps: OrderActivityDeps) {
      * done, or failed for good. The first chain to finish with it stays.
      */
     async markOrderEventHandled(input: OrderEventRef & { chain: string }): Promise<void> {
-      const events = ledgerOf(input);
       await atCrashPoint('markOrderEventHandled.commit', () =>
-        events.markHandled(input.eventId, input.chain),
+        input.kind === 'settlement'
+          ? deps.settlements.markHandled(settledOrder(input), input.chain)
+          : ledgerOf(input.kind).markHandled(input.eventId, input.chain),
       );
     },
 
