@@ -769,7 +769,8 @@ async function prepare(stack: Stack, scenario: Scenario, tag: string): Promise<P
         return deliverDispute(stack, event(3), event(1), order.id, 'lost');
       }
       if (spec.dispute === 'before-payment') {
-        // Both kept with no order (their payment is not recorded); the payment claims them.
+        // Matched by the order the contract's event names (its payment is not recorded yet);
+        // the payment then finds them and has its order's workflow apply them again.
         await (await deliverDispute(stack, event(2), event(1), order.id, 'opened')).result();
         await (await deliverDispute(stack, event(3), event(1), order.id, 'lost')).result();
       }

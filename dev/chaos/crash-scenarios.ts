@@ -70,9 +70,8 @@ export type ScenarioSpec =
       /** The warehouse shipped the first payment's parcel before the refund came (too late). */
       shippedBefore?: boolean;
       /**
-       * A dispute of the payment is delivered, opened then lost: `before-payment`, both closed
-       * before the payment comes (kept, then applied with it); `after-shipment`, instead of a
-       * second payment.
+       * A dispute of the payment is delivered, opened then lost: `before-payment`, both before
+       * the payment comes; `after-shipment`, instead of a second payment.
        */
       dispute?: 'before-payment' | 'after-shipment';
       /** The payment comes as a Stripe thin event, whose object the workers fetch. */
@@ -293,7 +292,7 @@ export const SCENARIOS = {
   'dispute-before-payment': {
     kind: 'order',
     description:
-      'a dispute opened and lost before its payment was recorded: kept, then applied with the payment, which still fulfils the order',
+      'a dispute opened and lost before its payment is recorded (matched by the order it names): the order ends lost, and the payment, applying it again, still fulfils it once',
     dispute: 'before-payment',
     warehouse: 'ok',
     activities: [
@@ -303,6 +302,7 @@ export const SCENARIOS = {
       'awardLoyaltyPoints',
       'generateInvoicePdf',
       'recordDispute',
+      'handOverDisputeToOrder',
       'applyDisputes',
       'deliverAlert',
     ],

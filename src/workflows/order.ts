@@ -177,6 +177,9 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
       continue;
     }
     try {
+      // Disputes recorded before this payment waited for it (it claimed them): applied first,
+      // so the order shows them even when its fulfilment fails.
+      if (!('kind' in event) && event.disputed) await applyDisputes(input.orderId);
       if (isRefundEvent(event)) {
         await applyRefund(input.orderId);
         processed.push({ eventId: event.eventId, outcome: 'refund' });
@@ -195,8 +198,6 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
         await flagForRefundReview(input.orderId, event);
         processed.push({ eventId: event.eventId, outcome: 'refund_review' });
       }
-      // Disputes recorded before this payment waited for it (it claimed them): applied now.
-      if (!('kind' in event) && event.disputed) await applyDisputes(input.orderId);
     } catch (err) {
       if (isCancellation(err)) throw err;
       failures.push(eventFailure(input.orderId, event, err));
