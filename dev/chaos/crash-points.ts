@@ -768,12 +768,6 @@ async function prepare(stack: Stack, scenario: Scenario, tag: string): Promise<P
         await settleOrder(stack.client, order.id);
         return deliverDispute(stack, event(3), event(1), order.id, 'lost');
       }
-      if (spec.dispute === 'before-payment') {
-        // Matched by the order the contract's event names (its payment is not recorded yet);
-        // the payment then finds them and has its order's workflow apply them again.
-        await (await deliverDispute(stack, event(2), event(1), order.id, 'opened')).result();
-        await (await deliverDispute(stack, event(3), event(1), order.id, 'lost')).result();
-      }
       if (spec.refund === 'before-payment') {
         // Applied by the order's run before the payment comes (then not yet a full refund of a
         // paid order); the payment's fulfilment then finds the order refunded in full.

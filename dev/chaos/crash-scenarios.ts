@@ -69,11 +69,8 @@ export type ScenarioSpec =
       refund?: 'before-payment' | 'after-shipment';
       /** The warehouse shipped the first payment's parcel before the refund came (too late). */
       shippedBefore?: boolean;
-      /**
-       * A dispute of the payment is delivered, opened then lost: `before-payment`, both before
-       * the payment comes; `after-shipment`, instead of a second payment.
-       */
-      dispute?: 'before-payment' | 'after-shipment';
+      /** A dispute of the payment is delivered, opened then lost, instead of a second payment. */
+      dispute?: 'after-shipment';
       /** The payment comes as a Stripe thin event, whose object the workers fetch. */
       thin?: boolean;
       warehouse: WarehouseSetup;
@@ -287,26 +284,6 @@ export const SCENARIOS = {
       'applyDisputes',
       'deliverAlert',
     ],
-    expected: { ...fulfilled, alerts: 1, disputeStatus: 'lost' },
-  },
-  'dispute-before-payment': {
-    kind: 'order',
-    description:
-      'a dispute opened and lost before its payment is recorded (matched by the order it names): the order ends lost, and the payment, applying it again, still fulfils it once',
-    dispute: 'before-payment',
-    warehouse: 'ok',
-    activities: [
-      ...PAYMENT,
-      ...FULFIL,
-      'sendOrderConfirmation',
-      'awardLoyaltyPoints',
-      'generateInvoicePdf',
-      'recordDispute',
-      'handOverDisputeToOrder',
-      'applyDisputes',
-      'deliverAlert',
-    ],
-    unreached: NO_WAREHOUSE_RETRY,
     expected: { ...fulfilled, alerts: 1, disputeStatus: 'lost' },
   },
   'warehouse-rejects': {

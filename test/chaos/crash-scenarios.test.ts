@@ -52,12 +52,13 @@ describe('the crash matrix (dev/chaos/crash-scenarios.ts)', () => {
     expect(scenariosOf('deliverAlert.post@before')).toEqual([
       'double-charge',
       'refund-after-shipment',
+      'dispute',
       'warehouse-rejects',
       'warehouse-down',
     ]);
   });
 
-  it('judges a refund after the shipment and a thin event at their own points', () => {
+  it('judges a refund after the shipment, a dispute and a thin event at their own points', () => {
     const scenariosOf = (arm: string) =>
       runs.filter((r) => armName(r) === arm).map((r) => r.scenario);
     expect(scenariosOf('requestReturnReview.commit@before')).toEqual(['refund-after-shipment']);
@@ -77,6 +78,13 @@ describe('the crash matrix (dev/chaos/crash-scenarios.ts)', () => {
       ]);
     }
     expect(scenariosOf('setShipmentStatus.commit@after')).toContain('refund-cancels-shipment');
+    for (const arm of [
+      'recordDispute.commit@after',
+      'handOverDisputeToOrder.signal@before',
+      'applyDisputes.commit@after',
+    ]) {
+      expect(scenariosOf(arm)).toEqual(['dispute']);
+    }
     expect(scenariosOf('fetchThinEventObject.reply@before')).toEqual(['thin-event']);
     expect(scenariosOf('deliverThinEvent.deliver@after')).toEqual(['thin-event']);
   });
