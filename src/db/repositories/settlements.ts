@@ -1,7 +1,6 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import { inReadCommitted } from '../connection';
 import type { Database, SettlementsTable } from '../schema';
-import type { Selectable } from 'kysely';
 
 /** An operator's settlement of a pending order with the payments it had. */
 export interface Settlement {
