@@ -25,15 +25,22 @@ export function createDisputeActivities(deps: DisputeActivityDeps) {
      * Records a dispute event once (UNIQUE provider event ID) and finds its order through the
      * payment's reference; null while that payment is not recorded (it claims the dispute then).
      */
-    async recordDispute(event: DisputeEvent): Promise<{ created: boolean; orderId: number | null }> {
-      const recorded = await atCrashPoint('recordDispute.commit', () => deps.disputes.record(event));
-      Context.current().log.info(recorded.created ? 'dispute recorded' : 'dispute already recorded', {
-        eventId: event.eventId,
-        disputeId: event.disputeId,
-        status: event.status,
-        paymentRef: event.paymentRef,
-        orderId: recorded.orderId,
-      });
+    async recordDispute(
+      event: DisputeEvent,
+    ): Promise<{ created: boolean; orderId: number | null }> {
+      const recorded = await atCrashPoint('recordDispute.commit', () =>
+        deps.disputes.record(event),
+      );
+      Context.current().log.info(
+        recorded.created ? 'dispute recorded' : 'dispute already recorded',
+        {
+          eventId: event.eventId,
+          disputeId: event.disputeId,
+          status: event.status,
+          paymentRef: event.paymentRef,
+          orderId: recorded.orderId,
+        },
+      );
       return recorded;
     },
 

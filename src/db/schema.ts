@@ -54,7 +54,11 @@ export interface OrdersTable {
   /** Set when a full refund found the order already with the warehouse: a person must review a return. */
   return_review_requested_at: ColumnType<string | null, string | null | undefined, string | null>;
   /** Where the order's disputes stand (src/shared/payment-events.ts, disputeOutcome); null: none. */
-  dispute_status: ColumnType<DisputeStatus | null, DisputeStatus | null | undefined, DisputeStatus | null>;
+  dispute_status: ColumnType<
+    DisputeStatus | null,
+    DisputeStatus | null | undefined,
+    DisputeStatus | null
+  >;
   /** When the last of its disputes was closed (recorded); null while one is open, or none was. */
   dispute_closed_at: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;

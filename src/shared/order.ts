@@ -67,7 +67,8 @@ export interface OrderSettlementEvent {
 }
 
 /** Anything the order workflow takes, one at a time. */
-export type OrderEvent = OrderPaymentEvent | OrderRefundEvent | OrderDisputeEvent | OrderSettlementEvent;
+export type OrderEvent =
+  OrderPaymentEvent | OrderRefundEvent | OrderDisputeEvent | OrderSettlementEvent;
 
 /** The kinds of event the order workflow takes that are not payments. */
 export type OrderEventKind = Exclude<OrderEvent, OrderPaymentEvent>['kind'];

@@ -36,7 +36,11 @@ export async function up(db: AnyDb): Promise<void> {
     .addColumn('handled_by_chain', 'text')
     .addColumn('recorded_at', timestamp, (col) => col.notNull().defaultTo(now))
     .execute();
-  await db.schema.createIndex('disputes_payment_ref').on('disputes').column('payment_ref').execute();
+  await db.schema
+    .createIndex('disputes_payment_ref')
+    .on('disputes')
+    .column('payment_ref')
+    .execute();
   await db.schema.createIndex('disputes_order_id').on('disputes').column('order_id').execute();
   await db.schema.alterTable('orders').addColumn('dispute_status', 'text').execute();
   await db.schema.alterTable('orders').addColumn('dispute_closed_at', timestamp).execute();
