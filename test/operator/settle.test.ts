@@ -101,7 +101,34 @@ describe.each(testDatabases)('ops settle ($name)', ({ name }) => {
     expect(again.code).toBe(EXIT_OK);
     expect(again.stdout).toContain('was already settled, by alice');
     expect(again.stdout).toContain('nothing to hand over');
+    // The customer pays the full total after all: a double charge to review, no second shipment.
+    expect((await pay(order.id, 5400)).processed.map((p) => p.outcome)).toEqual(['refund_review']);
     expect(shipments(order.id)).toHaveLength(1);
+  });
+
+  it('lets a settlement and a payment of the total committing together pay the order once', async () => {
+    const settlements = createSettlementsRepository(stack.db.db);
+    for (let i = 0; i < 5; i++) {
+      const order = await createTestOrder(stack.orders);
+      await stack.payments.recordPayment({
+        providerEventId: uniqueEventId(),
+        orderId: order.id,
+        amount: 2700,
+      });
+      const [settled, paid] = await Promise.all([
+        settlements.settle({ orderId: order.id, settledBy: 'race', reason: 'race' }),
+        stack.payments.recordPayment({
+          providerEventId: uniqueEventId(),
+          orderId: order.id,
+          amount: 5400,
+        }),
+      ]);
+      const payingFirst = paid.kind === 'created' && paid.firstForOrder;
+      expect([settled.kind === 'settled', payingFirst].filter(Boolean)).toHaveLength(1);
+      if (!payingFirst) continue;
+      expect(settled).toEqual({ kind: 'refused', why: 'already_paid' });
+      expect(await settlements.find(order.id)).toBeUndefined();
+    }
   });
 
   it('hands the same settlement over again when the first run stopped before the hand-over', async () => {
