@@ -216,6 +216,11 @@ describe.each(testDatabases)('order independence ($name)', ({ name, create }) =>
       .where('payment_ref', '=', `stripe~pi_${key}`)
       .orderBy('provider_event_id')
       .execute();
+    const disputes = await db.db
+      .selectFrom('disputes')
+      .select(['order_id', 'status'])
+      .where('payment_ref', '=', `stripe~pi_${key}`)
+      .execute();
     const shipments = [...partners.warehouse.shipments.values()].filter(
       (s) => s.orderId === orderId,
     );
@@ -266,10 +271,15 @@ describe.each(testDatabases)('order independence ($name)', ({ name, create }) =>
       // One dispute alert per dispute, whatever number of events reported it; no review alert.
       alerts,
       reviewAlertsStarted: reviewAlertsStarted.filter((id) => id !== null),
-      // settle-dispute: once disputes are recorded on the order (the parallel helper's work),
-      // compare the order's dispute record here (its status and amount after opened + lost), e.g.
-      // `dispute: await disputesOf(orderId)`. Until then the dispute's only effect on main is its
-      // one alert, compared above.
+      // Where its disputes stand on the order (the closure wins whatever came first), and the
+      // recorded dispute events as facts, once each (another event reporting the same status).
+      dispute: {
+        status: order?.disputeStatus,
+        closed: order?.disputeClosedAt !== null,
+        events: [
+          ...new Set(disputes.map((d) => JSON.stringify([d.order_id === orderId, d.status]))),
+        ].sort(),
+      },
     };
   }
 
@@ -288,6 +298,7 @@ describe.each(testDatabases)('order independence ($name)', ({ name, create }) =>
       warehouse: { shipmentsCreated: true, toShip: 0, cancelsRefused: 0 },
       points: 0,
       reviewAlertsStarted: [],
+      dispute: { status: 'lost', closed: true, events: ['[true,"lost"]', '[true,"opened"]'] },
     });
     expect(reference.alerts).toEqual(['dispute:DisputeOpened']);
 
