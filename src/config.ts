@@ -244,6 +244,13 @@ const schema = z
         .filter((o) => o.length > 0),
     ),
     ALERT_WEBHOOK_URL: optionalUrl,
+    /**
+     * Failures of one cause are posted as one digest: the first at once, the rest at most once
+     * per this window (which is also how often the digest checks whether they were retried).
+     */
+    ALERT_DIGEST_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
+    /** An incident with no failure of its cause for this long is resolved (one post). */
+    ALERT_DIGEST_QUIET_SECONDS: z.coerce.number().int().min(1).max(7 * 86_400).default(1800),
     /** Base URL of the Temporal Web UI for links in alerts; the embedded dev server's by default. */
     TEMPORAL_UI_URL: optionalUrl,
     SMTP_URL: optionalUrl,
@@ -328,6 +335,13 @@ const schema = z
     INVOICE_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
   })
   .superRefine((c, ctx) => {
+    if (c.ALERT_DIGEST_QUIET_SECONDS < c.ALERT_DIGEST_WINDOW_SECONDS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ALERT_DIGEST_QUIET_SECONDS'],
+        message: 'must be at least ALERT_DIGEST_WINDOW_SECONDS: quiet is checked once a window',
+      });
+    }
     if (
       c.PAYMENT_WEBHOOK_SECRET_PREVIOUS !== undefined &&
       c.PAYMENT_WEBHOOK_SECRET_PREVIOUS === c.PAYMENT_WEBHOOK_SECRET

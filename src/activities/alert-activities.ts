@@ -20,6 +20,8 @@ export interface AlertActivityDeps {
    * (unit tests): every attempt posts.
    */
   deliveries?: AlertDeliveriesRepository;
+  /** The failure digests' window and quiet period (ms); unset: DEFAULT_DIGEST_TIMING. */
+  digestTiming?: { windowMs: number; quietMs: number };
 }
 
 /** Link to one run's history in the Temporal Web UI. */
@@ -33,18 +35,41 @@ export function webUiLink(
 }
 
 /**
- * The JSON posted to the sink: Slack reads `text` (with a link in its <url|label> syntax); other
- * receivers get every field under `alert`.
+ * Link to the failures of a digest in the Temporal Web UI: a visibility query for the runs that
+ * failed since its incident began (the cause is read from each run's history, so it is not in
+ * the query; the command's --root-cause narrows it).
+ */
+export function failedSinceUiLink(uiUrl: string, namespace: string, since: string): string {
+  const base = uiUrl.replace(/\/+$/, '');
+  const query = `ExecutionStatus="Failed" AND CloseTime>="${since}"`;
+  return `${base}/namespaces/${encodeURIComponent(namespace)}/workflows?query=${encodeURIComponent(query)}`;
+}
+
+/**
+ * The JSON posted to the sink (and logged without one): Slack reads `text` (with a link in its
+ * <url|label> syntax); other receivers get every field under `alert`.
  */
 export function alertPayload(alert: Alert, uiUrl: string | undefined) {
-  const link = uiUrl ? webUiLink(uiUrl, alert) : null;
+  const digest = alert.digest;
+  const link = !uiUrl
+    ? null
+    : digest
+      ? failedSinceUiLink(uiUrl, alert.namespace, digest.since)
+      : webUiLink(uiUrl, alert);
   const order = alert.orderId === null ? '' : ` (order ${alert.orderId})`;
   const attempts = alert.attempts === null ? '' : ` after ${alert.attempts} attempt(s)`;
+  const failed = `${alert.workflowType} ${alert.workflowId}${order} failed${attempts}`;
   const headline = {
     refund_review: `:warning: refund review needed${order}, found by ${alert.workflowType} ${alert.workflowId}`,
     return_review: `:warning: return review needed${order}, found by ${alert.workflowType} ${alert.workflowId}`,
     dispute: `:warning: dispute opened${order}: gather evidence before its deadline`,
-    workflow_failed: `:rotating_light: ${alert.workflowType} ${alert.workflowId}${order} failed${attempts}`,
+    workflow_failed: `:rotating_light: ${failed}`,
+    failures_opened: `:rotating_light: ${digest?.cause}: ${failed}; further failures of this cause come as one digest`,
+    failures_digest: `:rotating_light: ${digest?.cause}: ${digest?.failures} failures since ${digest?.since} (${digest?.newFailures} new), ${digest?.stillFailed} still failed`,
+    failures_resolved:
+      digest?.resolvedBy === 'retried'
+        ? `:white_check_mark: ${digest.cause} resolved: all ${digest.failures} failed runs since ${digest.since} were retried`
+        : `:white_check_mark: ${digest?.cause} resolved: no new failure for a while; ${digest?.failures} since ${digest?.since}, ${digest?.stillFailed} still failed`,
   }[alert.kind];
   // The top failure is often only a wrapper ("ActivityFailure: Activity task failed"): the root
   // cause is what tells a person what went wrong, so it goes in the text when it differs.
@@ -53,10 +78,16 @@ export function alertPayload(alert: Alert, uiUrl: string | undefined) {
     (alert.rootCauseType !== alert.failureType || alert.rootCauseMessage !== alert.failureMessage)
       ? `Cause: ${alert.rootCauseType ?? 'Error'}: ${alert.rootCauseMessage}`
       : undefined;
+  const orders =
+    digest && digest.orderIds.length > 0
+      ? `Orders: ${digest.orderIds.join(', ')}${digest.moreOrders > 0 ? ` and ${digest.moreOrders} more` : ''}`
+      : undefined;
   const text = [
     headline,
     `${alert.failureType ?? 'Failure'}: ${alert.failureMessage}`,
     rootCause,
+    orders,
+    alert.command ? `Run: \`${alert.command}\`` : undefined,
     link ? `<${link}|Open in Temporal Web UI>` : undefined,
   ]
     .filter((line) => line !== undefined)
@@ -78,6 +109,19 @@ export function alertPayload(alert: Alert, uiUrl: string | undefined) {
       attempts: alert.attempts,
       failed_at: alert.failedAt,
       web_ui_url: link,
+      command: alert.command ?? null,
+      ...(digest && {
+        digest: {
+          cause: digest.cause,
+          since: digest.since,
+          failures: digest.failures,
+          new_failures: digest.newFailures,
+          order_ids: digest.orderIds,
+          more_orders: digest.moreOrders,
+          still_failed: digest.stillFailed,
+          resolved_by: digest.resolvedBy ?? null,
+        },
+      }),
     },
   };
 }
@@ -96,8 +140,14 @@ export function createAlertActivities(deps: AlertActivityDeps) {
      * docs/exactly-once.md).
      */
     async deliverAlert(alert: Alert): Promise<AlertDelivery> {
-      if (!deps.alertWebhookUrl) return { delivered: false, skipped: 'no-sink-configured' };
       const ctx = Context.current();
+      if (!deps.alertWebhookUrl) {
+        // Log-only mode: the log line is the alert, so it carries what a post would (the link
+        // and the command), which the workflow's own line cannot know.
+        const { text, alert: fields } = alertPayload(alert, deps.temporalUiUrl);
+        ctx.log.error('alert (log only: ALERT_WEBHOOK_URL is unset)', { text, ...fields });
+        return { delivered: false, skipped: 'no-sink-configured' };
+      }
       // One alert workflow per alert (its ID names the failed run, or the order and event of a
       // refund review), so its ID names the delivery across attempts and to the sink.
       const key =

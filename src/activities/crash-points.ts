@@ -158,6 +158,13 @@ export const CRASH_POINTS = {
     'the INSERT that stamps the alert as delivered (alert_deliveries, by alert workflow ID)',
   ),
   'deliverAlert.reply': reply('deliverAlert'),
+  'reportFailure.signal': effect(
+    'reportFailure',
+    'temporal',
+    "signal-with-start of the cause's digest (alert-digest-<cause>) with the failed run",
+  ),
+  'reportFailure.reply': reply('reportFailure'),
+  'stillFailedRuns.reply': reply('stillFailedRuns'),
   'generateInvoicePdf.write': effect(
     'generateInvoicePdf',
     'file',

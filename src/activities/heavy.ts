@@ -4,7 +4,9 @@ import type {
   PaymentsRepository,
   StockRepository,
 } from '../db';
+import type { Client } from '@temporalio/client';
 import { createAlertActivities, type AlertActivityDeps } from './alert-activities';
+import { createAlertDigestActivities } from './alert-digest-activities';
 import { createBatchActivities } from './batch-activities';
 import { createInvoiceActivities } from './invoice-activities';
 import { createStockActivities } from './stock-activities';
@@ -20,6 +22,8 @@ export interface HeavyActivityDeps {
   /** Makes each invoice take at least this long (tests and demo of a saturated heavy queue). */
   invoiceDelayMs?: number;
   alerts: AlertActivityDeps;
+  /** Temporal client on the worker's own connection: a failed heavy run reports to its digest. */
+  client: Client;
   stock: StockRepository;
   /** Makes each stock aggregation take at least this long (demo of a long scheduled job). */
   stockAggregationDelayMs?: number;
@@ -28,8 +32,8 @@ export interface HeavyActivityDeps {
 /**
  * Every activity the heavy worker (task queue `heavy`) registers: PDF invoices, order exports,
  * the stock aggregation (whose workflow runs on `payments`: src/workflows/stock.ts), and the
- * alert delivery, because a heavy workflow that fails raises its alert as a child on its own
- * task queue.
+ * alert delivery and digest, because a heavy workflow that fails raises its alert as a child on
+ * its own task queue.
  */
 export function createHeavyActivities(deps: HeavyActivityDeps) {
   return {
@@ -45,6 +49,7 @@ export function createHeavyActivities(deps: HeavyActivityDeps) {
       aggregationDelayMs: deps.stockAggregationDelayMs,
     }),
     ...createAlertActivities(deps.alerts),
+    ...createAlertDigestActivities({ client: deps.client, timing: deps.alerts.digestTiming }),
   };
 }
 

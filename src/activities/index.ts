@@ -1,6 +1,7 @@
 import { createPaymentStarter } from '../temporal/payment-starter';
 import type { LoyaltyRepository, RefundsRepository } from '../db';
 import { createAlertActivities, type AlertActivityDeps } from './alert-activities';
+import { createAlertDigestActivities } from './alert-digest-activities';
 import { createLoyaltyActivities } from './loyalty-activities';
 import { createMailActivities, type MailPool } from './mail-activities';
 import { createOrderActivities, type OrderActivityDeps } from './order-activities';
@@ -49,6 +50,7 @@ export function createActivities(deps: ActivityDeps) {
     }),
     ...createLoyaltyActivities({ loyalty: deps.loyalty, orders: deps.orders }),
     ...createAlertActivities(deps.alerts),
+    ...createAlertDigestActivities({ client: deps.client, timing: deps.alerts.digestTiming }),
     ...createStripeApiActivities({
       ...deps.stripeApi,
       starter: createPaymentStarter(deps.client, {

@@ -1,3 +1,4 @@
+import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createHeavyActivities, type HeavyActivityDeps } from '../activities/heavy';
@@ -30,7 +31,8 @@ const SHUTDOWN_GRACE_TIME = '10 seconds';
 export interface HeavyWorkerOptions {
   connection: NativeConnection;
   namespace: string;
-  activities: HeavyActivityDeps;
+  /** Everything but the Temporal client, which is made on the worker's own connection. */
+  activities: Omit<HeavyActivityDeps, 'client'>;
   /** Activities run at once (default 2). Workflow tasks are cheap and keep the SDK's default. */
   maxConcurrentActivities?: number;
   /** The prebuilt bundle the payment worker loads too (`npm run build`); unset: bundled from source. */
@@ -64,7 +66,14 @@ export async function createHeavyWorker(options: HeavyWorkerOptions): Promise<Wo
     ...workflowCodeOptions(options.workflowBundlePath, options.workflowCode),
     workerDeploymentOptions: options.deployment && workerDeploymentOptions(options.deployment),
     dataConverter: options.dataConverter,
-    activities: createHeavyActivities(options.activities),
+    activities: createHeavyActivities({
+      ...options.activities,
+      client: new Client({
+        connection: options.connection,
+        namespace: options.namespace,
+        dataConverter: options.dataConverter,
+      }),
+    }),
     maxConcurrentActivityTaskExecutions:
       options.maxConcurrentActivities ?? DEFAULT_HEAVY_MAX_CONCURRENT_ACTIVITIES,
     shutdownGraceTime: SHUTDOWN_GRACE_TIME,
@@ -87,7 +96,7 @@ export function heavyActivityDepsFromConfig(
   config: Config,
   db: DatabaseHandle,
   urls: { temporalUiUrl: string | undefined },
-): HeavyActivityDeps {
+): Omit<HeavyActivityDeps, 'client'> {
   return {
     orders: createOrdersRepository(db.db),
     payments: createPaymentsRepository(db.db),
@@ -101,6 +110,10 @@ export function heavyActivityDepsFromConfig(
       alertWebhookUrl: config.ALERT_WEBHOOK_URL,
       temporalUiUrl: urls.temporalUiUrl,
       deliveries: createAlertDeliveriesRepository(db.db),
+      digestTiming: {
+        windowMs: config.ALERT_DIGEST_WINDOW_SECONDS * 1000,
+        quietMs: config.ALERT_DIGEST_QUIET_SECONDS * 1000,
+      },
     },
   };
 }

@@ -215,6 +215,10 @@ export function activityDepsFromConfig(
       alertWebhookUrl: config.ALERT_WEBHOOK_URL,
       temporalUiUrl: urls.temporalUiUrl,
       deliveries: createAlertDeliveriesRepository(db.db),
+      digestTiming: {
+        windowMs: config.ALERT_DIGEST_WINDOW_SECONDS * 1000,
+        quietMs: config.ALERT_DIGEST_QUIET_SECONDS * 1000,
+      },
     },
     stripeApi: {
       stripe: config.STRIPE_API_KEY

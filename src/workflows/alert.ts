@@ -10,13 +10,20 @@ const { deliverAlert } = proxyActivities<Activities>({
   summary: 'Deliver the alert to the alert sink',
 });
 
+// A signal-with-start on the worker's own connection, like the hand-over to an order.
+const { reportFailure } = proxyActivities<Activities>({
+  ...RetryPolicies.temporalCall,
+  summary: 'Report the failure to the digest of its cause',
+});
+
 /**
- * Raises one alert: one structured error log line, always, and a delivery to the alert sink
- * under its own retry policy. Started as an abandoned child, by the failure interceptor for a
- * failed run or by the order workflow for a double charge, with a workflow ID derived from what
- * it reports, so there is exactly one per failed run or extra payment. Whoever starts it does
- * not wait for it, so a sink that is down never holds anything up. It never fails itself: an
- * undeliverable alert stays in the log.
+ * Raises one alert: one structured error log line, always, and then, for a failed run, a report
+ * to the digest of its cause (./alert-digest.ts), which posts for the whole cause; for anything
+ * else (a refund or return review, a dispute, a digest's own post), a delivery to the alert sink
+ * under its own retry policy. Started as an abandoned child with a workflow ID derived from what
+ * it reports, so there is exactly one per failed run, extra payment or digest post. Whoever
+ * starts it does not wait for it (but a digest, which posts in order), so a sink that is down
+ * never holds anything up. It never fails itself: an undeliverable alert stays in the log.
  */
 export async function alertWorkflow(alert: Alert): Promise<AlertDelivery> {
   const headline = {
@@ -24,12 +31,19 @@ export async function alertWorkflow(alert: Alert): Promise<AlertDelivery> {
     return_review: 'return review needed',
     dispute: 'dispute opened',
     workflow_failed: 'workflow failed',
+    failures_opened: 'failures of a new cause',
+    failures_digest: 'failures of a cause, digest',
+    failures_resolved: 'failures of a cause resolved',
   }[alert.kind];
   log.error(headline, {
     alert: true,
     ...alert,
   });
   try {
+    if (alert.kind === 'workflow_failed') {
+      await reportFailure(alert);
+      return { delivered: false, skipped: 'reported-to-digest' };
+    }
     return await deliverAlert(alert);
   } catch (err) {
     if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;

@@ -1,4 +1,6 @@
+import type { AlertDigestWorkflow } from '../shared/alert';
 import type { OrderWorkflow } from '../shared/order';
+import { alertDigestWorkflow } from './alert-digest';
 import { orderWorkflow } from './order';
 
 // Every workflow the workers register, exported by its wire name.
@@ -7,6 +9,7 @@ export { refundWorkflow } from './refund';
 export { disputeWorkflow } from './dispute';
 export { orderWorkflow } from './order';
 export { alertWorkflow } from './alert';
+export { alertDigestWorkflow } from './alert-digest';
 export { aggregateStockWorkflow } from './stock';
 export { invoiceWorkflow } from './invoice';
 export { exportOrdersWorkflow } from './batch';
@@ -15,3 +18,4 @@ export { thinEventWorkflow } from './thin-event';
 // Activities start orderWorkflow by its signature in src/shared/order.ts, without importing this
 // module (which imports their types): the compiler holds the two together here.
 const _orderWorkflowFits: OrderWorkflow = orderWorkflow;
+const _alertDigestWorkflowFits: AlertDigestWorkflow = alertDigestWorkflow;

@@ -12,8 +12,17 @@ import {
   type WorkflowInboundCallsInterceptor,
   type WorkflowInterceptorsFactory,
 } from '@temporalio/workflow';
-import { ALERT_WORKFLOW_TYPE, failureAlertWorkflowId, type Alert } from '../shared/alert';
+import {
+  ALERT_DIGEST_WORKFLOW_TYPE,
+  ALERT_WORKFLOW_TYPE,
+  failureAlertWorkflowId,
+  retryCommand,
+  type Alert,
+} from '../shared/alert';
 import type { alertWorkflow } from './alert';
+
+/** The alert machinery itself: its failure would alert about alerting, or report to itself. */
+const ALERTING_TYPES = new Set([ALERT_WORKFLOW_TYPE, ALERT_DIGEST_WORKFLOW_TYPE]);
 
 /**
  * The seed's Queue::failing, for every workflow type the workers run: when a workflow is about
@@ -31,7 +40,7 @@ class FailureAlertInterceptor implements WorkflowInboundCallsInterceptor {
       if (
         err instanceof TemporalFailure &&
         !isCancellation(err) &&
-        workflowInfo().workflowType !== ALERT_WORKFLOW_TYPE
+        !ALERTING_TYPES.has(workflowInfo().workflowType)
       ) {
         await raiseAlert(describeFailure(err, input.args));
       }
@@ -81,6 +90,7 @@ function describeFailure(err: TemporalFailure, args: unknown[]): Alert {
     rootCauseMessage: root === err ? null : root.message,
     attempts,
     failedAt: new Date(Date.now()).toISOString(),
+    command: retryCommand(info.workflowId),
   };
 }
 

@@ -80,7 +80,7 @@ describe.each(cases)('exportOrdersWorkflow ($name, $orders orders)', (c) => {
     db = await database.create();
     exportDir = mkdtempSync(path.join(tmpdir(), 'exports-'));
     await seedOrders(db, c.orders);
-    const deps: HeavyActivityDeps = {
+    const deps: Omit<HeavyActivityDeps, 'client'> = {
       orders: createOrdersRepository(db.db),
       payments: createPaymentsRepository(db.db),
       orderExport: createOrderExportRepository(db.db),
@@ -89,7 +89,7 @@ describe.each(cases)('exportOrdersWorkflow ($name, $orders orders)', (c) => {
       stock: createStockRepository(db.db),
       alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
     };
-    const real = createHeavyActivities(deps);
+    const real = createHeavyActivities({ ...deps, client: env.client });
     worker = await createHeavyWorker({
       connection: env.nativeConnection,
       namespace: env.namespace ?? 'default',

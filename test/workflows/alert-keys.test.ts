@@ -4,8 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createAlertActivities } from '../../src/activities/alert-activities';
+import { createAlertDigestActivities } from '../../src/activities/alert-digest-activities';
 import type { Activities } from '../../src/activities';
-import { failureAlertWorkflowId, refundReviewAlertWorkflowId } from '../../src/shared/alert';
+import {
+  digestPostWorkflowId,
+  failureAlertWorkflowId,
+  refundReviewAlertWorkflowId,
+} from '../../src/shared/alert';
 import { FailureType } from '../../src/shared/errors';
 import { type OrderPaymentEvent } from '../../src/shared/order';
 import { bundledWorker, workflowBundle } from '../support/bundles';
@@ -90,6 +95,7 @@ it('keeps six refund reviews and the failure of one order run apart at a sink th
     partnerPauseState: async () => ({ paused: false as const }),
     claimPartnerRelease: async () => ({ delayMs: 0 }),
     ...createAlertActivities({ alertWebhookUrl: sinkUrl, temporalUiUrl: undefined }),
+    ...createAlertDigestActivities({ client: env.client }),
   };
   const worker = await bundledWorker(env, await workflowBundle(), taskQueue, activities);
   const workflowId = `order-${orderId}`;
@@ -104,6 +110,8 @@ it('keeps six refund reviews and the failure of one order run apart at a sink th
     const alerts = [
       ...doubles.map((e) => refundReviewAlertWorkflowId(orderId, e.eventId)),
       failureAlertWorkflowId(workflowId, order.firstExecutionRunId),
+      // The failure goes out as the "opened" post of its cause's digest.
+      digestPostWorkflowId(FailureType.WarehouseRejected, order.firstExecutionRunId, 'opened'),
     ];
     for (const id of alerts) await env.client.workflow.getHandle(id).result();
   });
@@ -112,7 +120,7 @@ it('keeps six refund reviews and the failure of one order run apart at a sink th
     (body) => (body as { alert: { order_id: number } }).alert.order_id === orderId,
   ) as Array<{ alert: { kind: string } }>;
   expect(keptForOrder.map((b) => b.alert.kind).sort()).toEqual([
+    'failures_opened',
     ...Array<string>(6).fill('refund_review'),
-    'workflow_failed',
   ]);
 });

@@ -66,6 +66,8 @@ function recording(overrides: Partial<Activities>, calls: Array<[string, unknown
     deliverAlert: async () => ({ delivered: true }),
     partnerPauseState: async () => ({ paused: false as const }),
     claimPartnerRelease: async () => ({ delayMs: 0 }),
+    reportFailure: async () => ({ digestWorkflowId: 'alert-digest-test' }),
+    stillFailedRuns: async () => 0,
   };
   const all = { ...defaults, ...overrides } as Record<string, (...a: unknown[]) => unknown>;
   return Object.fromEntries(

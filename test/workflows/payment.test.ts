@@ -81,6 +81,8 @@ function mockActivities(overrides: Partial<Activities>, calls: Call[]): Activiti
     deliverAlert: async () => ({ delivered: true }),
     partnerPauseState: async () => ({ paused: false as const }),
     claimPartnerRelease: async () => ({ delayMs: 0 }),
+    reportFailure: async () => ({ digestWorkflowId: 'alert-digest-test' }),
+    stillFailedRuns: async () => 0,
   };
   const activities = { ...defaults, ...overrides };
   return Object.fromEntries(
