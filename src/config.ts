@@ -250,7 +250,12 @@ const schema = z
      */
     ALERT_DIGEST_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
     /** An incident with no failure of its cause for this long is resolved (one post). */
-    ALERT_DIGEST_QUIET_SECONDS: z.coerce.number().int().min(1).max(7 * 86_400).default(1800),
+    ALERT_DIGEST_QUIET_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 86_400)
+      .default(1800),
     /** Base URL of the Temporal Web UI for links in alerts; the embedded dev server's by default. */
     TEMPORAL_UI_URL: optionalUrl,
     SMTP_URL: optionalUrl,

@@ -143,11 +143,7 @@ export function disputeAlertWorkflowId(disputeId: string): string {
  * refunded in full after the warehouse took it needs a person to review a return.
  */
 export type AlertKind =
-  | 'workflow_failed'
-  | 'refund_review'
-  | 'return_review'
-  | 'dispute'
-  | FailureDigestKind;
+  'workflow_failed' | 'refund_review' | 'return_review' | 'dispute' | FailureDigestKind;
 
 /** The posts of one incident of a cause: opened at once, digests while it lasts, resolved. */
 export type FailureDigestKind = 'failures_opened' | 'failures_digest' | 'failures_resolved';
