@@ -157,6 +157,7 @@ describe('deliverAlert', () => {
     // The root cause is in the text, not only in the structured fields.
     expect(body.text).toContain('Cause: WarehouseUnavailable: warehouse answered 503');
     expect(body.alert).toEqual({
+      command: null,
       kind: 'workflow_failed',
       namespace: 'default',
       workflow_type: 'paymentWorkflow',

@@ -54,7 +54,9 @@ const EFFECT_METHODS = new Set([
 ]);
 // Methods of the activities' dependencies (`deps.<x>.<method>`) that only read.
 const DEPENDENCY_READS = new Set([
+  'describe',
   'findById',
+  'getHandle',
   'forOrder',
   'handledBy',
   'ledgerFor',
