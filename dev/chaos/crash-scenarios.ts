@@ -141,6 +141,11 @@ const PAYMENT = [
 ] as const;
 /** A first payment's fulfilment: the order's refunds added up, then the warehouse and its status. */
 const FULFIL = ['applyRefunds', 'notifyWarehouse', 'setShipmentStatus'] as const;
+/**
+ * A failed run's alert: reported to its cause's digest, which posts "opened" (the order's one
+ * alert), checks whether the run was retried, and posts "resolved" (about no order) when quiet.
+ */
+const FAILURE_ALERT = ['reportFailure', 'stillFailedRuns', 'deliverAlert'] as const;
 /** How `ops retry` follows the run its reset started: its latest run, then its result. */
 const FOLLOW = ['DescribeWorkflowExecution', 'GetWorkflowExecutionHistory'] as const;
 /** A warehouse that does not take the order: the notification fails inside its effect. */
@@ -291,7 +296,7 @@ export const SCENARIOS = {
     description: 'the warehouse answers 400: given up at once, compensated, one alert',
     warehouse: 'rejects',
     // Before compensating, the order run reads whether the warehouse is paused (it is not).
-    activities: [...PAYMENT, ...FULFIL, 'partnerPauseState', 'deliverAlert'],
+    activities: [...PAYMENT, ...FULFIL, 'partnerPauseState', ...FAILURE_ALERT],
     unreached: [...WAREHOUSE_FAILS, ...NO_WAREHOUSE_RETRY],
     expected: refused,
   },
@@ -300,7 +305,7 @@ export const SCENARIOS = {
     description:
       'the warehouse answers 503 until the retry deadline (shortened to 20 s): compensated once, one alert',
     warehouse: 'down',
-    activities: [...PAYMENT, ...FULFIL, 'partnerPauseState', 'deliverAlert'],
+    activities: [...PAYMENT, ...FULFIL, 'partnerPauseState', ...FAILURE_ALERT],
     unreached: WAREHOUSE_FAILS,
     expected: { ...refused, gaveUp: 'deadline' },
   },
