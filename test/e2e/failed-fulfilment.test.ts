@@ -6,6 +6,7 @@ import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderStateQuery, orderWorkflowId } from '../../src/shared/order';
 import { startAlertSink, type AlertSink } from '../operations/helpers';
 import { eventually } from '../support/eventually';
+import { failureAlertWorkflows } from '../support/failure-alerts';
 import { startPaymentStack, type PaymentStack } from '../support/stack';
 import { createDevServerEnv } from '../support/temporal';
 import { uniqueEventId } from '../support/webhook';
@@ -47,7 +48,7 @@ function deliverPayment(orderId: number, eventId: string) {
 }
 
 /** Alerts the sink received about one workflow, by kind. */
-function alertsFor(workflowId: string, kind: 'workflow_failed' | 'refund_review') {
+function alertsFor(workflowId: string, kind: 'failures_opened' | 'refund_review') {
   return sink.received.filter(
     (r) => r.body.alert.workflow_id === workflowId && r.body.alert.kind === kind,
   );
@@ -128,8 +129,9 @@ describe('a fulfilment that gives up while a second payment for the order waits 
     );
     await refundReview.result();
     const refundReviewRunId = (await refundReview.describe()).runId;
-    expect(alertsFor(workflowId, 'workflow_failed')).toHaveLength(1);
-    expect(alertsFor(workflowId, 'workflow_failed')[0]!.body.alert).toMatchObject({
+    // The failure is the first of its cause here: its digest's "opened" post names the run.
+    await eventually(() => expect(alertsFor(workflowId, 'failures_opened')).toHaveLength(1));
+    expect(alertsFor(workflowId, 'failures_opened')[0]!.body.alert).toMatchObject({
       run_id: failedRun.runId,
       order_id: orderId,
     });
@@ -150,6 +152,7 @@ describe('a fulfilment that gives up while a second payment for the order waits 
     // The new run handled the double charge again, idempotently: no second alert of either kind.
     expect((await refundReview.describe()).runId).toBe(refundReviewRunId);
     expect(alertsFor(workflowId, 'refund_review')).toHaveLength(1);
-    expect(alertsFor(workflowId, 'workflow_failed')).toHaveLength(1);
+    expect(alertsFor(workflowId, 'failures_opened')).toHaveLength(1);
+    expect(await failureAlertWorkflows(env.client, workflowId)).toHaveLength(1);
   }, 120_000);
 });

@@ -24,6 +24,7 @@ import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constan
 import { orderWorkflowId } from '../../src/shared/order';
 import { startAlertSink, type AlertSink } from '../operations/helpers';
 import { eventually } from '../support/eventually';
+import { failureAlertWorkflows } from '../support/failure-alerts';
 import { createTestOrder } from '../support/orders';
 import { createDevServerEnv } from '../support/temporal';
 import { uniqueEventId } from '../support/webhook';
@@ -163,9 +164,7 @@ async function trial() {
     latest: await env.client.workflow.getHandle(workflowId).describe(),
     failedRunId: failed.runId,
     warehouseCalls: warehouse.requests.filter((r) => r.orderId === order.id).length,
-    alerts: sink.received.filter(
-      (r) => r.body.alert.order_id === order.id && r.body.alert.kind === 'workflow_failed',
-    ).length,
+    alerts: (await failureAlertWorkflows(env.client, workflowId)).length,
   };
 }
 

@@ -22,6 +22,7 @@ import {
 import type { PaymentRecordedResult, PaymentWorkflowResult } from '../../src/shared/payment';
 import { startAlertSink, type AlertSink } from '../operations/helpers';
 import { testActivityDeps } from '../support/activity-deps';
+import { failureAlertWorkflows } from '../support/failure-alerts';
 import { bundledWorker, workflowBundle } from '../support/bundles';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createTestOrder } from '../support/orders';
@@ -90,11 +91,8 @@ function startPayment(eventId: string, orderId: number, workflowId = paymentWork
   });
 }
 
-/** Failure alerts the sink received about one workflow. */
-const failureAlertsFor = (workflowId: string) =>
-  sink.received.filter(
-    (r) => r.body.alert.workflow_id === workflowId && r.body.alert.kind === 'workflow_failed',
-  );
+/** Failure alerts raised for one workflow's failed runs. */
+const failureAlertsFor = (workflowId: string) => failureAlertWorkflows(env.client, workflowId);
 
 it('ops retry of a payment whose hand-over gave up hands it over: the order is fulfilled once', async () => {
   const order = await createTestOrder(orders(), { customerEmail: `retry-${randomUUID()}@x.test` });
@@ -169,7 +167,7 @@ it('a hand-over repeated after the order run failed starts no second run, wareho
     const failed = await listFailedWorkflows(env.client, { workflowType: 'orderWorkflow' });
     expect(failed.find((w) => w.workflowId === workflowId)?.runId).toBe(failedRunId);
     expect(partners.warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(1);
-    expect(failureAlertsFor(workflowId)).toHaveLength(1);
+    expect(await failureAlertsFor(workflowId)).toHaveLength(1);
     expect(await orders().findById(order.id)).toMatchObject({ shipmentStatus: 'failed' });
     expect(again).toEqual({ handedOver: false });
   } finally {
