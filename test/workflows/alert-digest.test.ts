@@ -11,7 +11,6 @@ import {
   alertDigestWorkflowId,
   DEFAULT_DIGEST_TIMING,
   digestPostWorkflowId,
-  failureAlertWorkflowId,
   type Alert,
 } from '../../src/shared/alert';
 import { sdkLogEntries } from '../support/sdk-logs';
@@ -95,16 +94,6 @@ async function resultOf(workflowId: string): Promise<unknown> {
   }
 }
 
-/** Waits for a workflow's latest run to close, without the time-skipping client's result(). */
-async function closed(workflowId: string): Promise<void> {
-  for (let tries = 0; tries < 200; tries++) {
-    const { status } = await env.client.workflow.getHandle(workflowId).describe();
-    if (status.name !== 'RUNNING') return;
-    await delay(100);
-  }
-  throw new Error(`${workflowId} still running`);
-}
-
 const postsOf = (cause: string) =>
   [...kept.values()].filter((p) => p.key.startsWith(`${alertDigestWorkflowId(cause)}-`));
 const requestsOf = (cause: string) =>
@@ -123,7 +112,8 @@ it('posts 500 failures of one cause at most three times, and a new cause within 
     stillFailedRuns: async ({ runs }: { runs: unknown[] }) => (retried ? 0 : runs.length),
   });
   const reporter = new MockActivityEnvironment({ taskQueue });
-  const report = (alert: Alert) => reporter.run(digestActivities.reportFailure, alert);
+  const report = (alert: Alert) =>
+    reporter.run((a: Alert) => digestActivities.reportFailure(a), alert);
 
   await worker.runUntil(async () => {
     const start = await env.currentTimeMs();
@@ -190,13 +180,13 @@ it('resolves an incident whose cause went quiet, and opens a new one for its nex
   const reporter = new MockActivityEnvironment({ taskQueue });
   await worker.runUntil(async () => {
     const first = failure(cause, 81_000, await env.currentTimeMs());
-    await reporter.run(digestActivities.reportFailure, first);
+    await reporter.run((a: Alert) => digestActivities.reportFailure(a), first);
     await resultOf(alertDigestWorkflowId(cause));
     const quietFor = (await env.currentTimeMs()) - Date.parse(first.failedAt);
     expect(quietFor).toBeGreaterThanOrEqual(DEFAULT_DIGEST_TIMING.quietMs);
 
     const again = failure(cause, 81_001, await env.currentTimeMs());
-    await reporter.run(digestActivities.reportFailure, again);
+    await reporter.run((a: Alert) => digestActivities.reportFailure(a), again);
     await resultOf(digestPostWorkflowId(cause, again.runId, 'opened'));
   });
 
@@ -239,7 +229,7 @@ it('digests real failed runs in log-only mode with link and command, across cont
       // Failures of runs that no longer exist (deleted by ops flush) count, but never block.
       const reporter = new MockActivityEnvironment({ taskQueue });
       for (let i = 0; i < 60; i++) {
-        await reporter.run(digestActivities.reportFailure, {
+        await reporter.run((a: Alert) => digestActivities.reportFailure(a), {
           ...failure('TestFailure', 95_000 + i, Date.now()),
           rootCauseType: null,
           failureType: 'TestFailure',
@@ -267,7 +257,7 @@ it('digests real failed runs in log-only mode with link and command, across cont
     (e) => e.message.startsWith('alert (log only') && String(e.meta?.text).includes('TestFailure'),
   );
   // The window is one second here: the 60 reports may straddle a check, hence one digest or two.
-  const kinds = ofThese.map((e) => e.meta?.kind);
+  const kinds = ofThese.map((e) => e.meta?.kind as string);
   expect(kinds[0]).toBe('failures_opened');
   expect(kinds.at(-1)).toBe('failures_resolved');
   expect(new Set(kinds.slice(1, -1))).toEqual(new Set(['failures_digest']));
