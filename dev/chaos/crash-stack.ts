@@ -208,10 +208,6 @@ export async function startStack(
         holdMs: HOLD_MS,
       }),
       ALERT_WEBHOOK_URL: alertSink.url,
-      // A failure's digest resolves (by quiet) within seconds, so a point's run settles (nothing
-      // running) with its incident closed, and the next point's failure opens a new one.
-      ALERT_DIGEST_WINDOW_SECONDS: '1',
-      ALERT_DIGEST_QUIET_SECONDS: '2',
       WORKFLOW_BUNDLE_PATH: bundle,
       STRIPE_API_KEY: STRIPE_API_KEY,
       STRIPE_API_BASE_URL: stripeApi.url,

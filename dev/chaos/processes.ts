@@ -38,6 +38,10 @@ export function appEnvironment(app: AppEnvironment): NodeJS.ProcessEnv {
     SMTP_URL: app.smtpUrl,
     INVOICE_DIR: app.invoiceDir,
     EXPORT_DIR: app.exportDir,
+    // A failure's alert digest (src/workflows/alert-digest.ts) resolves within seconds, so a run
+    // converges (nothing left running) without waiting out the production quiet period.
+    ALERT_DIGEST_WINDOW_SECONDS: '1',
+    ALERT_DIGEST_QUIET_SECONDS: '2',
     [ARM_DIR_ENV]: app.armDir,
     [HOLD_MS_ENV]: String(app.holdMs),
   };
