@@ -7,9 +7,21 @@ import { WorkflowFailedError, type Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { createStockActivities } from '../src/activities/stock-activities';
-import { createOrdersRepository, createStockRepository, type DatabaseHandle } from '../src/db';
+import {
+  createOrdersRepository,
+  createSettlementsRepository,
+  createStockRepository,
+  type DatabaseHandle,
+} from '../src/db';
 import { startSmtpSink, type SmtpSink } from './partners/smtp-sink';
-import { failureAlertWorkflowId, refundReviewAlertWorkflowId } from '../src/shared/alert';
+import {
+  ALERT_DIGEST_WORKFLOW_TYPE,
+  alertDigestWorkflowId,
+  digestPostWorkflowId,
+  failureAlertWorkflowId,
+  refundReviewAlertWorkflowId,
+} from '../src/shared/alert';
+import { handOverSettlement, recordSettlement } from '../src/operator/settle';
 import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../src/shared/constants';
 import { orderWorkflowId } from '../src/shared/order';
 import type { PaymentWorkflowInput } from '../src/shared/payment';
@@ -148,6 +160,25 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'settled',
+    what: 'a short payment settled by an operator (ops settle): the order fulfilled once',
+    async run(stack) {
+      const orderId = await newOrder(stack);
+      await pay(stack, orderId, { ...paymentInput(orderId), amount: 5000 });
+      await finished(stack.client, orderWorkflowId(orderId));
+      const outcome = await recordSettlement(createSettlementsRepository(stack.db.db), {
+        orderId,
+        settledBy: 'record-histories',
+        reason: 'customer paid the rest in cash',
+      });
+      if (outcome.kind !== 'settled') throw new Error(`settle: ${show(outcome)}`);
+      await handOverSettlement(stack.client, outcome.settlement);
+      const order = await finished(stack.client, orderWorkflowId(orderId));
+      expectFulfilled(order.result);
+      return [order.run];
+    },
+  },
+  {
     name: 'warehouse-failure',
     what: 'the warehouse rate-limits, then refuses: order Failed, shipment failed, one alert',
     async run(stack) {
@@ -171,8 +202,9 @@ const scenarios: Scenario[] = [
         stack.client,
         failureAlertWorkflowId(order.run.workflowId, order.run.runId),
       );
-      expectResult(alert.result, { delivered: true }, 'failure alert');
-      return [payment.run, order.run, alert.run];
+      expectResult(alert.result, { skipped: 'reported-to-digest' }, 'failure alert');
+      const digest = await openedDigest(stack, order.run.runId);
+      return [payment.run, order.run, alert.run, digest];
     },
   },
   {
@@ -228,7 +260,7 @@ const scenarios: Scenario[] = [
         stack.client,
         failureAlertWorkflowId(order.run.workflowId, order.run.runId),
       );
-      expectResult(alert.result, { delivered: true }, 'failure alert');
+      expectResult(alert.result, { skipped: 'reported-to-digest' }, 'failure alert');
       // One history per workflow type and scenario: the second payment and the failure alert
       // take the same paths as in the other scenarios.
       return [payment.run, order.run, review.run];
@@ -246,7 +278,7 @@ const scenarios: Scenario[] = [
   },
   {
     name: 'refunded',
-    what: 'a shipped order refunded in part, then in full: totals added up, points taken back',
+    what: 'an order handed to the warehouse refunded in part, then in full: shipment cancelled',
     async run(stack) {
       const orderId = await newOrder(stack);
       const payment = paymentInput(orderId);
@@ -269,7 +301,7 @@ const scenarios: Scenario[] = [
   },
   {
     name: 'disputed',
-    what: 'a dispute of a paid order opened: one alert with the evidence deadline',
+    what: 'a dispute of a paid order opened: recorded on the order, one alert with the evidence deadline',
     async run(stack) {
       const orderId = await newOrder(stack);
       const payment = paymentInput(orderId);
@@ -286,7 +318,8 @@ const scenarios: Scenario[] = [
           evidenceDueBy: '2030-01-01T00:00:00.000Z',
         }),
       );
-      return [dispute.run];
+      const order = await finished(stack.client, orderWorkflowId(orderId));
+      return [dispute.run, order.run];
     },
   },
   {
@@ -460,6 +493,30 @@ async function pay(
   if (done.failure)
     throw new Error(`payment ${started.workflowId} did not complete`, { cause: done.failure });
   return done;
+}
+
+/**
+ * The digest of the failure's cause, once its "opened" post went out (the incident is named by
+ * the failed run): a running workflow, whose history so far is what a new build must replay.
+ */
+async function openedDigest(stack: Stack, failedRunId: string): Promise<Run> {
+  let digest: Run | undefined;
+  await until('the failure digest posted its opened alert', async () => {
+    for await (const info of stack.client.workflow.list({
+      query: `WorkflowType = '${ALERT_DIGEST_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running'`,
+    })) {
+      const cause = info.workflowId.slice(alertDigestWorkflowId('').length);
+      const opened = digestPostWorkflowId(cause, failedRunId, 'opened');
+      const post = await stack.client.workflow
+        .getHandle(opened)
+        .describe()
+        .catch(() => undefined);
+      if (post?.status.name === 'COMPLETED')
+        digest = { workflowId: info.workflowId, runId: info.runId };
+    }
+    return digest !== undefined;
+  });
+  return digest!;
 }
 
 /** Waits for a refund or dispute intake started as the webhook starts it. */
