@@ -45,6 +45,8 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
       kind: 'created',
       firstForOrder: true,
       amountMatchesOrder: true,
+      // No dispute of its payment reference was recorded before it.
+      disputed: false,
       payment: {
         id: expect.any(Number),
         orderId: order.id,
@@ -217,6 +219,7 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
       payment: (first as { payment: unknown }).payment,
       firstForOrder: true,
       amountMatchesOrder: true,
+      disputed: false,
     });
     expect(await payments.countByEventId(input.providerEventId)).toBe(1);
   });
