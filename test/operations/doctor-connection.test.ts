@@ -216,11 +216,11 @@ describe('a half-set-up cluster', () => {
 
       const readiness = temporalSetupReadiness(lazy.connection, config.TEMPORAL_NAMESPACE);
       await expect(readiness.check(Date.now() + 5_000)).rejects.toThrow(
-        /search attributes not registered in default: OrderId, PaymentEventId .*npm run temporal:setup/,
+        /search attributes not registered in default: OrderId, PaymentEventId, PartnerPaused .*npm run temporal:setup/,
       );
       const before = await doctor(mtls(securedBare, { TEMPORAL_API_KEY: '' }));
       expect(before.line('search attributes')).toMatch(
-        /FAIL\s+not registered: OrderId, PaymentEventId/,
+        /FAIL\s+not registered: OrderId, PaymentEventId, PartnerPaused/,
       );
 
       const out: string[] = [];
@@ -228,7 +228,7 @@ describe('a half-set-up cluster', () => {
       const env = mtls(securedBare, { TEMPORAL_API_KEY: '' });
       expect(await setup([], { ...io, env })).toBe(0);
       expect(out.join('\n')).toMatch(
-        /search attributes\s+created\s+registered OrderId, PaymentEventId/,
+        /search attributes\s+created\s+registered OrderId, PaymentEventId, PartnerPaused/,
       );
       expect(out.join('\n')).toMatch(/schedule\s+created\s+aggregate-stock/);
       // Idempotent: a second run finds everything in place.
