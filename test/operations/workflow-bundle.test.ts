@@ -68,11 +68,14 @@ it('completes a payment workflow on the prebuilt bundle', async () => {
 });
 
 it('carries the failure-alert interceptor inside the bundle', async () => {
-  // No such order: the payment workflow fails, and the interceptor starts its one alert.
-  const payment = await startPayment(999_999);
-  await expect(payment.result()).rejects.toBeInstanceOf(WorkflowFailedError);
-  const { runId } = await payment.describe();
-  const alertId = failureAlertWorkflowId(payment.workflowId, runId);
+  // The warehouse refuses the order: its workflow fails, and the interceptor starts its alert.
+  const order = await createTestOrder(createOrdersRepository(db.db));
+  partners.warehouse.setMode({ kind: 'reject', status: 400 }, 1);
+  await (await startPayment(order.id)).result();
+  const orderRun = env.client.workflow.getHandle(orderWorkflowId(order.id));
+  await expect(orderRun.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+  const { runId } = await orderRun.describe();
+  const alertId = failureAlertWorkflowId(orderWorkflowId(order.id), runId);
   await eventually(async () => {
     const alert = await env.client.workflow.getHandle(alertId).describe();
     expect(alert.type).toBe('alertWorkflow');
