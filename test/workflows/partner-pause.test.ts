@@ -1,10 +1,16 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import {
+  createOrderExportRepository,
   createOrdersRepository,
   createPartnerPausesRepository,
+  createPaymentsRepository,
+  createStockRepository,
   type DatabaseHandle,
 } from '../../src/db';
 import { FailureType } from '../../src/shared/errors';
@@ -12,8 +18,9 @@ import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
 import { PartnerPausedSearchAttribute } from '../../src/shared/search-attributes';
 import type { orderWorkflow } from '../../src/workflows/order';
+import { createHeavyWorker } from '../../src/workers/heavy';
 import { testActivityDeps } from '../support/activity-deps';
-import { workflowBundle } from '../support/bundles';
+import { prebuilt, workflowBundle } from '../support/bundles';
 import { testDatabases } from '../support/databases';
 import { until } from '../support/eventually';
 import { createTestOrder } from '../support/orders';
@@ -27,18 +34,43 @@ let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
 let partners: Partners;
 let db: DatabaseHandle;
+let heavy: Worker;
+let heavyRun: Promise<void>;
+let fileDir: string;
 
 beforeAll(async () => {
   env = await createTimeSkippingEnv();
   bundle = await workflowBundle();
   partners = await startPartners();
   db = await testDatabases[0]!.create();
+  // A fulfilled order starts its invoice on task queue `heavy`. The time-skipping server skips no
+  // time while any workflow task waits for a worker, so without this one every env.sleep after
+  // a fulfilment hangs (the invoice's first task is never taken).
+  fileDir = mkdtempSync(path.join(tmpdir(), 'partner-pause-'));
+  heavy = await createHeavyWorker({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    activities: {
+      orders: createOrdersRepository(db.db),
+      payments: createPaymentsRepository(db.db),
+      orderExport: createOrderExportRepository(db.db),
+      invoiceDir: path.join(fileDir, 'invoices'),
+      exportDir: path.join(fileDir, 'exports'),
+      stock: createStockRepository(db.db),
+      alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
+    },
+    overrides: prebuilt(bundle),
+  });
+  heavyRun = heavy.run();
 });
 
 afterAll(async () => {
+  if (heavy?.getState() === 'RUNNING') heavy.shutdown();
+  await heavyRun;
   await db?.close();
   await partners?.close();
   await env?.teardown();
+  if (fileDir) rmSync(fileDir, { recursive: true, force: true });
 });
 
 async function worker(taskQueue: string) {
