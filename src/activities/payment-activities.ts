@@ -159,10 +159,7 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
       // server after the heartbeat timeout, not after the whole start-to-close timeout.
       const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_INTERVAL_MS);
       try {
-        // A call released from a pause at a rate keeps its slot to the millisecond; bounded, so
-        // a skewed clock cannot hold the attempt past its start-to-close timeout.
-        const early = Math.min((input.notBefore ?? 0) - Date.now(), PARTNER_RELEASE_MAX_WAIT_MS);
-        if (early > 0) await ctx.sleep(early);
+        await waitForReleaseSlot(ctx, input);
         // An attempt the server started after the pause (a retry due while paused) does not
         // call: the workflow holds the order instead, and calls again after the resume.
         await failIfPartnerPaused(deps.partnerPauses, 'warehouse');
@@ -215,9 +212,15 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
      * partner's Retry-After; the rest waits the policy's backoff (RetryPolicies.
      * warehouseCancellation), and a 404 or 422 is not retried.
      */
-    async cancelShipment(input: { orderId: number }): Promise<CancelReceipt> {
+    async cancelShipment(
+      input: { orderId: number } & Partial<PartnerRelease>,
+    ): Promise<CancelReceipt> {
       const ctx = Context.current();
       try {
+        // A warehouse call like the shipment request: held while an operator has the warehouse
+        // paused, released at the resume's rate (see notifyWarehouse).
+        await waitForReleaseSlot(ctx, input);
+        await failIfPartnerPaused(deps.partnerPauses, 'warehouse');
         const receipt = await atCrashPoint('cancelShipment.request', () =>
           deps.warehouse.cancelShipment({
             orderId: input.orderId,
@@ -232,6 +235,9 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
         });
         return receipt;
       } catch (err) {
+        if (err instanceof ApplicationFailure && err.type === FailureType.PartnerPaused) throw err;
+        // Paused while this call was in flight: held, not a failed cancel for a person to review.
+        await failIfPartnerPaused(deps.partnerPauses, 'warehouse', err);
         if (err instanceof ApplicationFailure && err.type === FailureType.WarehouseRateLimited) {
           const { retryAfterMs } = (err.details?.[0] ?? {}) as RateLimitDetails;
           throw retryAfter(
@@ -259,6 +265,15 @@ export function createPaymentActivities(deps: PaymentActivityDeps) {
       }
     },
   };
+}
+
+/**
+ * A call released from a pause at a rate keeps its slot to the millisecond; bounded, so a skewed
+ * clock cannot hold the attempt past its start-to-close timeout.
+ */
+async function waitForReleaseSlot(ctx: Context, release: Partial<PartnerRelease>): Promise<void> {
+  const early = Math.min((release.notBefore ?? 0) - Date.now(), PARTNER_RELEASE_MAX_WAIT_MS);
+  if (early > 0) await ctx.sleep(early);
 }
 
 /**

@@ -319,11 +319,14 @@ async function applyRefund(orderId: number): Promise<void> {
  * nothing for a person. The warehouse shipped it already, or the cancel failed for good (its
  * retries used up, or a 4xx): the parcel may be on its way, so a person reviews a return, told
  * by one alert (its workflow ID is the order's: a second refund, a reset or a retry adds none).
+ * While an operator has the warehouse paused, the cancel is held like the shipment request.
  */
 async function stopShipment(orderId: number, refundedAmount: number): Promise<void> {
   let why: { failureType: string; failureMessage: string };
   try {
-    const receipt = await cancelShipment({ orderId });
+    const receipt = await unlessPartnerPaused('warehouse', (release) =>
+      cancelShipment({ orderId, ...release }),
+    );
     if (receipt.outcome === 'cancelled') {
       await steps.setShipmentStatus({ orderId, status: 'cancelled' });
       return;

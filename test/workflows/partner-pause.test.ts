@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
@@ -13,9 +14,11 @@ import {
   createStockRepository,
   type DatabaseHandle,
 } from '../../src/db';
+import { returnReviewAlertWorkflowId } from '../../src/shared/alert';
 import { FailureType } from '../../src/shared/errors';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
+import { refundWorkflowId } from '../../src/shared/payment-events';
 import { PartnerPausedSearchAttribute } from '../../src/shared/search-attributes';
 import type { orderWorkflow } from '../../src/workflows/order';
 import { createHeavyWorker } from '../../src/workers/heavy';
@@ -163,5 +166,69 @@ describe('partner pause', () => {
       const description = await env.client.workflow.getHandle(orderWorkflowId(order.id)).describe();
       expect(description.typedSearchAttributes.get(PartnerPausedSearchAttribute)).toBeUndefined();
     }
+  });
+
+  it("holds a refund's shipment cancel too: cancelled once after the resume, no return review", async () => {
+    const pauses = createPartnerPausesRepository(db.db);
+    const orders = createOrdersRepository(db.db);
+    partners.warehouse.reset();
+    const taskQueue = `test-${randomUUID()}`;
+    const w = await worker(taskQueue);
+    const order = await createTestOrder(orders, { totalAmount: 100 });
+    const paymentEventId = `pause-${randomUUID()}`;
+    await w.runUntil(async () => {
+      await env.client.workflow.execute('paymentWorkflow', {
+        workflowId: paymentWorkflowId(paymentEventId),
+        taskQueue,
+        args: [{ eventId: paymentEventId, orderId: order.id, amount: 100 }],
+      });
+      await env.client.workflow.getHandle(orderWorkflowId(order.id)).result();
+      expect((await orders.findById(order.id))?.shipmentStatus).toBe('requested');
+
+      // The warehouse goes down and is paused; then the payment is refunded in full.
+      partners.warehouse.setMode({ kind: 'unavailable', status: 503 });
+      expect((await pauses.pause('warehouse', 'ops-test', 'warehouse outage')).kind).toBe('paused');
+      const refundEventId = `pause-refund-${randomUUID()}`;
+      const refund = await env.client.workflow.execute('refundWorkflow', {
+        workflowId: refundWorkflowId(refundEventId),
+        taskQueue,
+        args: [
+          {
+            eventId: refundEventId,
+            paymentRef: paymentEventId,
+            kind: 'refund',
+            refundId: `re_${randomUUID()}`,
+            amount: 100,
+            status: 'succeeded',
+          },
+        ],
+      });
+      expect(refund).toEqual({ orderId: order.id, orderWorkflowId: orderWorkflowId(order.id) });
+
+      // Two hours: far past the cancel's whole retry budget (RetryPolicies.warehouseCancellation).
+      const before = await env.currentTimeMs();
+      await env.sleep('2 hours');
+      expect((await env.currentTimeMs()) - before).toBeGreaterThanOrEqual(2 * 60 * 60 * 1000);
+      expect(partners.warehouse.cancels).toHaveLength(0);
+      const handle = env.client.workflow.getHandle(orderWorkflowId(order.id));
+      const description = await handle.describe();
+      expect(description.status.name).toBe('RUNNING');
+      expect(description.typedSearchAttributes.get(PartnerPausedSearchAttribute)).toBe('warehouse');
+      const held = await orders.findById(order.id);
+      expect(held?.shipmentStatus).toBe('requested');
+      expect(held?.returnReviewRequestedAt).toBeNull();
+
+      partners.warehouse.setMode({ kind: 'ok' });
+      expect((await pauses.resume('warehouse')).kind).toBe('resumed');
+      await handle.result();
+    });
+    const after = await orders.findById(order.id);
+    expect(after?.shipmentStatus).toBe('cancelled');
+    expect(after?.returnReviewRequestedAt).toBeNull();
+    // One call after the resume, and it went through: none while paused, none failed.
+    expect(partners.warehouse.cancels.map((c) => c.status)).toEqual([200]);
+    await expect(
+      env.client.workflow.getHandle(returnReviewAlertWorkflowId(order.id)).describe(),
+    ).rejects.toThrow(WorkflowNotFoundError);
   });
 });
