@@ -37,7 +37,7 @@ import {
   metricsAddressFrom,
 } from '../src/temporal/runtime';
 import { nativeConnectionOptions } from '../src/temporal/connection';
-import { STOCK_AGGREGATION_SCHEDULE_ID } from '../src/temporal/schedules';
+import { SLA_CHECK_SCHEDULE_ID, STOCK_AGGREGATION_SCHEDULE_ID } from '../src/temporal/schedules';
 import {
   describeDeployment,
   openRunsOn,
@@ -202,7 +202,7 @@ async function main(): Promise<void> {
               'Temporal set-up',
             ),
     });
-    const schedule = setup.steps.find((s) => s.step === 'schedule');
+    const scheduleFailed = setup.steps.find((s) => s.step === 'schedule' && s.outcome === 'failed');
     const metrics = createHttpMetrics({
       defaultMetrics: true,
       partnerPauses: createPartnerPausesRepository(db.db),
@@ -269,7 +269,7 @@ async function main(): Promise<void> {
         `  Temporal Web UI  ${uiUrl ?? '(not available: see docs/temporal-servers.md)'}`,
         `  Warehouse API    ${warehouseUrl}${config.WAREHOUSE_API_URL ? '' : ' (simulator)'}`,
         `  SMTP             ${config.SMTP_URL ? 'configured' : `${smtpUrl} (local sink: mails are logged)`}`,
-        `  Schedule         ${schedule?.outcome === 'failed' ? `not in place: ${schedule.detail}` : `${STOCK_AGGREGATION_SCHEDULE_ID} (stock aggregation, every 5 minutes)`}`,
+        `  Schedules        ${scheduleFailed ? `not in place: ${scheduleFailed.detail}` : `${STOCK_AGGREGATION_SCHEDULE_ID} (stock aggregation, every 5 minutes), ${SLA_CHECK_SCHEDULE_ID} (SLA check, every minute)`}`,
         `  Database         ${config.DATABASE_URL}`,
         `  Metrics          ${adminUrl ? `${adminUrl}/metrics` : '(ADMIN_ADDRESS=off)'}${workerMetricsAddress ? `, worker http://${workerMetricsAddress}/metrics` : ''}`,
         `  Health           ${apiUrl}/healthz${adminUrl ? `, ${adminUrl}/readyz` : ''}   Check it all: npm run doctor`,

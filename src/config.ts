@@ -256,6 +256,23 @@ const schema = z
       .min(1)
       .max(7 * 86_400)
       .default(1800),
+    /**
+     * A paid order not handed to the warehouse within this long raises one SLA alert
+     * (FulfilmentSlaBreached), resolved when none is late. Checked once a minute.
+     */
+    FULFILMENT_SLA_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(60)
+      .max(30 * 86_400)
+      .default(3600),
+    /** A payment workflow still running after this long raises one SLA alert (PaymentSlaBreached). */
+    PAYMENT_SLA_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(60)
+      .max(30 * 86_400)
+      .default(300),
     /** Base URL of the Temporal Web UI for links in alerts; the embedded dev server's by default. */
     TEMPORAL_UI_URL: optionalUrl,
     SMTP_URL: optionalUrl,

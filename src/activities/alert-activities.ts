@@ -4,6 +4,7 @@ import type { AlertDeliveriesRepository } from '../db';
 import { failureAlertWorkflowId, type AlertDelivery, type Alert } from '../shared/alert';
 import { FailureType } from '../shared/errors';
 import { ALERT_MAX_EXCEPTIONS, ALERT_RATE_LIMIT_FALLBACK_SECONDS } from '../shared/retry-policies';
+import type { SlaCheck } from '../shared/sla';
 import { parseRetryAfterMs } from './retry-after';
 import { atCrashPoint } from './crash-points';
 import { retryAfter } from './retry-by-cause';
@@ -22,6 +23,8 @@ export interface AlertActivityDeps {
   deliveries?: AlertDeliveriesRepository;
   /** The failure digests' window and quiet period (ms); unset: DEFAULT_DIGEST_TIMING. */
   digestTiming?: { windowMs: number; quietMs: number };
+  /** FULFILMENT_SLA_SECONDS and PAYMENT_SLA_SECONDS, in ms; unset: DEFAULT_SLA. */
+  sla?: { fulfilmentMs: number; paymentMs: number };
 }
 
 /** Link to one run's history in the Temporal Web UI. */
@@ -46,16 +49,33 @@ export function failedSinceUiLink(uiUrl: string, namespace: string, since: strin
 }
 
 /**
+ * Link to the work an SLA alert names in the Temporal Web UI: the listed workflows by ID (an
+ * order's entity workflow, a payment workflow), or, with none listed, the running ones of the
+ * cause's workflow type.
+ */
+export function slaUiLink(uiUrl: string, namespace: string, sla: SlaCheck): string {
+  const base = uiUrl.replace(/\/+$/, '');
+  const query =
+    sla.workflowIds.length > 0
+      ? `WorkflowId IN (${sla.workflowIds.map((id) => `"${id.replace(/["\\]/g, '')}"`).join(', ')})`
+      : `WorkflowType="${sla.cause === 'FulfilmentSlaBreached' ? 'orderWorkflow' : 'paymentWorkflow'}" AND ExecutionStatus="Running"`;
+  return `${base}/namespaces/${encodeURIComponent(namespace)}/workflows?query=${encodeURIComponent(query)}`;
+}
+
+/**
  * The JSON posted to the sink (and logged without one): Slack reads `text` (with a link in its
  * <url|label> syntax); other receivers get every field under `alert`.
  */
 export function alertPayload(alert: Alert, uiUrl: string | undefined) {
   const digest = alert.digest;
+  const sla = alert.sla;
   const link = !uiUrl
     ? null
     : digest
       ? failedSinceUiLink(uiUrl, alert.namespace, digest.since)
-      : webUiLink(uiUrl, alert);
+      : sla
+        ? slaUiLink(uiUrl, alert.namespace, sla)
+        : webUiLink(uiUrl, alert);
   const order = alert.orderId === null ? '' : ` (order ${alert.orderId})`;
   const attempts = alert.attempts === null ? '' : ` after ${alert.attempts} attempt(s)`;
   const failed = `${alert.workflowType} ${alert.workflowId}${order} failed${attempts}`;
@@ -70,6 +90,8 @@ export function alertPayload(alert: Alert, uiUrl: string | undefined) {
       digest?.resolvedBy === 'retried'
         ? `:white_check_mark: ${digest.cause} resolved: all ${digest.failures} failed runs since ${digest.since} were retried`
         : `:white_check_mark: ${digest?.cause} resolved: no new failure for a while; ${digest?.failures} since ${digest?.since}, ${digest?.stillFailed} still failed`,
+    sla_breached: `:hourglass: ${sla?.cause}: ${sla?.count} over the ${sla?.slaSeconds} s SLA${sla?.pausedPartners.length ? ` (paused: ${sla.pausedPartners.join(', ')})` : ''}`,
+    sla_resolved: `:white_check_mark: ${sla?.cause} resolved: none over the ${sla?.slaSeconds} s SLA`,
   }[alert.kind];
   // The top failure is often only a wrapper ("ActivityFailure: Activity task failed"): the root
   // cause is what tells a person what went wrong, so it goes in the text when it differs.
@@ -78,9 +100,10 @@ export function alertPayload(alert: Alert, uiUrl: string | undefined) {
     (alert.rootCauseType !== alert.failureType || alert.rootCauseMessage !== alert.failureMessage)
       ? `Cause: ${alert.rootCauseType ?? 'Error'}: ${alert.rootCauseMessage}`
       : undefined;
+  const listed = digest ?? (sla && { orderIds: sla.orderIds, moreOrders: unlistedOf(sla) });
   const orders =
-    digest && digest.orderIds.length > 0
-      ? `Orders: ${digest.orderIds.join(', ')}${digest.moreOrders > 0 ? ` and ${digest.moreOrders} more` : ''}`
+    listed && listed.orderIds.length > 0
+      ? `Orders: ${listed.orderIds.join(', ')}${listed.moreOrders > 0 ? ` and ${listed.moreOrders} more` : ''}`
       : undefined;
   const text = [
     headline,
@@ -120,6 +143,17 @@ export function alertPayload(alert: Alert, uiUrl: string | undefined) {
           more_orders: digest.moreOrders,
           still_failed: digest.stillFailed,
           resolved_by: digest.resolvedBy ?? null,
+        },
+      }),
+      ...(sla && {
+        sla: {
+          cause: sla.cause,
+          checked_at: sla.checkedAt,
+          sla_seconds: sla.slaSeconds,
+          count: sla.count,
+          order_ids: sla.orderIds,
+          workflow_ids: sla.workflowIds,
+          paused_partners: sla.pausedPartners,
         },
       }),
     },
@@ -248,4 +282,9 @@ export function createAlertActivities(deps: AlertActivityDeps) {
 /** What one delivery attempt leaves for the next in its heartbeat details. */
 interface AlertDeliveryProgress {
   exceptions?: number;
+}
+
+/** Breaching orders an SLA post counts but does not list (a resolved post counts none). */
+function unlistedOf(sla: SlaCheck): number {
+  return Math.max(0, sla.count - sla.orderIds.length);
 }

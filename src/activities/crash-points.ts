@@ -165,6 +165,13 @@ export const CRASH_POINTS = {
   ),
   'reportFailure.reply': reply('reportFailure'),
   'stillFailedRuns.reply': reply('stillFailedRuns'),
+  'findSlaBreaches.reply': reply('findSlaBreaches'),
+  'reportSlaCheck.signal': effect(
+    'reportSlaCheck',
+    'temporal',
+    "signal(-with-start) of the SLA cause's incident (sla-incident-<cause>) with the check",
+  ),
+  'reportSlaCheck.reply': reply('reportSlaCheck'),
   'generateInvoicePdf.write': effect(
     'generateInvoicePdf',
     'file',

@@ -14,6 +14,7 @@ import {
 } from './stripe-api-activities';
 import { createRefundActivities } from './refund-activities';
 import { createDisputeActivities } from './dispute-activities';
+import { createSlaActivities, type SlaActivities } from './sla-activities';
 
 export interface ActivityDeps extends PaymentActivityDeps, OrderActivityDeps {
   alerts: AlertActivityDeps;
@@ -60,11 +61,21 @@ export function createActivities(deps: ActivityDeps) {
     ...createRefundActivities(deps),
     ...createPartnerActivities(deps),
     ...createDisputeActivities(deps),
+    ...createSlaActivities({
+      client: deps.client,
+      orders: deps.orders,
+      partnerPauses: deps.partnerPauses,
+      sla: deps.alerts.sla,
+    }),
   };
 }
 
 /**
  * The type the order flow's workflows proxy against (`import type` only). The thin event
- * workflow proxies its own (StripeApiActivities), so mocks of the order flow need not list them.
+ * workflow and the SLA check proxy their own (StripeApiActivities, SlaActivities), so mocks of
+ * the order flow need not list them.
  */
-export type Activities = Omit<ReturnType<typeof createActivities>, keyof StripeApiActivities>;
+export type Activities = Omit<
+  ReturnType<typeof createActivities>,
+  keyof StripeApiActivities | keyof SlaActivities
+>;

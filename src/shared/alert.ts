@@ -1,4 +1,5 @@
 import { defineSignal } from '@temporalio/workflow';
+import type { SlaCheck } from './sla';
 
 /** Workflow type of the alert workflow: failures of this type raise no alert of their own. */
 export const ALERT_WORKFLOW_TYPE = 'alertWorkflow';
@@ -143,7 +144,15 @@ export function disputeAlertWorkflowId(disputeId: string): string {
  * refunded in full after the warehouse took it needs a person to review a return.
  */
 export type AlertKind =
-  'workflow_failed' | 'refund_review' | 'return_review' | 'dispute' | FailureDigestKind;
+  | 'workflow_failed'
+  | 'refund_review'
+  | 'return_review'
+  | 'dispute'
+  | FailureDigestKind
+  | SlaAlertKind;
+
+/** The posts of one SLA incident (src/workflows/sla.ts): breached at once, resolved when clear. */
+export type SlaAlertKind = 'sla_breached' | 'sla_resolved';
 
 /** The posts of one incident of a cause: opened at once, digests while it lasts, resolved. */
 export type FailureDigestKind = 'failures_opened' | 'failures_digest' | 'failures_resolved';
@@ -170,6 +179,8 @@ export interface Alert {
   command?: string;
   /** Set on the posts of a cause's digest. */
   digest?: FailureDigest;
+  /** Set on the posts of an SLA incident: the check the post reports. */
+  sla?: SlaCheck;
 }
 
 /** What became of an alert's delivery to the sink. */

@@ -7,6 +7,7 @@ import {
 } from '@temporalio/client';
 import { PAYMENTS_TASK_QUEUE } from '../shared/constants';
 import type { aggregateStockWorkflow } from '../workflows/stock';
+import type { slaCheckWorkflow } from '../workflows/sla';
 
 /** ID of the stock aggregation schedule (the seed's AggregateStock). A wire name: never rename. */
 export const STOCK_AGGREGATION_SCHEDULE_ID = 'aggregate-stock';
@@ -93,5 +94,58 @@ export async function ensureStockAggregationSchedule(
   await client.schedule
     .getHandle(scheduleId)
     .update<typeof aggregateStockWorkflow>((previous) => ({ ...desired, state: previous.state }));
+  return { scheduleId, created: false };
+}
+
+/** ID of the SLA check schedule (issue 27 point 3). A wire name: never rename. */
+export const SLA_CHECK_SCHEDULE_ID = 'sla-check';
+export const SLA_CHECK_INTERVAL = '1 minute';
+
+type SlaCheckAction = ScheduleOptionsStartWorkflowAction<typeof slaCheckWorkflow>;
+
+/** The SLA check schedule as this build wants it (src/workflows/sla.ts). */
+export function slaCheckSchedule(
+  options: Pick<StockAggregationScheduleOptions, 'taskQueue' | 'scheduleId'> = {},
+): Omit<ScheduleOptions<SlaCheckAction>, 'scheduleId' | 'state'> {
+  return {
+    spec: { intervals: [{ every: SLA_CHECK_INTERVAL }] },
+    action: {
+      type: 'startWorkflow',
+      workflowType: 'slaCheckWorkflow',
+      workflowId: options.scheduleId ?? SLA_CHECK_SCHEDULE_ID,
+      taskQueue: options.taskQueue ?? PAYMENTS_TASK_QUEUE,
+      args: [],
+      // A check is a read and a signal: one still going after its minute is stuck (no worker
+      // polls, say), and timing it out lets the next slots run again.
+      workflowExecutionTimeout: '5 minutes',
+    },
+    policies: {
+      // A check still going when the next slot comes: that slot is dropped, the one after reads
+      // the same state anyway.
+      overlap: ScheduleOverlapPolicy.SKIP,
+      // Missed slots (the server was down) are not made up: the next check reads the present.
+      catchupWindow: SLA_CHECK_INTERVAL,
+      // A failed check (it raised its own failure alert) must not stop the ones after it.
+      pauseOnFailure: false,
+    },
+  };
+}
+
+/** Creates the SLA check schedule or updates it to this build's definition (as the stock one). */
+export async function ensureSlaCheckSchedule(
+  client: Client,
+  options: Pick<StockAggregationScheduleOptions, 'taskQueue' | 'scheduleId'> = {},
+): Promise<EnsureScheduleResult> {
+  const scheduleId = options.scheduleId ?? SLA_CHECK_SCHEDULE_ID;
+  const desired = slaCheckSchedule(options);
+  try {
+    await client.schedule.create<typeof slaCheckWorkflow>({ scheduleId, ...desired });
+    return { scheduleId, created: true };
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+  }
+  await client.schedule
+    .getHandle(scheduleId)
+    .update<typeof slaCheckWorkflow>((previous) => ({ ...desired, state: previous.state }));
   return { scheduleId, created: false };
 }

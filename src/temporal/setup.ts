@@ -4,7 +4,7 @@ import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../shared/search-attributes';
 import { grpcCode } from './connection-diagnosis';
-import { ensureStockAggregationSchedule } from './schedules';
+import { ensureSlaCheckSchedule, ensureStockAggregationSchedule } from './schedules';
 
 /**
  * What this app needs registered on a Temporal cluster before it can take a payment, and the one
@@ -93,15 +93,17 @@ export async function ensureTemporalSetup(
   if (!options.client) {
     record({ step: 'schedule', outcome: 'skipped', detail: 'no client given' });
   } else {
-    try {
-      const schedule = await ensureStockAggregationSchedule(options.client);
-      record({
-        step: 'schedule',
-        outcome: schedule.created ? 'created' : 'present',
-        detail: `${schedule.scheduleId}${schedule.created ? '' : ' (brought up to date)'}`,
-      });
-    } catch (error) {
-      record({ step: 'schedule', outcome: 'failed', detail: messageOf(error) });
+    for (const ensure of [ensureStockAggregationSchedule, ensureSlaCheckSchedule]) {
+      try {
+        const schedule = await ensure(options.client);
+        record({
+          step: 'schedule',
+          outcome: schedule.created ? 'created' : 'present',
+          detail: `${schedule.scheduleId}${schedule.created ? '' : ' (brought up to date)'}`,
+        });
+      } catch (error) {
+        record({ step: 'schedule', outcome: 'failed', detail: messageOf(error) });
+      }
     }
   }
   // Search attributes that may not be registered here (Cloud) can still exist: readiness checks them.

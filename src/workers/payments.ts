@@ -219,6 +219,10 @@ export function activityDepsFromConfig(
         windowMs: config.ALERT_DIGEST_WINDOW_SECONDS * 1000,
         quietMs: config.ALERT_DIGEST_QUIET_SECONDS * 1000,
       },
+      sla: {
+        fulfilmentMs: config.FULFILMENT_SLA_SECONDS * 1000,
+        paymentMs: config.PAYMENT_SLA_SECONDS * 1000,
+      },
     },
     stripeApi: {
       stripe: config.STRIPE_API_KEY

@@ -34,6 +34,8 @@ export async function alertWorkflow(alert: Alert): Promise<AlertDelivery> {
     failures_opened: 'failures of a new cause',
     failures_digest: 'failures of a cause, digest',
     failures_resolved: 'failures of a cause resolved',
+    sla_breached: 'SLA breached',
+    sla_resolved: 'SLA breach resolved',
   }[alert.kind];
   log.error(headline, {
     alert: true,

@@ -71,6 +71,13 @@ export interface OrdersRepository {
   requestReturnReview(orderId: number): Promise<boolean>;
   /** Records where the order's disputes stand now. */
   setDisputeOutcome(orderId: number, outcome: DisputeOutcome): Promise<void>;
+  /**
+   * Paid orders with no shipment request whose last change is older than `before` (ISO 8601),
+   * oldest first, at most `limit` IDs, and how many there are in all: the fulfilment SLA's
+   * breaches. The table has no paid-at column; its last change is the payment, or a later stamp
+   * on it (the confirmation mail, a review flag), so the SLA can only start later, never earlier.
+   */
+  paidAwaitingShipment(before: string, limit: number): Promise<{ count: number; ids: number[] }>;
 }
 
 /** `db` must not be a transaction: creating an order opens its own. */
@@ -120,6 +127,21 @@ export function createOrdersRepository(db: Kysely<Database>): OrdersRepository {
       if (!row) return undefined;
       const settlement = await createSettlementsRepository(db).find(id);
       return { ...toOrder(row), settlement: settlement ?? null };
+    },
+
+    async paidAwaitingShipment(before, limit) {
+      const waiting = db
+        .selectFrom('orders')
+        .where('status', '=', 'paid')
+        .where('shipment_status', 'is', null)
+        .where('updated_at', '<', before);
+      const [{ count }, rows] = await Promise.all([
+        waiting
+          .select((eb) => eb.fn.countAll<number | string>().as('count'))
+          .executeTakeFirstOrThrow(),
+        waiting.select('id').orderBy('updated_at').orderBy('id').limit(limit).execute(),
+      ]);
+      return { count: Number(count), ids: rows.map((r) => r.id) };
     },
 
     async setShipmentStatus(orderId, status) {
