@@ -37,6 +37,7 @@ import {
   shipmentIdempotencyKey,
 } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
+import { slaIncidentWorkflowId } from '../../src/shared/sla';
 import { EXPORT_FILE, EXPORT_INDEX_FILE, exportWorkflowId } from '../../src/shared/export';
 import { waitForTemporal } from './temporal-server';
 import {
@@ -269,7 +270,8 @@ async function runPoint(
       outcome.problems.push(`${hold.worker} reported the hold but was not killed`);
     const injected =
       hold && stack.fault !== 'worker-kill' ? await injectFault(stack, hold) : undefined;
-    await settle(stack.client, root);
+    await scenario.afterHit?.();
+    await settle(stack.client, await (scenario.root?.() ?? root));
     outcome.counts = await scenario.count();
     const outage = injected?.outage;
     outcome.problems.push(...scenario.judge(outcome.counts, run, outage));
@@ -734,12 +736,17 @@ interface PreparedScenario {
   judge: (counts: Counts, run: PointRun, outage: Outage | undefined) => string[];
   /** Puts back what the scenario changed in the partners (the warehouse's mode). */
   cleanup?: () => void;
+  /** Runs once the point was passed (and the fault is over), before the run must settle. */
+  afterHit?: () => Promise<void>;
+  /** The workflow to settle on when afterHit started a later one than the trigger's. */
+  root?: () => Promise<WorkflowHandle>;
 }
 
 async function prepare(stack: Stack, scenario: Scenario, tag: string): Promise<PreparedScenario> {
   const spec = scenarioSpec(scenario);
   if (spec.kind === 'export') return prepareExport(stack, tag);
   if (spec.kind === 'stock') return prepareStock(stack, tag);
+  if (spec.kind === 'sla') return prepareSla(stack, tag);
   if (spec.kind === 'unknown-order') return prepareUnknownOrder(stack, tag);
   if (spec.kind !== 'order') throw new Error(`${scenario} is an operator scenario`);
   const order = await createOrder(stack, tag);
@@ -1202,6 +1209,65 @@ async function prepareStock(stack: Stack, tag: string): Promise<PreparedScenario
       return { ...noOrderCounts(), extra: `snapshots ${same.length}` };
     },
     judge: (counts) => (counts.extra === 'snapshots 1' ? [] : [`${counts.extra}, expected 1`]),
+  };
+}
+
+/**
+ * An order paid in 2020 and never handed over: the first SLA check (the trigger) opens the
+ * FulfilmentSlaBreached incident, then the order is handed over and a second check resolves it,
+ * so the incident ends and the run settles. Whatever the crash, the sink got one "opened" and one
+ * "resolved" post (two copies of one only in the alert's documented window).
+ */
+async function prepareSla(stack: Stack, tag: string): Promise<PreparedScenario> {
+  const order = await createOrder(stack, tag);
+  await stack.db.db
+    .updateTable('orders')
+    .set({ status: 'paid', updated_at: '2020-01-01T00:00:00.000Z' })
+    .where('id', '=', order.id)
+    .execute();
+  const alertsBefore = stack.alerts.length;
+  const check = (n: number) =>
+    stack.client.workflow.start('slaCheckWorkflow', {
+      taskQueue: PAYMENTS_TASK_QUEUE,
+      workflowId: `crash-sla-${tag}-${n}`,
+    });
+  let first: WorkflowHandle | undefined;
+  let second: WorkflowHandle | undefined;
+  return {
+    trigger: async () => (first = await check(1)),
+    afterHit: async () => {
+      await first?.result();
+      await createOrdersRepository(stack.db.db).setShipmentStatus(order.id, 'requested');
+      second = await check(2);
+      await second.result();
+      // The incident ends with its resolved post (which it waits for).
+      await stack.client.workflow
+        .getHandle(slaIncidentWorkflowId('FulfilmentSlaBreached'))
+        .result();
+    },
+    root: async () => second ?? first!,
+    count: async () => {
+      const posts = stack.alerts
+        .slice(alertsBefore)
+        .filter((a) =>
+          a.idempotencyKey?.startsWith(`${slaIncidentWorkflowId('FulfilmentSlaBreached')}-`),
+        );
+      const copies = (kind: string) => posts.filter((a) => a.kind === kind).length;
+      const keys = new Set(posts.map((a) => a.idempotencyKey)).size;
+      return {
+        ...noOrderCounts(),
+        alerts: posts.length,
+        extra: `opened x${copies('sla_breached')}, resolved x${copies('sla_resolved')}, keys ${keys}`,
+      };
+    },
+    judge: (counts, run) => {
+      const once = 'opened x1, resolved x1, keys 2';
+      // A crash between the sink's 2xx and the stamp repeats that one post (docs/exactly-once.md).
+      const again = ['opened x2, resolved x1, keys 2', 'opened x1, resolved x2, keys 2'];
+      if (counts.extra === once) return [];
+      if (mayDuplicateAlert(run, stack.fault) && again.includes(counts.extra)) return [];
+      return [`${counts.extra}, expected ${once}`];
+    },
   };
 }
 

@@ -97,7 +97,7 @@ export type ScenarioSpec =
       expected: OrderExpectation;
     }
   | {
-      kind: 'export' | 'stock' | 'unknown-order';
+      kind: 'export' | 'stock' | 'unknown-order' | 'sla';
       description: string;
       activities: readonly string[];
     }
@@ -342,6 +342,12 @@ export const SCENARIOS = {
     kind: 'stock',
     description: 'a stock aggregation for its own slot',
     activities: ['aggregateStock'],
+  },
+  sla: {
+    kind: 'sla',
+    description:
+      'a paid order never handed over: an SLA check opens the incident, a check after the hand-over resolves it',
+    activities: ['findSlaBreaches', 'reportSlaCheck', 'deliverAlert'],
   },
   'ops-retry': {
     kind: 'operator',

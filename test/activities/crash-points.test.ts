@@ -54,13 +54,17 @@ const EFFECT_METHODS = new Set([
 ]);
 // Methods of the activities' dependencies (`deps.<x>.<method>`) that only read.
 const DEPENDENCY_READS = new Set([
+  'count',
   'describe',
   'findById',
+  'get',
   'getHandle',
   'forOrder',
   'handledBy',
   'ledgerFor',
+  'list',
   'listByOrder',
+  'paidAwaitingShipment',
   'readPage',
   'state',
   'summarizeRange',

@@ -55,6 +55,7 @@ describe('the crash matrix (dev/chaos/crash-scenarios.ts)', () => {
       'dispute',
       'warehouse-rejects',
       'warehouse-down',
+      'sla',
     ]);
   });
 
