@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
+import { ScheduleOverlapPolicy } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createAlertActivities } from '../../src/activities/alert-activities';
@@ -13,6 +14,7 @@ import {
   type SlaCause,
   type SlaCheck,
 } from '../../src/shared/sla';
+import { ensureSlaCheckSchedule, SLA_CHECK_SCHEDULE_ID } from '../../src/temporal/schedules';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { sdkLogEntries } from '../support/sdk-logs';
 import { createDevServerEnv } from '../support/temporal';
@@ -234,6 +236,42 @@ it('alerts, in log-only mode with link and command, for a payment workflow runni
     expect(String(resolved.meta?.text)).toContain('Open in Temporal Web UI');
     expect(resolved.meta?.command).toBe('npm run ops -- stuck --type paymentWorkflow');
   });
+});
+
+it('is started every minute by the sla-check schedule, created once however often it is ensured', async () => {
+  const taskQueue = `sla-${randomUUID()}`;
+  const scheduleId = `${SLA_CHECK_SCHEDULE_ID}-${randomUUID()}`;
+  const handle = env.client.schedule.getHandle(scheduleId);
+  try {
+    const results = await Promise.all([
+      ensureSlaCheckSchedule(env.client, { scheduleId, taskQueue }),
+      ensureSlaCheckSchedule(env.client, { scheduleId, taskQueue }),
+    ]);
+    expect(results.map((r) => r.created).sort()).toEqual([false, true]);
+    const described = await handle.describe();
+    expect(described.spec.intervals).toMatchObject([{ every: 60_000 }]);
+    expect(described.policies).toEqual({
+      overlap: ScheduleOverlapPolicy.SKIP,
+      catchupWindow: 60_000,
+      pauseOnFailure: false,
+    });
+    expect(described.action).toMatchObject({ workflowType: 'slaCheckWorkflow', taskQueue });
+    // A run it starts checks: nothing is late here any more, so it completes and posts nothing.
+    const worker = await slaWorker(taskQueue, sinkUrl);
+    const before = requests.length;
+    await worker.runUntil(async () => {
+      await handle.trigger();
+      await until('a scheduled check to complete', async () => {
+        const { count } = await env.client.workflow.count(
+          `TemporalScheduledById = '${scheduleId}' AND ExecutionStatus = 'Completed'`,
+        );
+        return count > 0;
+      });
+    });
+    expect(requests.length).toBe(before);
+  } finally {
+    await handle.delete();
+  }
 });
 
 describe.each(testDatabases)('paidAwaitingShipment on $name', ({ create }) => {
