@@ -179,17 +179,6 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
         });
         return { kind: 'unknown_order', unmatchedId: kept.id, created: kept.created };
       };
-      // Met before with no order: it stays there, for the operator, even if the order exists
-      // now (a retry of the attempt that kept it, a redelivery after the workflow ID was
-      // forgotten). Paying it here as well would pay it twice once the operator attaches it.
-      const keptBefore = await trx
-        .selectFrom('unmatched_deliveries')
-        .select('id')
-        .where('event_id', '=', input.providerEventId)
-        .where('reason', '=', UNKNOWN_ORDER)
-        .executeTakeFirst();
-      if (keptBefore) return keep();
-
       const now = new Date().toISOString();
       // The foreign key is what tells a missing order; asking first would race with the
       // order's insert. PostgreSQL aborts a transaction on an error: the savepoint keeps it
@@ -216,6 +205,22 @@ export function createPaymentsRepository(db: Kysely<Database>): PaymentsReposito
           .executeTakeFirst();
       } catch (error) {
         if (!isForeignKeyViolation(error)) throw error;
+        await sql`rollback to savepoint record_payment`.execute(trx);
+        return keep();
+      }
+      // Met before with no order: it stays there, for the operator, even if the order exists
+      // now (a retry of the attempt that kept it, a redelivery after the workflow ID was
+      // forgotten). Paying it here as well would pay it twice once the operator attaches it.
+      // Asked after the insert, not before: the insert takes SQLite's write lock (waiting for
+      // another process's with busy_timeout), whereas a transaction that reads first cannot
+      // take it once another process has committed meanwhile (SQLITE_BUSY, not waited out).
+      const keptBefore = await trx
+        .selectFrom('unmatched_deliveries')
+        .select('id')
+        .where('event_id', '=', input.providerEventId)
+        .where('reason', '=', UNKNOWN_ORDER)
+        .executeTakeFirst();
+      if (keptBefore) {
         await sql`rollback to savepoint record_payment`.execute(trx);
         return keep();
       }
