@@ -1,4 +1,3 @@
-import { ConfigError, loadConfig } from '../config';
 import {
   createDatabase,
   createPartnerPausesRepository,
@@ -9,7 +8,7 @@ import { wakeHeldWorkflows } from '../operator/partner';
 import { type Column, formatTable } from '../operator/table';
 import { isPartner, PARTNERS, type Partner } from '../shared/partner';
 import { addCommand, atMost, createProgram, parseCommandLine, UsageError } from './command-line';
-import { withTemporalClient } from './temporal-session';
+import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 
 /**
  * `npm run ops -- partner <command>`: pause and resume a partner during its outage. The pause
@@ -85,14 +84,8 @@ export async function partnerMain(argv: readonly string[], io: PartnerIo): Promi
   const parsed = await parseCommandLine<Work>(commandLine(), argv, io);
   if (parsed.kind === 'help') return EXIT_OK;
   if (parsed.kind === 'usage-error') return EXIT_USAGE;
-  let config;
-  try {
-    config = loadConfig(io.env);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    io.err(err.message);
-    return EXIT_PROBLEM;
-  }
+  const config = loadConfigOrReport(io);
+  if (!config) return EXIT_PROBLEM;
   const db = createDatabase(config.DATABASE_URL);
   try {
     return await parsed.work(createPartnerPausesRepository(db.db), io);

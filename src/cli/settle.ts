@@ -1,8 +1,7 @@
-import { ConfigError, loadConfig } from '../config';
 import { createDatabase, createSettlementsRepository, type Settlement } from '../db';
 import { handOverSettlement, recordSettlement } from '../operator/settle';
 import { atMost, createProgram, onProgram, parseCommandLine, UsageError } from './command-line';
-import { withTemporalClient } from './temporal-session';
+import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 
 /**
  * `npm run ops -- settle <orderId> --reason <text> [--by <who>]`: pays a pending order with the
@@ -72,14 +71,8 @@ export async function settleMain(argv: readonly string[], io: SettleIo): Promise
   if (parsed.kind === 'help') return EXIT_OK;
   if (parsed.kind === 'usage-error') return EXIT_USAGE;
   const { orderId, reason, by } = parsed.work;
-  let config;
-  try {
-    config = loadConfig(io.env);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    io.err(err.message);
-    return EXIT_PROBLEM;
-  }
+  const config = loadConfigOrReport(io);
+  if (!config) return EXIT_PROBLEM;
   const db = createDatabase(config.DATABASE_URL);
   try {
     const settlements = createSettlementsRepository(db.db);

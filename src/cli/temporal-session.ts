@@ -1,5 +1,5 @@
 import { Client, type Connection } from '@temporalio/client';
-import { ConfigError, embeddedTemporalAddress, loadConfig } from '../config';
+import { ConfigError, embeddedTemporalAddress, loadConfig, type Config } from '../config';
 import { connectOrDiagnose, TemporalConnectionError } from '../temporal/connection-diagnosis';
 import { dataConverterFor } from '../temporal/data-converter';
 
@@ -22,14 +22,8 @@ export async function withTemporalClient(
   work: (client: Client) => Promise<number>,
   identity?: string,
 ): Promise<number> {
-  let config;
-  try {
-    config = loadConfig(io.env);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    io.err(err.message);
-    return EXIT_PROBLEM;
-  }
+  const config = loadConfigOrReport(io);
+  if (!config) return EXIT_PROBLEM;
   const address = config.TEMPORAL_ADDRESS ?? embeddedTemporalAddress(config);
   let connection: Connection;
   try {
@@ -68,4 +62,18 @@ export async function withTemporalClient(
 export function errorMessage(err: unknown): string {
   const text = (err as { message?: unknown } | null)?.message;
   return typeof text === 'string' ? text : String(err);
+}
+
+/** The configuration, or undefined once the operator has been told what is wrong with it. */
+export function loadConfigOrReport(io: {
+  err(text: string): void;
+  env?: NodeJS.ProcessEnv;
+}): Config | undefined {
+  try {
+    return loadConfig(io.env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    io.err(err.message);
+    return undefined;
+  }
 }

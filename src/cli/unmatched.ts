@@ -1,4 +1,3 @@
-import { ConfigError, loadConfig } from '../config';
 import { createDatabase, createUnmatchedRepository, type UnmatchedRepository } from '../db';
 import { type Column, formatTable } from '../operator/table';
 import {
@@ -9,7 +8,7 @@ import {
 } from '../operator/unmatched';
 import { createPaymentStarter, type PaymentStarter } from '../temporal/payment-starter';
 import { addCommand, atMost, createProgram, parseCommandLine, UsageError } from './command-line';
-import { withTemporalClient } from './temporal-session';
+import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 
 /**
  * `npm run ops -- unmatched <command>`: the unmatched inbox. Only `attach` needs Temporal; the
@@ -118,14 +117,8 @@ export async function unmatchedMain(argv: readonly string[], io: UnmatchedIo): P
   if (parsed.kind === 'help') return EXIT_OK;
   if (parsed.kind === 'usage-error') return EXIT_USAGE;
   const { work } = parsed;
-  let config;
-  try {
-    config = loadConfig(io.env);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    io.err(err.message);
-    return EXIT_PROBLEM;
-  }
+  const config = loadConfigOrReport(io);
+  if (!config) return EXIT_PROBLEM;
   const db = createDatabase(config.DATABASE_URL);
   try {
     const session = { inbox: createUnmatchedRepository(db.db), shopCurrency: config.SHOP_CURRENCY };
