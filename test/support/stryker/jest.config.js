@@ -29,6 +29,7 @@ const testFiles = {
   ],
   workflows: [
     '<rootDir>/test/workflows/{payment,payment-idempotency,warehouse-timeouts,order-runs}.test.ts',
+    '<rootDir>/test/workflows/{refunds,disputes,thin-event}.test.ts',
     '<rootDir>/test/replay/replay.test.ts',
   ],
 };

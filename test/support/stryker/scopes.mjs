@@ -38,5 +38,11 @@ export const scopes = {
   ],
   // Run in the Temporal sandbox (test/support/stryker/workflow-sandbox.ts), a minute or two per
   // mutant (docs/testing.md, The bar).
-  workflows: ['src/workflows/payment.ts', 'src/workflows/order.ts'],
+  workflows: [
+    'src/workflows/payment.ts',
+    'src/workflows/order.ts',
+    'src/workflows/refund.ts',
+    'src/workflows/dispute.ts',
+    'src/workflows/thin-event.ts',
+  ],
 };
