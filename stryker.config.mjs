@@ -24,7 +24,7 @@ export default {
     // test file. Off for the workflows: their tests reach src/workflows through a webpack
     // bundle, not an import, so the search would skip them and report their mutants as
     // survivors; per-test coverage still picks their tests.
-    enableFindRelatedTests: scope !== 'workflows',
+    enableFindRelatedTests: scope !== 'workflows' && scope !== 'events',
   },
   // Each mutant runs only the tests that covered it in the dry run.
   coverageAnalysis: 'perTest',

@@ -29,9 +29,9 @@ const testFiles = {
   ],
   workflows: [
     '<rootDir>/test/workflows/{payment,payment-idempotency,warehouse-timeouts,order-runs}.test.ts',
-    '<rootDir>/test/workflows/{refunds,disputes,thin-event}.test.ts',
     '<rootDir>/test/replay/replay.test.ts',
   ],
+  events: ['<rootDir>/test/workflows/{refunds,disputes,thin-event}.test.ts'],
 };
 const scope = process.env.MUTATE_SCOPE ?? '';
 if (!testFiles[scope]) throw new Error(`MUTATE_SCOPE=${scope}: no such scope`);

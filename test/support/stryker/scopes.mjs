@@ -38,11 +38,9 @@ export const scopes = {
   ],
   // Run in the Temporal sandbox (test/support/stryker/workflow-sandbox.ts), a minute or two per
   // mutant (docs/testing.md, The bar).
-  workflows: [
-    'src/workflows/payment.ts',
-    'src/workflows/order.ts',
-    'src/workflows/refund.ts',
-    'src/workflows/dispute.ts',
-    'src/workflows/thin-event.ts',
-  ],
+  workflows: ['src/workflows/payment.ts', 'src/workflows/order.ts'],
+  // The refund, dispute and thin-event workflows (issue 25), in the sandbox like the workflows
+  // scope but apart from it, so that their baseline does not wait for order.ts's several hundred
+  // mutants.
+  events: ['src/workflows/refund.ts', 'src/workflows/dispute.ts', 'src/workflows/thin-event.ts'],
 };
