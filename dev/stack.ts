@@ -38,27 +38,9 @@ import {
 } from '../src/temporal/runtime';
 import { nativeConnectionOptions } from '../src/temporal/connection';
 import { SLA_CHECK_SCHEDULE_ID, STOCK_AGGREGATION_SCHEDULE_ID } from '../src/temporal/schedules';
-import {
-  describeDeployment,
-  openRunsOn,
-  setCurrentBuild,
-  versionString,
-  waitForBuild,
-} from '../src/temporal/deployments';
-import type { WorkerDeployment } from '../src/workers/deployment';
-import { loadVersionedWorkflowCode } from '../src/workers/workflow-bundle';
 import { ensureTemporalSetup, temporalSetupReadiness } from '../src/temporal/setup';
 import { type Cleanup, startLocalPartners } from './partners';
-import {
-  activityDepsFromConfig,
-  createPaymentWorker,
-  workerSettingsFromConfig,
-} from '../src/workers/payments';
-import {
-  createHeavyWorker,
-  heavyActivityDepsFromConfig,
-  heavyWorkerSettingsFromConfig,
-} from '../src/workers/heavy';
+import { startWorkerRuntime } from '../src/workers/runtime';
 
 /**
  * `npm start`: the whole system on one machine with embedded defaults. Starts (unless configured
@@ -155,25 +137,27 @@ async function main(): Promise<void> {
     // The warehouse API and SMTP server, unless configured: local stand-ins (dev/partners).
     const { warehouseUrl, smtpUrl } = await startLocalPartners(config, logger, cleanups);
 
-    // One data converter for every worker and client here: they must all read each other's payloads.
+    // The clients' data converter; the workers make theirs from the same key, so every process
+    // here reads the others' payloads.
     const dataConverter = dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY);
     const connection = await NativeConnection.connect(
       nativeConnectionOptions(config.temporalConnection, { address: temporalAddress }),
     );
     cleanups.push({ name: 'worker connection', run: () => connection.close() });
+    // The workers of the code being edited: their build is made current at every start, before
+    // the webhook takes payments (in production the operator decides, with npm run deployment).
     const running = withWorkers
-      ? await startWorkers({
+      ? await startWorkerRuntime({
           config,
-          db,
-          connection,
           logger,
-          dataConverter,
-          warehouseUrl,
-          smtpUrl,
-          uiUrl,
+          connection,
+          db,
+          queues: ['payments', 'heavy'],
+          currentBuild: 'always',
+          partners: { warehouseUrl, smtpUrl, temporalUiUrl: config.TEMPORAL_UI_URL ?? uiUrl },
         })
       : undefined;
-    if (running) cleanups.push(...running.cleanups);
+    if (running) cleanups.push({ name: 'workers', run: running.stop });
 
     const client = createLazyClient({
       dataConverter,
@@ -182,9 +166,6 @@ async function main(): Promise<void> {
       settings: config.temporalConnection,
     });
     cleanups.push({ name: 'client connection', run: () => client.connection.close() });
-    if (running?.deployment.useWorkerVersioning) {
-      await makeDevBuildCurrent(client, running.deployment, logger);
-    }
     // What `npm run temporal:setup` does, on the embedded dev server and a cluster alike: the
     // starter and the workflows set OrderId and PaymentEventId, which the server must know.
     const setup = await ensureTemporalSetup({
@@ -287,113 +268,6 @@ async function main(): Promise<void> {
     logger.error({ err }, 'failed to start');
     await stop(1);
   }
-}
-
-/**
- * The dev stack runs one build, the code being edited: it becomes current at every start, before
- * the webhook takes payments, so new runs go to it (in production the operator decides, with
- * `npm run deployment`). Runs pinned to an earlier build whose code is gone (a restart after an
- * edit, with ./data kept) are named in the log: no worker here runs them any more.
- */
-async function makeDevBuildCurrent(
-  client: ReturnType<typeof createLazyClient>,
-  deployment: WorkerDeployment,
-  logger: ReturnType<typeof createLogger>,
-): Promise<void> {
-  await waitForBuild(client, deployment);
-  const before = await describeDeployment(client, deployment.deploymentName);
-  if (before?.current !== deployment.buildId) {
-    await setCurrentBuild(client, deployment, { identity: 'npm start' });
-  }
-  logger.info({ version: versionString(deployment) }, 'worker deployment: this build is current');
-  for (const build of before?.builds ?? []) {
-    if (build.buildId === deployment.buildId) continue;
-    const open = await openRunsOn(client, { ...deployment, buildId: build.buildId });
-    if (open > 0) {
-      logger.warn(
-        { buildId: build.buildId, openRuns: open },
-        'runs pinned to an earlier build stay open: no worker of that build runs here (see docs/deploys.md, "In development")',
-      );
-    }
-  }
-}
-
-interface StackWorkers {
-  deployment: WorkerDeployment;
-  cleanups: Cleanup[];
-  /** Settles when the payments worker stops. */
-  done: Promise<void>;
-}
-
-/** The payments and heavy workers of the code being edited, in this process. */
-async function startWorkers({
-  config,
-  db,
-  connection,
-  logger,
-  dataConverter,
-  warehouseUrl,
-  smtpUrl,
-  uiUrl,
-}: {
-  config: ReturnType<typeof loadConfig>;
-  db: ReturnType<typeof createDatabase>;
-  connection: NativeConnection;
-  logger: ReturnType<typeof createLogger>;
-  dataConverter: ReturnType<typeof dataConverterFor>;
-  warehouseUrl: string;
-  smtpUrl: string;
-  uiUrl: string | undefined;
-}): Promise<StackWorkers> {
-  const cleanups: Cleanup[] = [];
-  // Bundled once for both workers: one code, one build (src/workers/deployment.ts).
-  const workflowCode = await loadVersionedWorkflowCode(config);
-  const worker = await createPaymentWorker({
-    dataConverter,
-    connection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    activities: activityDepsFromConfig(config, db, {
-      warehouseUrl,
-      temporalUiUrl: config.TEMPORAL_UI_URL ?? uiUrl,
-      smtpUrl,
-    }),
-    ...workerSettingsFromConfig(config),
-    workflowCode: workflowCode.code,
-    deployment: workflowCode.deployment,
-  });
-  const workerRun = worker.run();
-  cleanups.push({
-    name: 'worker',
-    run: async () => {
-      worker.shutdown();
-      await workerRun;
-    },
-  });
-  // PDF invoices, exports and the stock aggregation's activity: task queue `heavy`, a worker of
-  // its own with few slots, so a backlog there never delays payments and mail, and a 7-minute
-  // aggregation never holds up the payment worker's shutdown (docs/task-queues.md).
-  const heavyWorker = await createHeavyWorker({
-    dataConverter,
-    connection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    activities: heavyActivityDepsFromConfig(config, db, {
-      temporalUiUrl: config.TEMPORAL_UI_URL ?? uiUrl,
-    }),
-    ...heavyWorkerSettingsFromConfig(config),
-    workflowCode: workflowCode.code,
-    deployment: workflowCode.deployment,
-  });
-  const heavyWorkerRun = heavyWorker.run();
-  // A heavy worker that dies leaves payments running; its work waits for the next start.
-  void heavyWorkerRun.catch((err: unknown) => logger.error({ err }, 'heavy worker stopped'));
-  cleanups.push({
-    name: 'heavy worker',
-    run: async () => {
-      heavyWorker.shutdown();
-      await heavyWorkerRun;
-    },
-  });
-  return { deployment: workflowCode.deployment, cleanups, done: workerRun };
 }
 
 runMain(main);

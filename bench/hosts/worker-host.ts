@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { Client } from '@temporalio/client';
 import {
   NativeConnection,
@@ -10,19 +9,17 @@ import { loadConfig } from '../../src/config';
 import { createDatabase, type DatabaseHandle } from '../../src/db';
 import { createLogger } from '../../src/logger';
 import { nativeConnectionOptions } from '../../src/temporal/connection';
-import { makeCurrentIfNone } from '../../src/temporal/deployments';
 import { installTemporalRuntime } from '../../src/temporal/runtime';
-import { deploymentFromConfig } from '../../src/workers/deployment';
-import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/payments';
+import { startWorkerRuntime } from '../../src/workers/runtime';
 import { createBenchActivities } from '../activities';
 import type { BenchSinks } from '../workflows';
 import { ActivityTimings } from '../lib/activity-timing';
 import { serveHost } from '../lib/host';
 
 /**
- * The worker process of the benchmarks: the production payments worker (createPaymentWorker,
- * activities wired from configuration as `npm run worker` wires them) and, beside it on its own
- * task queue, the bench workflows' worker with the same settings. Its stdout is its log file.
+ * The worker process of the benchmarks: the production payments worker (src/workers/runtime.ts,
+ * as `npm run worker` runs it) and, beside it on its own task queue, the bench workflows' worker
+ * with the same settings. Its stdout is its log file.
  *
  * Settings come from the environment the driver sets (see WorkerHostEnv).
  */
@@ -42,7 +39,12 @@ export interface WorkerHostEnv {
 
 async function main(): Promise<void> {
   const env = process.env as NodeJS.ProcessEnv & WorkerHostEnv;
-  const config = loadConfig({ ...env, LOG_LEVEL: 'info' });
+  // The payments bundle the driver built, loaded as production loads dist/workflow-bundle.js.
+  const config = loadConfig({
+    ...env,
+    LOG_LEVEL: 'info',
+    WORKFLOW_BUNDLE_PATH: env.BENCH_PAYMENTS_BUNDLE,
+  });
   const logger = createLogger(config, 'worker');
   installTemporalRuntime(logger);
   const db = createDatabase(config.DATABASE_URL);
@@ -57,24 +59,17 @@ async function main(): Promise<void> {
       ? {}
       : { maxCachedWorkflows: Number(env.BENCH_MAX_CACHED_WORKFLOWS) }),
   };
-  // Versioned as in production: the build of this bundle, PINNED runs, made current below.
-  const deployment = deploymentFromConfig(config, readFileSync(env.BENCH_PAYMENTS_BUNDLE, 'utf8'));
-  const payments = await createPaymentWorker({
+  // The production payments worker, versioned as in production (the build of this bundle,
+  // PINNED runs, made current when none is), with the bench's timing interceptor instead of the
+  // crash points'.
+  const runtime = await startWorkerRuntime({
+    config,
+    logger,
     connection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    deployment,
-    activities: activityDepsFromConfig(config, db, {
-      warehouseUrl: env.WAREHOUSE_API_URL,
-      temporalUiUrl: undefined,
-      smtpUrl: env.SMTP_URL,
-    }),
-    overrides: {
-      ...shared,
-      // The same code createPaymentWorker bundles from workflowsPath, its interceptor included.
-      workflowsPath: undefined,
-      workflowBundle: { codePath: env.BENCH_PAYMENTS_BUNDLE },
-      interceptors: { activity: [timings.interceptor], workflowModules: [] },
-    },
+    db,
+    queues: ['payments'],
+    currentBuild: 'if-none',
+    overrides: { ...shared, interceptors: { activity: [timings.interceptor] } },
   });
   const bench = await Worker.create({
     ...shared,
@@ -90,12 +85,9 @@ async function main(): Promise<void> {
     } satisfies InjectedSinks<BenchSinks>,
     interceptors: { activity: [timings.interceptor] },
   });
-  const workers = [payments, bench];
-  const running = Promise.all(workers.map((w) => w.run()));
-  if (deployment.useWorkerVersioning) {
-    const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-    await makeCurrentIfNone(client, deployment, 'bench worker host');
-  }
+  const workers = [...runtime.workers, bench];
+  const running = Promise.all([runtime.done, bench.run()]);
+  await runtime.current;
 
   serveHost(workerHostApi({ workers, running, timings, arrivals: () => arrivals, connection, db }));
 }

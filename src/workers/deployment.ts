@@ -1,10 +1,7 @@
 import { createHash } from 'node:crypto';
-import { Client, type ConnectionLike } from '@temporalio/client';
 import type { VersioningBehavior, WorkerDeploymentVersion } from '@temporalio/common';
 import type { WorkerOptions } from '@temporalio/worker';
 import type { Config } from '../config';
-import type { Logger } from '../logger';
-import { makeCurrentIfNone, versionString } from '../temporal/deployments';
 
 /**
  * Worker Versioning (Worker Deployments): every worker says which build of the workflow code it
@@ -61,28 +58,4 @@ export function workerDeploymentOptions(
   return deployment.useWorkerVersioning
     ? { version, useWorkerVersioning: true, defaultVersioningBehavior: DEFAULT_VERSIONING_BEHAVIOR }
     : { version, useWorkerVersioning: false };
-}
-
-/**
- * WORKER_SET_CURRENT=if-none: once this worker has polled, make its build current if the
- * deployment has none (the first start on a fresh server). In the background: the worker runs
- * meanwhile, and a failure here only means the operator sets the current build.
- */
-export function claimCurrentIfNone(
-  config: Pick<Config, 'WORKER_VERSIONING' | 'WORKER_SET_CURRENT' | 'TEMPORAL_NAMESPACE'>,
-  connection: ConnectionLike,
-  deployment: WorkerDeployment,
-  logger: Logger,
-): void {
-  if (config.WORKER_VERSIONING === 'off' || config.WORKER_SET_CURRENT === 'never') return;
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const version = versionString(deployment);
-  makeCurrentIfNone(client, deployment, `worker ${version}`).then(
-    (outcome) => logger.info({ version, outcome }, 'worker deployment: current build'),
-    (err: unknown) =>
-      logger.warn(
-        { version, err },
-        'worker deployment: could not read or set the current build; set it with npm run deployment -- current',
-      ),
-  );
 }

@@ -13,7 +13,7 @@ import {
 } from '../db';
 import { HEAVY_TASK_QUEUE } from '../shared/constants';
 import { workerDeploymentOptions, type WorkerDeployment } from './deployment';
-import { resolveWorkflowBundlePath, workflowCodeOptions } from './payments';
+import { workflowCodeOptions } from './payments';
 
 /** Activities one heavy worker runs at once unless told otherwise (HEAVY_WORKER_MAX_CONCURRENT_ACTIVITIES). */
 export const DEFAULT_HEAVY_MAX_CONCURRENT_ACTIVITIES = 2;
@@ -79,16 +79,6 @@ export async function createHeavyWorker(options: HeavyWorkerOptions): Promise<Wo
     shutdownGraceTime: SHUTDOWN_GRACE_TIME,
     ...options.overrides,
   });
-}
-
-/** The heavy worker's settings that come from configuration (slots, workflow bundle). */
-export function heavyWorkerSettingsFromConfig(
-  config: Config,
-): Pick<HeavyWorkerOptions, 'maxConcurrentActivities' | 'workflowBundlePath'> {
-  return {
-    maxConcurrentActivities: config.HEAVY_WORKER_MAX_CONCURRENT_ACTIVITIES,
-    workflowBundlePath: resolveWorkflowBundlePath(config.WORKFLOW_BUNDLE_PATH),
-  };
 }
 
 /** Wires the heavy activities' dependencies from configuration. */

@@ -174,20 +174,6 @@ export function resolveWorkflowBundlePath(
   return existsSync(beside) ? beside : undefined;
 }
 
-/** The worker settings that come from configuration (slots, workflow bundle). */
-export function workerSettingsFromConfig(
-  config: Config,
-): Pick<
-  PaymentWorkerOptions,
-  'workflowBundlePath' | 'maxConcurrentActivities' | 'maxConcurrentWorkflowTasks'
-> {
-  return {
-    workflowBundlePath: resolveWorkflowBundlePath(config.WORKFLOW_BUNDLE_PATH),
-    maxConcurrentActivities: config.WORKER_MAX_CONCURRENT_ACTIVITIES,
-    maxConcurrentWorkflowTasks: config.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
-  };
-}
-
 /** Wires the activities' dependencies from configuration and the URLs the process resolved. */
 export function activityDepsFromConfig(
   config: Config,

@@ -1,0 +1,185 @@
+import { Client } from '@temporalio/client';
+import type { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
+import type { Config } from '../config';
+import type { DatabaseHandle } from '../db';
+import type { Logger } from '../logger';
+import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../shared/constants';
+import { dataConverterFor } from '../temporal/data-converter';
+import {
+  describeDeployment,
+  makeCurrentIfNone,
+  openRunsOn,
+  setCurrentBuild,
+  versionString,
+  waitForBuild,
+} from '../temporal/deployments';
+import type { WorkerDeployment } from './deployment';
+import { createHeavyWorker, heavyActivityDepsFromConfig } from './heavy';
+import { activityDepsFromConfig, createPaymentWorker } from './payments';
+import { loadVersionedWorkflowCode } from './workflow-bundle';
+
+/** The task queues a process can serve (docs/task-queues.md). */
+export type WorkerQueue = 'payments' | 'heavy';
+
+/**
+ * When the process's build becomes current (docs/deploys.md):
+ * - `always`: before the process takes work; `npm start` runs the code being edited;
+ * - `if-none`: once its workers have polled, if the deployment has no current build yet (the
+ *   first start on a fresh server); later builds wait for the operator;
+ * - `never`: the operator decides (`npm run deployment -- current`).
+ */
+export type CurrentBuildPolicy = 'always' | 'if-none' | 'never';
+
+export interface WorkerRuntimeOptions {
+  config: Config;
+  logger: Logger;
+  connection: NativeConnection;
+  db: DatabaseHandle;
+  queues: readonly WorkerQueue[];
+  currentBuild: CurrentBuildPolicy;
+  /** Extra Worker options for every worker (the benchmarks' timing interceptors, cache size). */
+  overrides?: Partial<WorkerOptions>;
+  /** Partners this process started itself (the dev stack); unset: configuration's URLs. */
+  partners?: { warehouseUrl: string; smtpUrl: string; temporalUiUrl?: string };
+}
+
+export interface WorkerRuntime {
+  deployment: WorkerDeployment;
+  /** The bundle file, or "(bundled from source)". */
+  origin: string;
+  workers: Worker[];
+  /** Settles when the first queue's worker stops; a failure of another is only logged. */
+  done: Promise<void>;
+  /** Stops every worker (in-flight activities get their grace time) and waits for them. */
+  stop: () => Promise<void>;
+  /**
+   * Settles once the current-build policy is applied: already for `always`; for `if-none` the
+   * workers run meanwhile (a failure is logged: the operator sets the current build).
+   */
+  current: Promise<void>;
+}
+
+/**
+ * The workers of one process, decided in one place for every process that runs them (the worker
+ * entries, `npm start`, the crash-point stack through them): one bundle loaded once, so every
+ * queue of the process declares the same build; the workers on the given connection; and the
+ * build made current by the process's policy.
+ */
+export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise<WorkerRuntime> {
+  const { config, logger, connection, db } = options;
+  const code = await loadVersionedWorkflowCode(config);
+  const common = {
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
+    workflowCode: code.code,
+    deployment: code.deployment,
+    overrides: options.overrides,
+  };
+  const temporalUiUrl = options.partners?.temporalUiUrl ?? config.TEMPORAL_UI_URL;
+  const create: Record<WorkerQueue, () => Promise<Worker>> = {
+    payments: () =>
+      createPaymentWorker({
+        ...common,
+        activities: activityDepsFromConfig(config, db, {
+          warehouseUrl: options.partners?.warehouseUrl ?? required(config.WAREHOUSE_API_URL),
+          smtpUrl: options.partners?.smtpUrl ?? required(config.SMTP_URL),
+          temporalUiUrl,
+        }),
+        maxConcurrentActivities: config.WORKER_MAX_CONCURRENT_ACTIVITIES,
+        maxConcurrentWorkflowTasks: config.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
+      }),
+    heavy: () =>
+      createHeavyWorker({
+        ...common,
+        activities: heavyActivityDepsFromConfig(config, db, { temporalUiUrl }),
+        maxConcurrentActivities: config.HEAVY_WORKER_MAX_CONCURRENT_ACTIVITIES,
+      }),
+  };
+  const workers: Worker[] = [];
+  const runs: Promise<void>[] = [];
+  const stop = async () => {
+    for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+    await Promise.allSettled(runs);
+  };
+  try {
+    for (const queue of options.queues) {
+      const worker = await create[queue]();
+      workers.push(worker);
+      const run = worker.run();
+      runs.push(run);
+      logger.info(
+        {
+          taskQueue: queue === 'payments' ? PAYMENTS_TASK_QUEUE : HEAVY_TASK_QUEUE,
+          namespace: config.TEMPORAL_NAMESPACE,
+          workflowBundle: code.origin,
+          version: versionString(code.deployment),
+          versioning: config.WORKER_VERSIONING,
+        },
+        `${queue} worker started`,
+      );
+      if (runs.length > 1) {
+        // A heavy worker that dies leaves payments running; its work waits for the next start.
+        run.catch((err: unknown) => logger.error({ err, taskQueue: queue }, 'worker stopped'));
+      }
+    }
+    const current = claimCurrentBuild(options, code.deployment);
+    if (options.currentBuild === 'always') await current;
+    return {
+      deployment: code.deployment,
+      origin: code.origin,
+      workers,
+      done: runs[0]!,
+      stop,
+      current,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+function required(url: string | undefined): string {
+  // loadConfig and the worker entry check these first; this only keeps the types honest.
+  if (!url) throw new Error('WAREHOUSE_API_URL and SMTP_URL are needed to run the payments worker');
+  return url;
+}
+
+/** Applies the process's current-build policy once its workers poll. */
+async function claimCurrentBuild(
+  { config, connection, logger, currentBuild }: WorkerRuntimeOptions,
+  deployment: WorkerDeployment,
+): Promise<void> {
+  if (!deployment.useWorkerVersioning || currentBuild === 'never') return;
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const version = versionString(deployment);
+  if (currentBuild === 'if-none') {
+    return makeCurrentIfNone(client, deployment, `worker ${version}`).then(
+      (outcome) => logger.info({ version, outcome }, 'worker deployment: current build'),
+      (err: unknown) =>
+        logger.warn(
+          { version, err },
+          'worker deployment: could not read or set the current build; set it with npm run deployment -- current',
+        ),
+    );
+  }
+  // `always`: before the process's webhook takes payments, so new runs go to this build.
+  await waitForBuild(client, deployment);
+  const before = await describeDeployment(client, deployment.deploymentName);
+  if (before?.current !== deployment.buildId) {
+    await setCurrentBuild(client, deployment, { identity: 'npm start' });
+  }
+  logger.info({ version }, 'worker deployment: this build is current');
+  // Runs pinned to an earlier build whose code is gone (a restart after an edit, with ./data
+  // kept) have no worker here any more: say so.
+  for (const build of before?.builds ?? []) {
+    if (build.buildId === deployment.buildId) continue;
+    const open = await openRunsOn(client, { ...deployment, buildId: build.buildId });
+    if (open > 0) {
+      logger.warn(
+        { buildId: build.buildId, openRuns: open },
+        'runs pinned to an earlier build stay open: no worker of that build runs here (see docs/deploys.md, "In development")',
+      );
+    }
+  }
+}
