@@ -95,6 +95,8 @@ export interface Counts {
   /** When each copy of the confirmation, and each alert, arrived (ms). */
   mailTimes: number[];
   alertTimes: number[];
+  /** Each alert's Idempotency-Key, in the order of alertTimes. */
+  alertKeys: Array<string | undefined>;
 }
 
 /** A database outage, from its start to the database answering again (ms). */
@@ -274,7 +276,7 @@ async function runPoint(
     await settle(stack.client, await (scenario.root?.() ?? root));
     outcome.counts = await scenario.count();
     const outage = injected?.outage;
-    outcome.problems.push(...scenario.judge(outcome.counts, run, outage));
+    outcome.problems.push(...scenario.judge(outcome.counts, run, outage, hold));
     const passed = stack.passes.slice(passesBefore).map((p) => p.point);
     const undeclared = undeclaredArms(run.scenario, passed);
     if (undeclared.length > 0) {
@@ -297,7 +299,8 @@ async function runPoint(
     if (outcome.counts.note) outcome.evidence += `; ${outcome.counts.note}`;
     outcome.documentedDuplicate =
       explainedDuplicate(outcome.counts.mailTimes, mayDuplicateMail(run, stack.fault), outage) ||
-      explainedDuplicate(outcome.counts.alertTimes, mayDuplicateAlert(run, stack.fault), outage);
+      explainedDuplicate(outcome.counts.alertTimes, mayDuplicateAlert(run, stack.fault), outage) ||
+      killedInFlight(outcome.counts, hold);
   } catch (error) {
     outcome.problems.push(error instanceof Error ? error.message : String(error));
     log(
@@ -618,6 +621,25 @@ function explainedDuplicate(
   return inWindow || (outage !== undefined && first <= outage.to && second >= outage.from);
 }
 
+/**
+ * Two posts of one alert (the same Idempotency-Key), the first before the worker froze at the
+ * point and the second after its kill: the kill caught an alert in flight beside the point, in
+ * the same process (an order's alert child runs beside its order run), between its post and its
+ * stamp. That is the window of deliverAlert.post@after reached from another point; the key lets
+ * the sink drop the second (docs/exactly-once.md).
+ */
+function killedInFlight(counts: Counts, hold: Hold | undefined): boolean {
+  if (!hold?.killed || counts.alertTimes.length !== 2) return false;
+  const [firstKey, secondKey] = counts.alertKeys;
+  const [first, second] = counts.alertTimes as [number, number];
+  return (
+    firstKey !== undefined &&
+    firstKey === secondKey &&
+    Math.min(first, second) <= hold.at &&
+    Math.max(first, second) >= hold.at
+  );
+}
+
 function mayDuplicate(
   run: PointRun,
   fault: Fault,
@@ -733,7 +755,12 @@ async function settle(client: Client, root: WorkflowHandle): Promise<void> {
 interface PreparedScenario {
   trigger: () => Promise<WorkflowHandle>;
   count: () => Promise<Counts>;
-  judge: (counts: Counts, run: PointRun, outage: Outage | undefined) => string[];
+  judge: (
+    counts: Counts,
+    run: PointRun,
+    outage: Outage | undefined,
+    hold: Hold | undefined,
+  ) => string[];
   /** Puts back what the scenario changed in the partners (the warehouse's mode). */
   cleanup?: () => void;
   /** Runs once the point was passed (and the fault is over), before the run must settle. */
@@ -800,7 +827,8 @@ async function prepare(stack: Stack, scenario: Scenario, tag: string): Promise<P
       await settleOrder(stack.client, order.id);
       return countOrder(stack, order.id);
     },
-    judge: (counts, run, outage) => judgeOrder(stack, spec.expected, counts, run, outage),
+    judge: (counts, run, outage, hold) =>
+      judgeOrder(stack, spec.expected, counts, run, outage, hold),
     cleanup: () => {
       stack.warehouse.setMode({ kind: 'ok' });
       // Never leave the warehouse paused for the next scenario (awaited by nobody: best effort).
@@ -848,6 +876,7 @@ function judgeOrder(
   counts: Counts,
   run: PointRun,
   outage: Outage | undefined,
+  hold?: Hold,
 ): string[] {
   const problems: string[] = [];
   const want = (what: keyof Counts, value: number, actual: number) => {
@@ -862,8 +891,12 @@ function judgeOrder(
   want('ledger', expected.ledger, counts.ledger);
   // A repeated alert carries the same Idempotency-Key (one failed run, one key).
   const alertWindow = mayDuplicateAlert(run, stack.fault);
-  const alerts = explainedDuplicate(counts.alertTimes, alertWindow, outage) ? 1 : counts.alerts;
+  const alerts =
+    explainedDuplicate(counts.alertTimes, alertWindow, outage) || killedInFlight(counts, hold)
+      ? 1
+      : counts.alerts;
   want('alerts', expected.alerts, alerts);
+  if (alerts !== expected.alerts) problems.push(`alert keys ${counts.alertKeys.join(', ')}`);
   want('failedRuns', expected.failedRuns, counts.failedRuns);
   const extra = orderExtra({
     ...expected,
@@ -1091,6 +1124,7 @@ async function countOrder(stack: Stack, orderId: number): Promise<Counts> {
       .filter((m) => m.messageId === messageId)
       .map((m) => Date.parse(m.receivedAt)),
     alertTimes: stack.alerts.filter((a) => a.orderId === orderId).map((a) => a.at),
+    alertKeys: stack.alerts.filter((a) => a.orderId === orderId).map((a) => a.idempotencyKey),
     otherMails: toOrder.filter((m) => m.messageId !== messageId).length,
     ledger: await count('loyalty_ledger'),
     alerts: stack.alerts.filter((a) => a.orderId === orderId).length,
@@ -1332,6 +1366,7 @@ function noOrderCounts(): Counts {
     extra: '',
     mailTimes: [],
     alertTimes: [],
+    alertKeys: [],
   };
 }
 

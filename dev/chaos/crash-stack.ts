@@ -55,6 +55,8 @@ export interface Hold {
   message: Extract<HookMessage, { type: 'hold' }>;
   worker: string;
   killed: boolean;
+  /** When the hold was reported (ms): the worker froze there, and was killed at once if at all. */
+  at: number;
   /** When the worker carried on by itself (no kill came): the hook's 'released' line. */
   released?: number;
 }
@@ -235,7 +237,7 @@ export async function startStack(
       // Killed at once, from this callback: the worker is frozen at the point until then.
       const killed =
         fault === 'worker-kill' && worker.pid === message.pid && worker.kill('SIGKILL');
-      holds.push({ message, worker: worker.name, killed });
+      holds.push({ message, worker: worker.name, killed, at: Date.now() });
     };
     const worker = (name: string, entry: string) =>
       supervise(
