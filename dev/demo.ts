@@ -88,7 +88,7 @@ async function main(): Promise<void> {
       progress.retrying
         ? `The warehouse has not taken it yet: the order's workflow keeps retrying it (up to 30 minutes), then fails and alerts.\n` +
             `Watch it: npm run ops -- stuck    Bring the simulator back: npm run simulate -- warehouse ok`
-        : 'No shipment yet and no warehouse attempt seen: is a worker of the current build running? npm run doctor',
+        : 'No shipment yet and no warehouse attempt seen: is a worker of the current build running? npm run ops -- doctor',
     );
   }
   const warehouse = await warehouseCalls(order.id);

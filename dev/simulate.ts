@@ -6,7 +6,7 @@ import type { WarehouseMode } from './partners/warehouse-simulator';
 /**
  * `npm run simulate -- warehouse <mode>`: switches the failure mode of the warehouse simulator
  * that `npm start` runs (its PUT /_simulator/mode), so an outage can be rehearsed by hand:
- * shipments retried, `npm run ops -- stuck`, `npm run doctor`, the demo's progress.
+ * shipments retried, `npm run ops -- stuck`, `npm run ops -- doctor`, the demo's progress.
  * `warehouse ship <orderId>` plays the warehouse's people shipping the order's parcel (its
  * PUT /_simulator/shipments/{ref}), so a full refund after it meets `already_shipped`.
  */

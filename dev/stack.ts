@@ -145,7 +145,7 @@ async function main(): Promise<void> {
     );
     cleanups.push({ name: 'worker connection', run: () => connection.close() });
     // The workers of the code being edited: their build is made current at every start, before
-    // the webhook takes payments (in production the operator decides, with npm run deployment).
+    // the webhook takes payments (in production the operator decides, with npm run ops -- deployment).
     const running = withWorkers
       ? await startWorkerRuntime({
           config,
@@ -253,7 +253,7 @@ async function main(): Promise<void> {
         `  Schedules        ${scheduleFailed ? `not in place: ${scheduleFailed.detail}` : `${STOCK_AGGREGATION_SCHEDULE_ID} (stock aggregation, every 5 minutes), ${SLA_CHECK_SCHEDULE_ID} (SLA check, every minute)`}`,
         `  Database         ${config.DATABASE_URL}`,
         `  Metrics          ${adminUrl ? `${adminUrl}/metrics` : '(ADMIN_ADDRESS=off)'}${workerMetricsAddress ? `, worker http://${workerMetricsAddress}/metrics` : ''}`,
-        `  Health           ${apiUrl}/healthz${adminUrl ? `, ${adminUrl}/readyz` : ''}   Check it all: npm run doctor`,
+        `  Health           ${apiUrl}/healthz${adminUrl ? `, ${adminUrl}/readyz` : ''}   Check it all: npm run ops -- doctor`,
         `  Workers          ${running ? `in this process, build ${running.deployment.buildId} (made current)` : 'none (--without-workers): run builds with npm run worker and heavy-worker (docs/deploys.md)'}`,
         `  Warehouse        npm run simulate -- warehouse down|slow|reject|ratelimit|ok   switches the simulator`,
         '',

@@ -324,7 +324,7 @@ export function createWarehouseSimulator(
     return answer(200, toWire(shipment));
   });
 
-  // The health endpoint of the warehouse's contract (npm run doctor asks it), in the mode's
+  // The health endpoint of the warehouse's contract (npm run ops -- doctor asks it), in the mode's
   // state: down while the simulator plays an outage, slow while it plays slowness.
   app.get('/v1/health', async (_request, reply) => {
     const current = mode;

@@ -4,63 +4,36 @@ import {
   WorkflowIdReusePolicy,
   WorkflowNotFoundError,
 } from '@temporalio/client';
-import { addCommand, atMost, createProgram, parseCommandLine, UsageError } from './command-line';
-import { DEFAULT_TEMPORAL_ADDRESS, errorMessage, withTemporalClient } from './temporal-session';
+import type { Command } from 'commander';
 import { HEAVY_TASK_QUEUE } from '../shared/constants';
-import { runMain } from '../process/run-main';
-import {
-  EXPORT_ID_PATTERN,
-  exportProgressQuery,
-  exportWorkflowId,
-  type ExportOrdersInput,
-  type ExportOrdersResult,
-  type ExportProgress,
-} from '../shared/export';
+import { EXPORT_ID_PATTERN, exportWorkflowId, type ExportOrdersInput } from '../shared/export';
 import type { exportOrdersWorkflow } from '../workflows/batch';
+import { exportStatus, type ExportStatus, progressLine, report } from './batch-report';
+import { addCommand, addGroup, atMost, type Run, UsageError } from './command-line';
+import { type CliIo, EXIT_OK, EXIT_PROBLEM } from './io';
+import { withTemporalClient } from './temporal-session';
 
 /**
- * Batch work from the command line: `npm run batch -- <command>`. Starts an order export on
+ * Batch work from the command line: `npm run ops -- batch <command>`. Starts an order export on
  * task queue `heavy` and shows its progress as a bar. See docs/batch.md.
  */
-
-export const EXIT_OK = 0;
-/** The export failed, or Temporal could not be reached (see the message). */
-export const EXIT_PROBLEM = 1;
-/** The command line itself is wrong; nothing was sent to Temporal. */
-export const EXIT_USAGE = 2;
-
-/** Where the CLI reads and writes, so tests can run it in-process. */
-export interface BatchCliIo {
-  out(text: string): void;
-  err(text: string): void;
-  /** Environment to read the configuration from; the process's own when undefined. */
-  env?: NodeJS.ProcessEnv;
-  /** Waits between polls of `--watch` (tests pass a shorter one). */
-  sleep?(ms: number): Promise<void>;
-}
 
 const DEFAULT_WATCH_INTERVAL_MS = 1_000;
 /** `--watch` gives up after this many failed polls in a row (Temporal gone for good). */
 const MAX_POLL_ERRORS = 10;
-const BAR_WIDTH = 30;
 
-type Work = (client: Client) => Promise<number>;
+export function addBatchGroup(parent: Command, io: CliIo): void {
+  const program = addGroup(
+    parent,
+    'batch',
+    'export orders to CSV on the heavy workers, with progress',
+  )
+    .description(
+      `Batch work on task queue "${HEAVY_TASK_QUEUE}": export orders to CSV, in chunks of 100.`,
+    )
+    .addHelpText('after', '\nSee docs/batch.md.');
 
-/** The command line: its commands, options and help. */
-function commandLine(io: BatchCliIo) {
-  const program = createProgram(
-    'npm run batch --',
-    `Batch work on task queue "${HEAVY_TASK_QUEUE}": export orders to CSV, in chunks of 100.`,
-  ).addHelpText(
-    'after',
-    `
-Connects to TEMPORAL_ADDRESS (unset: ${DEFAULT_TEMPORAL_ADDRESS}, the dev server of npm start)
-in TEMPORAL_NAMESPACE (default: default).
-
-Exit codes: 0 done, 1 failed export or Temporal unreachable, 2 wrong command line.`,
-  );
-
-  addCommand<Work>(
+  addCommand<Run>(
     program,
     'start',
     '[--from ID] [--to ID] [--id EXPORT_ID] [--watch]',
@@ -78,7 +51,8 @@ Exit codes: 0 done, 1 failed export or Temporal unreachable, 2 wrong command lin
         );
       }
       const input: ExportOrdersInput = { exportId, fromOrderId, toOrderId };
-      return (client) => startCommand(client, io, input, options.watch === true);
+      return () =>
+        withTemporalClient(io, 'start', (c) => startCommand(c, io, input, options.watch === true));
     },
   )
     .summary('start an export of orders to CSV')
@@ -94,7 +68,7 @@ Exit codes: 0 done, 1 failed export or Temporal unreachable, 2 wrong command lin
     )
     .option('-w, --watch', 'follow its progress until it ends');
 
-  addCommand<Work>(
+  addCommand<Run>(
     program,
     'progress',
     '<workflowId | EXPORT_ID> [--watch] [--interval MS]',
@@ -110,10 +84,12 @@ Exit codes: 0 done, 1 failed export or Temporal unreachable, 2 wrong command lin
       const workflowId = target.startsWith(exportWorkflowId(''))
         ? target
         : exportWorkflowId(target);
-      return (client) =>
-        options.watch === true
-          ? watchCommand(client, io, workflowId, intervalMs)
-          : progressCommand(client, io, workflowId);
+      return () =>
+        withTemporalClient(io, 'progress', (client) =>
+          options.watch === true
+            ? watchCommand(client, io, workflowId, intervalMs)
+            : progressCommand(client, io, workflowId),
+        );
     },
   )
     .summary("show an export's progress bar")
@@ -123,16 +99,6 @@ Exit codes: 0 done, 1 failed export or Temporal unreachable, 2 wrong command lin
       '--interval <MS>',
       `milliseconds between polls of --watch (default: ${DEFAULT_WATCH_INTERVAL_MS})`,
     );
-
-  return program;
-}
-
-/** Runs one command and resolves to the process exit code; errors are reported on `io.err`. */
-export async function main(argv: readonly string[], io: BatchCliIo = processIo()): Promise<number> {
-  const parsed = await parseCommandLine<Work>(commandLine(io), argv, io);
-  if (parsed.kind === 'help') return EXIT_OK;
-  if (parsed.kind === 'usage-error') return EXIT_USAGE;
-  return withTemporalClient(io, argv[0]!, parsed.work);
 }
 
 function orderId(name: string, value: string | undefined): number | undefined {
@@ -152,7 +118,7 @@ function rangeExportId(fromOrderId: number | undefined, toOrderId: number | unde
 
 async function startCommand(
   client: Client,
-  io: BatchCliIo,
+  io: CliIo,
   input: ExportOrdersInput,
   watch: boolean,
 ): Promise<number> {
@@ -176,14 +142,14 @@ async function startCommand(
   io.out(`Workflow ID: ${workflowId}`);
   io.out(`Files:       <EXPORT_DIR>/${input.exportId}/ of the heavy workers`);
   if (watch) return watchCommand(client, io, workflowId, DEFAULT_WATCH_INTERVAL_MS);
-  io.out(`Progress:    npm run batch -- progress ${workflowId} --watch`);
+  io.out(`Progress:    npm run ops -- batch progress ${workflowId} --watch`);
   return EXIT_OK;
 }
 
 /** `start` of an export that exists: says so and shows where it stands, never a second one. */
 async function startedBefore(
   client: Client,
-  io: BatchCliIo,
+  io: CliIo,
   exportId: string,
   workflowId: string,
   watch: boolean,
@@ -195,35 +161,14 @@ async function startedBefore(
   );
   if (status.name === 'RUNNING') {
     if (watch) return watchCommand(client, io, workflowId, DEFAULT_WATCH_INTERVAL_MS);
-    io.out(`Progress:    npm run batch -- progress ${workflowId} --watch`);
+    io.out(`Progress:    npm run ops -- batch progress ${workflowId} --watch`);
     return EXIT_OK;
   }
-  io.out('To export again, name a new export: npm run batch -- start --id <EXPORT_ID> …');
+  io.out('To export again, name a new export: npm run ops -- batch start --id <EXPORT_ID> …');
   return report(io, workflowId, await exportStatus(client, workflowId));
 }
 
-type ExportStatus =
-  | { kind: 'running'; progress: ExportProgress }
-  | { kind: 'completed'; result: ExportOrdersResult }
-  | { kind: 'closed'; status: string; reason: string };
-
-/** Where an export stands: its progress while it runs, its result or failure once it ended. */
-async function exportStatus(client: Client, workflowId: string): Promise<ExportStatus> {
-  const handle = client.workflow.getHandle<typeof exportOrdersWorkflow>(workflowId);
-  const description = await handle.describe();
-  const status = description.status.name;
-  if (status === 'RUNNING') {
-    return { kind: 'running', progress: await handle.query(exportProgressQuery) };
-  }
-  if (status === 'COMPLETED') return { kind: 'completed', result: await handle.result() };
-  const reason = await handle.result().then(
-    () => status,
-    (err: unknown) => errorMessage((err as { cause?: unknown }).cause ?? err),
-  );
-  return { kind: 'closed', status, reason };
-}
-
-async function progressCommand(client: Client, io: BatchCliIo, workflowId: string) {
+async function progressCommand(client: Client, io: CliIo, workflowId: string) {
   try {
     return report(io, workflowId, await exportStatus(client, workflowId));
   } catch (err) {
@@ -235,7 +180,7 @@ async function progressCommand(client: Client, io: BatchCliIo, workflowId: strin
 
 async function watchCommand(
   client: Client,
-  io: BatchCliIo,
+  io: CliIo,
   workflowId: string,
   intervalMs: number,
 ): Promise<number> {
@@ -263,83 +208,4 @@ async function watchCommand(
     last = line;
     await sleep(intervalMs);
   }
-}
-
-function report(io: BatchCliIo, workflowId: string, status: ExportStatus): number {
-  switch (status.kind) {
-    case 'running':
-      io.out(progressLine(status.progress));
-      return EXIT_OK;
-    case 'completed': {
-      const r = status.result;
-      io.out(
-        progressLine({
-          exportId: r.exportId,
-          phase: 'completed',
-          total: r.chunks,
-          done: r.chunks,
-          failedAttempts: r.failedAttempts,
-          currentChunk: null,
-          totalOrders: r.rows,
-          exportedOrders: r.rows,
-          run: r.runs,
-        }),
-      );
-      io.out(
-        `Export ${r.exportId} completed: ${number(r.rows)} orders in ${number(r.chunks)} chunks.`,
-      );
-      io.out(`  ${r.file}  (${number(r.bytes)} bytes, sha256 ${r.sha256})`);
-      io.out(`  ${r.indexFile}`);
-      return EXIT_OK;
-    }
-    case 'closed':
-      io.err(`Export ${workflowId} ended ${status.status}: ${status.reason}`);
-      if (status.status === 'FAILED') {
-        io.err(`Resume it from the chunk that failed: npm run ops -- retry ${workflowId}`);
-      }
-      return EXIT_PROBLEM;
-  }
-}
-
-/**
- * One line: bar, chunks and orders done, failed attempts, what runs now.
- * `[#########---------------------]  30%  30/100 chunks  3,000/10,000 orders  0 failed attempts  chunk 31  run 1`
- */
-export function progressLine(p: ExportProgress): string {
-  if (p.phase === 'planning') return `[${'-'.repeat(BAR_WIDTH)}]    counting the orders to export…`;
-  const ratio = p.total === 0 ? 1 : Math.min(p.done / p.total, 1);
-  const filled = Math.round(ratio * BAR_WIDTH);
-  const bar = `[${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}]`;
-  const percent = `${Math.floor(ratio * 100)}%`.padStart(4);
-  const now =
-    p.phase === 'finishing'
-      ? 'joining the chunks'
-      : p.phase === 'completed'
-        ? 'completed'
-        : p.currentChunk === null
-          ? 'between chunks'
-          : `chunk ${p.currentChunk}`;
-  return [
-    `${bar} ${percent}`,
-    `${number(p.done)}/${number(p.total)} chunks`,
-    `${number(p.exportedOrders)}/${number(p.totalOrders)} orders`,
-    `${p.failedAttempts} failed attempt${p.failedAttempts === 1 ? '' : 's'}`,
-    now,
-    `run ${p.run}`,
-  ].join('  ');
-}
-
-function number(n: number): string {
-  return n.toLocaleString('en-US');
-}
-
-function processIo(): BatchCliIo {
-  return {
-    out: (text) => process.stdout.write(`${text}\n`),
-    err: (text) => process.stderr.write(`${text}\n`),
-  };
-}
-
-if (require.main === module) {
-  runMain(() => main(process.argv.slice(2)), { failureExitCode: EXIT_PROBLEM, stack: true });
 }

@@ -1,10 +1,10 @@
 import { Command, CommanderError } from 'commander';
 
 /**
- * The command line of the CLIs, on commander: commands, options, generated help and usage
- * errors, parsed in-process (no `process.exit`, output through the CLI's own `io`) so tests run
- * a CLI as a function. A command's action only returns the work it stands for; the CLI runs
- * that work after parsing, once it has a Temporal connection.
+ * The command line of the CLIs, on commander: a tree of command groups and commands, generated
+ * help and usage errors, parsed in-process (no `process.exit`, output through the CLI's own `io`)
+ * so tests run a CLI as a function. A command's action only returns the work it stands for; the
+ * CLI runs that work after parsing, once it has its connections.
  */
 
 /** A wrong command line: reported with the help of the command it concerns, exit code 2. */
@@ -19,44 +19,46 @@ export interface CommandLineIo {
 export type Parsed<Work> =
   { kind: 'work'; work: Work } | { kind: 'help' } | { kind: 'usage-error' };
 
+type Parse<Work> = (args: string[], options: Record<string, unknown>) => Work;
+
 /** A program whose help lists each command with its usage (`start [--from ID] …`). */
 export function createProgram(name: string, description: string): Command {
-  return configure(new Command(name))
-    .description(description)
-    .usage('<command> [options]')
-    .configureHelp({
-      helpWidth: HELP_WIDTH,
-      subcommandTerm: (cmd) => `${cmd.name()} ${cmd.usage()}`,
-    });
+  return asGroup(configure(new Command(name)).description(description));
+}
+
+/** A group of commands under `parent` (`npm run ops -- deployment <command>`). */
+export function addGroup(parent: Command, name: string, summary: string): Command {
+  return asGroup(configure(parent.command(name)).summary(summary));
 }
 
 /**
- * A command of `program`: `parse` reads its arguments and options (throwing `UsageError` for a
+ * A command of `parent`: `parse` reads its arguments and options (throwing `UsageError` for a
  * wrong one) and returns its work.
  */
 export function addCommand<Work>(
-  program: Command,
+  parent: Command,
   name: string,
   usage: string,
-  parse: (args: string[], options: Record<string, unknown>) => Work,
+  parse: Parse<Work>,
 ): Command {
-  const command = configure(program.command(name)).usage(usage);
+  return onProgram(configure(parent.command(name)).usage(usage), parse);
+}
+
+/** The action of a command without subcommands, e.g. a program of one command. */
+export function onProgram<Work>(command: Command, parse: Parse<Work>): Command {
   return command.action(() => {
     works.set(command, parse(command.args, command.opts()));
   });
 }
 
-/** The action of a program without commands (`npm run doctor [-- options]`). */
-export function onProgram<Work>(
-  program: Command,
-  parse: (args: string[], options: Record<string, unknown>) => Work,
-): Command {
-  return program.action(() => {
-    works.set(program, parse(program.args, program.opts()));
+const works = new WeakMap<Command, unknown>();
+
+function asGroup(command: Command): Command {
+  return command.usage('<command> [options]').configureHelp({
+    helpWidth: HELP_WIDTH,
+    subcommandTerm: (cmd) => `${cmd.name()} ${cmd.usage()}`,
   });
 }
-
-const works = new WeakMap<Command, unknown>();
 
 function configure(command: Command): Command {
   return command
@@ -72,34 +74,37 @@ function configure(command: Command): Command {
 const HELP_WIDTH = 100;
 
 /**
- * Parses `argv` with `program`. Help goes to `io.out`. A usage error goes to `io.err`, followed
- * by the help of the command it concerns (no command at all: the program's help).
+ * Parses `argv` with `program`, down its groups to one command. Help goes to `io.out`. A usage
+ * error goes to `io.err`, followed by the help of the command or group it concerns.
  */
 export async function parseCommandLine<Work>(
   program: Command,
   argv: readonly string[],
   io: CommandLineIo,
 ): Promise<Parsed<Work>> {
-  const commandNamed = (name: string | undefined) =>
-    program.commands.find((c) => c.name() === name);
-  const [first, ...rest] = argv;
-  const hasCommands = program.commands.length > 0;
-  if (hasCommands && first === undefined) {
-    io.err(help(program));
-    return { kind: 'usage-error' };
-  }
-  if (hasCommands && first === 'help') {
-    io.out(help(commandNamed(rest[0]) ?? program));
-    return { kind: 'help' };
-  }
-  const command = hasCommands ? commandNamed(first) : program;
-  const output = { writeOut: (text: string) => io.out(text.trimEnd()), outputError: () => {} };
-  program.configureOutput(output);
-  for (const c of program.commands) c.configureOutput(output);
-  try {
-    if (!command && first !== undefined && !first.startsWith('-')) {
-      throw new UsageError(`Unknown command "${first}".`);
+  let command = program;
+  for (let i = 0; command.commands.length > 0; i++) {
+    const word = argv[i];
+    if (word === undefined) {
+      io.err(help(command));
+      return { kind: 'usage-error' };
     }
+    if (word === 'help') {
+      io.out(help(childNamed(command, argv[i + 1]) ?? command));
+      return { kind: 'help' };
+    }
+    // An option at a group's level (--help, or a wrong one): commander answers it below.
+    if (word.startsWith('-')) break;
+    const child = childNamed(command, word);
+    if (!child) {
+      io.err(`Unknown command "${word}".\n\n${help(command)}`);
+      return { kind: 'usage-error' };
+    }
+    command = child;
+  }
+  const output = { writeOut: (text: string) => io.out(text.trimEnd()), outputError: () => {} };
+  for (const c of [program, ...descendants(program)]) c.configureOutput(output);
+  try {
     await program.parseAsync([...argv], { from: 'user' });
   } catch (err) {
     if (err instanceof CommanderError && err.code === 'commander.helpDisplayed') {
@@ -107,11 +112,11 @@ export async function parseCommandLine<Work>(
     }
     if (!(err instanceof CommanderError) && !(err instanceof UsageError)) throw err;
     const message = err instanceof CommanderError ? sentence(err.message) : err.message;
-    io.err(`${message}\n\n${help(command ?? program)}`);
+    io.err(`${message}\n\n${help(command)}`);
     return { kind: 'usage-error' };
   }
-  if (!command || !works.has(command)) {
-    io.err(help(program));
+  if (!works.has(command)) {
+    io.err(help(command));
     return { kind: 'usage-error' };
   }
   return { kind: 'work', work: works.get(command) as Work };
@@ -121,6 +126,14 @@ export async function parseCommandLine<Work>(
 export function atMost(args: string[], max: number): string[] {
   if (args.length > max) throw new UsageError(`Unexpected argument "${args[max]}".`);
   return args;
+}
+
+function childNamed(command: Command, name: string | undefined): Command | undefined {
+  return command.commands.find((c) => c.name() === name);
+}
+
+function descendants(command: Command): Command[] {
+  return command.commands.flatMap((c) => [c, ...descendants(c)]);
 }
 
 /** The help of `command` as `--help` shows it, with the text added after it. */
@@ -136,3 +149,6 @@ function sentence(message: string): string {
   const text = message.replace(/^error: /, '');
   return `${text.charAt(0).toUpperCase()}${text.slice(1)}${/[.!?]$/.test(text) ? '' : '.'}`;
 }
+
+/** The work of an operator command: runs it and resolves to its exit code (./io.ts). */
+export type Run = () => Promise<number>;

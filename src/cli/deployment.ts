@@ -1,7 +1,6 @@
-import { hostname, userInfo } from 'node:os';
+import { hostname } from 'node:os';
 import type { Client } from '@temporalio/client';
-import { loadConfig } from '../config';
-import { runMain } from '../process/run-main';
+import type { Command } from 'commander';
 import { WATCHED_TASK_QUEUES } from '../monitoring';
 import { describeBuildPollers, type BuildPollers } from '../temporal/build-pollers';
 import {
@@ -13,64 +12,57 @@ import {
   setRampingBuild,
   type DeploymentState,
 } from '../temporal/deployments';
-import { addCommand, atMost, createProgram, parseCommandLine, UsageError } from './command-line';
-import { DEFAULT_TEMPORAL_ADDRESS, withTemporalClient } from './temporal-session';
+import { addCommand, addGroup, atMost, type Run, UsageError } from './command-line';
+import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
+import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 import { POLLER_FRESH_MS } from '../monitoring/task-queue-pollers';
 
 /**
- * `npm run deployment -- <command>`: a rollout with Worker Versioning (docs/deploys.md). The
+ * `npm run ops -- deployment <command>`: a rollout with Worker Versioning (docs/deploys.md). The
  * builds of WORKER_DEPLOYMENT_NAME, which one takes new runs, a ramp, and the drain check that
  * says when an old build's workers may stop. The same operations as `temporal worker deployment
  * describe / set-current-version / set-ramping-version`, plus the count of open runs per build.
  */
 
-export interface DeploymentIo {
-  out(text: string): void;
-  err(text: string): void;
-  env?: NodeJS.ProcessEnv;
-  /** A poll older than this no longer counts as a live worker; tests on a fast-polling server shorten it. */
-  pollerFreshMs?: number;
-}
-
 type Work = (client: Client, deploymentName: string) => Promise<number>;
 
-const EXIT_OPEN_RUNS = 1;
-
-function commandLine(io: DeploymentIo) {
-  const program = createProgram(
-    'npm run deployment --',
-    'Roll a build of the workers out, ramp it, roll it back, and see which builds still have open runs.',
-  ).addHelpText(
-    'after',
-    `
+export function addDeploymentGroup(parent: Command, io: CliIo): void {
+  const program = addGroup(
+    parent,
+    'deployment',
+    'roll a build of the workers out, ramp it, roll it back; which builds still have open runs',
+  )
+    .description(
+      'Roll a build of the workers out, ramp it, roll it back, and see which builds still have open runs.',
+    )
+    .addHelpText(
+      'after',
+      `
 A build is what one worker image runs: WORKER_DEPLOYMENT_NAME (default order-payments) and its
 build ID (the workflow bundle's hash, or WORKER_BUILD_ID), printed by npm run build and in the
 worker's "worker started" log line. Start its workers first: the server knows a build once a
 worker of it has polled, and refuses to make current a build that lacks a task queue the
-current one has (start its heavy worker too).
+current one has (start its heavy worker too). See docs/deploys.md.`,
+    );
 
-Connects to TEMPORAL_ADDRESS (unset: ${DEFAULT_TEMPORAL_ADDRESS}) in TEMPORAL_NAMESPACE.
-Exit codes: 0 done, 1 refused or failed (drain: runs still open), 2 wrong command line.`,
-  );
-
-  addCommand<Work>(program, 'describe', '', (args) => {
+  addCommand<Run>(program, 'describe', '', (args) => {
     atMost(args, 0);
-    return (client, name) => describeCommand(client, name, io);
+    return onDeployment(io, 'describe', (client, name) => describeCommand(client, name, io));
   }).summary('the current build, the ramp, and every build with its open runs');
 
-  addCommand<Work>(program, 'current', '[--force] <build-id>', (args, options) => {
+  addCommand<Run>(program, 'current', '[--force] <build-id>', (args, options) => {
     const [buildId] = atMost(args, 1);
     if (!buildId) throw new UsageError('Name the build to make current.');
-    return async (client, deploymentName) => {
+    return onDeployment(io, 'current', async (client, deploymentName) => {
       const checked = await checkWorkers(client, io, deploymentName, buildId, options, 'current');
-      if (checked === undefined) return EXIT_REFUSED;
+      if (checked === undefined) return EXIT_PROBLEM;
       await setCurrentBuild(client, { deploymentName, buildId }, { identity: checked });
       io.out(`${buildId} is current: new runs of ${deploymentName} start on it.`);
       io.out(
-        `Runs pinned to other builds finish there; check with: npm run deployment -- drain <build-id>`,
+        `Runs pinned to other builds finish there; check with: npm run ops -- deployment drain <build-id>`,
       );
-      return 0;
-    };
+      return EXIT_OK;
+    });
   })
     .summary('send every new run to this build (a rollout, or a rollback to an older build)')
     .description(
@@ -83,49 +75,49 @@ one. --force does it anyway and says so on standard error and in the identity th
     )
     .option(...forceOption);
 
-  addCommand<Work>(program, 'ramp', '[--force] <build-id> <percent> | off', (args, options) => {
+  addCommand<Run>(program, 'ramp', '[--force] <build-id> <percent> | off', (args, options) => {
     const [buildId, percent] = atMost(args, 2);
     if (buildId === 'off') {
-      return async (client, deploymentName) => {
-        await setRampingBuild(client, deploymentName, undefined, 0, { identity: identity() });
+      return onDeployment(io, 'ramp', async (client, deploymentName) => {
+        await setRampingBuild(client, deploymentName, undefined, 0, { identity: identity(io) });
         io.out('No ramp: every new run starts on the current build.');
-        return 0;
-      };
+        return EXIT_OK;
+      });
     }
     const share = Number(percent);
     if (!buildId || !/^\d+(\.\d+)?$/.test(percent ?? '') || share <= 0 || share > 100) {
       throw new UsageError('Give the build and a share of new runs, 0 < percent <= 100.');
     }
-    return async (client, deploymentName) => {
+    return onDeployment(io, 'ramp', async (client, deploymentName) => {
       const checked = await checkWorkers(client, io, deploymentName, buildId, options, 'ramp');
-      if (checked === undefined) return EXIT_REFUSED;
+      if (checked === undefined) return EXIT_PROBLEM;
       await setRampingBuild(client, deploymentName, buildId, share, { identity: checked });
       io.out(
         `${buildId} takes ${share} % of new runs (chosen by workflow ID); the rest start on the current build.`,
       );
-      return 0;
-    };
+      return EXIT_OK;
+    });
   })
     .summary('send a share of new runs to a build before making it current; "off" ends the ramp')
     .description(
       `Ramps <build-id>: <percent> % of new runs start on it, the others on the current build. Which
 runs is decided by a hash of the workflow ID, so a redelivered payment lands on the same build.
-"npm run deployment -- current <build-id>" ends the ramp by making the build current.
+"npm run ops -- deployment current <build-id>" ends the ramp by making the build current.
 Refused, like current, when the build lacks a live worker on a task queue; --force overrides.`,
     )
     .option(...forceOption);
 
-  addCommand<Work>(program, 'drain', '<build-id>', (args) => {
+  addCommand<Run>(program, 'drain', '<build-id>', (args) => {
     const [buildId] = atMost(args, 1);
     if (!buildId) throw new UsageError('Name the build to check.');
-    return async (client, deploymentName) => {
+    return onDeployment(io, 'drain', async (client, deploymentName) => {
       const state = await describeDeployment(client, deploymentName);
       const open = await openRunsOn(client, { deploymentName, buildId });
       if (state?.current === buildId || state?.ramping?.buildId === buildId) {
         io.out(
           `${buildId} is ${state.current === buildId ? 'current' : 'ramping'}: it still takes new runs (${open} open).`,
         );
-        return EXIT_OPEN_RUNS;
+        return EXIT_PROBLEM;
       }
       if (open > 0) {
         io.out(`${buildId}: ${open} open run(s) pinned to it; keep its workers running.`);
@@ -138,11 +130,11 @@ Refused, like current, when the build lacks a live worker on a task queue; --for
           io.out(`  ${run.workflowId} (${run.type}, run ${run.runId})${paused}`);
         }
         if (open > holding.length) io.out(`  … and ${open - holding.length} more`);
-        return EXIT_OPEN_RUNS;
+        return EXIT_PROBLEM;
       }
       io.out(`${buildId}: drained, no open run. Its workers may stop.`);
-      return 0;
-    };
+      return EXIT_OK;
+    });
   })
     .summary('exit 0 once no open run is pinned to the build, so its workers may stop')
     .description(
@@ -151,16 +143,26 @@ second; the server's own drainage status, shown by describe, is refreshed every 
 Names the runs that hold it (the first ${OPEN_RUNS_SHOWN}), and marks those with a paused activity:
 a paused activity holds its run, and the build, until someone unpauses or resets it.
 Exit 0: none, its workers may stop. Exit 1: runs open, or the build still takes new runs.
-In a script: until npm run deployment -- drain <build-id>; do sleep 60; done`,
+In a script: until npm run ops -- deployment drain <build-id>; do sleep 60; done`,
     );
-  return program;
 }
 
-async function describeCommand(client: Client, name: string, io: DeploymentIo): Promise<number> {
+/** Runs `work` against WORKER_DEPLOYMENT_NAME. */
+function onDeployment(io: CliIo, command: string, work: Work): Run {
+  return async () => {
+    const config = loadConfigOrReport(io);
+    if (!config) return EXIT_PROBLEM;
+    return withTemporalClient(io, `deployment ${command}`, (client) =>
+      work(client, config.WORKER_DEPLOYMENT_NAME),
+    );
+  };
+}
+
+async function describeCommand(client: Client, name: string, io: CliIo): Promise<number> {
   const state = await describeDeployment(client, name);
   if (!state) {
     io.out(`No build of ${name} has polled this namespace yet: start its workers.`);
-    return 0;
+    return EXIT_OK;
   }
   io.out(formatState(state));
   io.out('');
@@ -182,7 +184,7 @@ async function describeCommand(client: Client, name: string, io: DeploymentIo): 
       `${build.buildId.padEnd(15)} ${build.status.padEnd(10)} ${ramp.padStart(4)} ${String(open).padStart(10)}  ${(build.drainage ?? '-').padEnd(15)}  ${formatPollers(pollers)}`,
     );
   }
-  return 0;
+  return EXIT_OK;
 }
 
 /** `payments 2/2, heavy 0/1`: workers polling workflow/activity tasks, per queue. */
@@ -200,7 +202,6 @@ function formatState(state: DeploymentState): string {
   return `Deployment ${state.deploymentName}: current ${state.current ?? 'none (new runs wait for one)'}, ramping ${ramp}`;
 }
 
-const EXIT_REFUSED = 1;
 const FRESH_TEXT = `${POLLER_FRESH_MS / 60_000} minutes`;
 const forceOption = [
   '--force',
@@ -213,7 +214,7 @@ const forceOption = [
  */
 async function checkWorkers(
   client: Client,
-  io: DeploymentIo,
+  io: CliIo,
   deploymentName: string,
   buildId: string,
   options: Record<string, unknown>,
@@ -226,56 +227,21 @@ async function checkWorkers(
     WATCHED_TASK_QUEUES,
     { freshMs: io.pollerFreshMs },
   );
-  if (pollers.missing.length === 0) return identity();
+  if (pollers.missing.length === 0) return identity(io);
   const missing = `no live worker of ${buildId} polls ${pollers.missing.join(', ')}`;
   if (options.force !== true) {
     io.err(
       `Refused: ${missing}. New runs sent to it would wait, unprocessed, until one does.\n` +
         `Start its workers (npm run worker and npm run heavy-worker with this build), check with\n` +
-        `npm run deployment -- describe, and try again; --force does it anyway.`,
+        `npm run ops -- deployment describe, and try again; --force does it anyway.`,
     );
     return undefined;
   }
   io.err(`WARNING: ${action} ${buildId} forced although ${missing}.`);
-  return `${identity()} --force (${missing})`;
+  return `${identity(io)} --force (${missing})`;
 }
 
-function identity(): string {
-  let user: string;
-  try {
-    user = userInfo().username;
-  } catch {
-    user = `uid ${process.getuid?.() ?? '?'}`;
-  }
-  return `deployment:${user}@${hostname()}`;
-}
-
-export async function main(
-  argv: readonly string[],
-  io: DeploymentIo = processIo(),
-): Promise<number> {
-  const parsed = await parseCommandLine<Work>(commandLine(io), argv, io);
-  if (parsed.kind === 'help') return 0;
-  if (parsed.kind === 'usage-error') return 2;
-  let deploymentName: string;
-  try {
-    deploymentName = loadConfig(io.env).WORKER_DEPLOYMENT_NAME;
-  } catch (err) {
-    io.err((err as Error).message);
-    return 1;
-  }
-  return withTemporalClient(io, `deployment ${argv[0]}`, (client) =>
-    parsed.work(client, deploymentName),
-  );
-}
-
-function processIo(): DeploymentIo {
-  return {
-    out: (text) => process.stdout.write(`${text}\n`),
-    err: (text) => process.stderr.write(`${text}\n`),
-  };
-}
-
-if (require.main === module) {
-  runMain(() => main(process.argv.slice(2)), { failureExitCode: 1 });
+/** Who made a build current or ramped it, as the server records it. */
+function identity(io: CliIo): string {
+  return `deployment:${userOf(io)}@${hostname()}`;
 }

@@ -7,7 +7,9 @@ import {
 import { wakeHeldWorkflows } from '../operator/partner';
 import { type Column, formatTable } from '../operator/table';
 import { isPartner, PARTNERS, type Partner } from '../shared/partner';
-import { addCommand, atMost, createProgram, parseCommandLine, UsageError } from './command-line';
+import type { Command } from 'commander';
+import { addCommand, addGroup, atMost, type Run, UsageError } from './command-line';
+import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 
 /**
@@ -16,35 +18,28 @@ import { loadConfigOrReport, withTemporalClient } from './temporal-session';
  * `resume` also wakes the held workflows through Temporal. See docs/operations.md.
  */
 
-const EXIT_OK = 0;
-const EXIT_PROBLEM = 1;
-const EXIT_USAGE = 2;
+type Step = (pauses: PartnerPausesRepository) => Promise<number>;
 
-export interface PartnerIo {
-  out(text: string): void;
-  err(text: string): void;
-  /** Who runs the command: recorded as who paused. */
-  user: string;
-  env?: NodeJS.ProcessEnv;
-}
-
-type Work = (pauses: PartnerPausesRepository, io: PartnerIo) => Promise<number>;
-
-function commandLine() {
-  const program = createProgram(
-    'npm run ops -- partner',
-    'Hold every call to a partner during its outage, and release them after.',
-  ).addHelpText(
-    'after',
-    `
+export function addPartnerGroup(parent: Command, io: CliIo): void {
+  const program = addGroup(
+    parent,
+    'partner',
+    'pause a partner during its outage, resume it at a rate',
+  )
+    .description('Hold every call to a partner during its outage, and release them after.')
+    .addHelpText(
+      'after',
+      `
 Partners: ${PARTNERS.join(', ')}. Reads DATABASE_URL; resume also connects to TEMPORAL_ADDRESS.
 See docs/operations.md, "Warehouse outage".`,
-  );
+    );
 
-  addCommand<Work>(program, 'pause', '<partner> [--reason text]', (args, options) => {
+  addCommand<Run>(program, 'pause', '<partner> [--reason text]', (args, options) => {
     const partner = partnerArg(atMost(args, 1)[0]);
     const reason = options.reason as string | undefined;
-    return (pauses, io) => pauseCommand(pauses, io, partner, reason?.trim() || undefined);
+    return withPauses(io, (pauses) =>
+      pauseCommand(pauses, io, partner, reason?.trim() || undefined),
+    );
   })
     .summary('hold every call to the partner, pending and new, fleet-wide')
     .description(
@@ -56,10 +51,10 @@ partner changes nothing (the first pause, its author and time stay).`,
     )
     .option('-r, --reason <text>', 'why (shown with the held orders)');
 
-  addCommand<Work>(program, 'resume', '<partner> [--rate N]', (args, options) => {
+  addCommand<Run>(program, 'resume', '<partner> [--rate N]', (args, options) => {
     const partner = partnerArg(atMost(args, 1)[0]);
     const rate = positiveInteger('--rate', options.rate as string | undefined);
-    return (pauses, io) => resumeCommand(pauses, io, partner, rate);
+    return withPauses(io, (pauses) => resumeCommand(pauses, io, partner, rate));
   })
     .summary('release the held calls, at most N per second with --rate')
     .description(
@@ -71,36 +66,33 @@ minute.`,
     )
     .option('--rate <N>', 'release held calls at most N per second');
 
-  addCommand<Work>(program, 'status', '', (args) => {
+  addCommand<Run>(program, 'status', '', (args) => {
     atMost(args, 0);
-    return (pauses, io) => statusCommand(pauses, io);
+    return withPauses(io, (pauses) => statusCommand(pauses, io));
   }).summary('which partners are paused, by whom and since when');
-
-  return program;
 }
 
-/** `npm run ops -- partner …`; resolves to the exit code. */
-export async function partnerMain(argv: readonly string[], io: PartnerIo): Promise<number> {
-  const parsed = await parseCommandLine<Work>(commandLine(), argv, io);
-  if (parsed.kind === 'help') return EXIT_OK;
-  if (parsed.kind === 'usage-error') return EXIT_USAGE;
-  const config = loadConfigOrReport(io);
-  if (!config) return EXIT_PROBLEM;
-  const db = createDatabase(config.DATABASE_URL);
-  try {
-    return await parsed.work(createPartnerPausesRepository(db.db), io);
-  } finally {
-    await db.close();
-  }
+/** The work of a command: `step` with the partner_pauses table, whether Temporal is up or not. */
+function withPauses(io: CliIo, step: Step): Run {
+  return async () => {
+    const config = loadConfigOrReport(io);
+    if (!config) return EXIT_PROBLEM;
+    const db = createDatabase(config.DATABASE_URL);
+    try {
+      return await step(createPartnerPausesRepository(db.db));
+    } finally {
+      await db.close();
+    }
+  };
 }
 
 async function pauseCommand(
   pauses: PartnerPausesRepository,
-  io: PartnerIo,
+  io: CliIo,
   partner: Partner,
   reason: string | undefined,
 ): Promise<number> {
-  const result = await pauses.pause(partner, io.user, reason);
+  const result = await pauses.pause(partner, userOf(io), reason);
   const { pause } = result;
   io.out(
     result.kind === 'paused'
@@ -112,7 +104,7 @@ async function pauseCommand(
 
 async function resumeCommand(
   pauses: PartnerPausesRepository,
-  io: PartnerIo,
+  io: CliIo,
   partner: Partner,
   rate: number | undefined,
 ): Promise<number> {
@@ -150,7 +142,7 @@ const STATUS_COLUMNS: Column[] = [
   { header: 'REASON', maxWidth: 60 },
 ];
 
-async function statusCommand(pauses: PartnerPausesRepository, io: PartnerIo): Promise<number> {
+async function statusCommand(pauses: PartnerPausesRepository, io: CliIo): Promise<number> {
   const known = new Map((await pauses.list()).map((p) => [p.partner, p]));
   io.out(
     formatTable(

@@ -1,6 +1,8 @@
 import { createDatabase, createSettlementsRepository, type Settlement } from '../db';
 import { handOverSettlement, recordSettlement } from '../operator/settle';
-import { atMost, createProgram, onProgram, parseCommandLine, UsageError } from './command-line';
+import type { Command } from 'commander';
+import { addCommand, atMost, type Run, UsageError } from './command-line';
+import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 
 /**
@@ -11,19 +13,8 @@ import { loadConfigOrReport, withTemporalClient } from './temporal-session';
  * second one. See docs/operator.md.
  */
 
-const EXIT_OK = 0;
-const EXIT_PROBLEM = 1;
-const EXIT_USAGE = 2;
 /** Enough for a sentence and a ticket number; the order workflow shows it in its details. */
 const MAX_REASON_LENGTH = 500;
-
-export interface SettleIo {
-  out(text: string): void;
-  err(text: string): void;
-  /** Who runs the command: the settlement's `by` unless --by names someone. */
-  user: string;
-  env?: NodeJS.ProcessEnv;
-}
 
 interface Request {
   orderId: number;
@@ -31,25 +22,8 @@ interface Request {
   by: string;
 }
 
-function commandLine(io: SettleIo) {
-  const program = createProgram(
-    'npm run ops -- settle',
-    'Settle a pending order with the payments it has (short, partial or split): it turns paid and is fulfilled once.',
-  )
-    .argument('<orderId>', 'the pending order')
-    .option('-r, --reason <text>', 'why (recorded with the settlement, shown on its workflow)')
-    .option('--by <who>', 'who decided (default: the user running the command)')
-    .addHelpText(
-      'after',
-      `
-Refused (exit 1, nothing changed) when the order does not exist, is already paid, has no payment,
-or has refunds recorded. Running it again does nothing twice: it says the order was settled, and
-hands the same settlement to the order's workflow if that had not happened yet.
-
-Reads DATABASE_URL, then connects to TEMPORAL_ADDRESS.`,
-    )
-    .usage('<orderId> --reason <text> [--by <who>]');
-  return onProgram<Request>(program, (args, options) => {
+export function addSettleCommand(program: Command, io: CliIo): void {
+  addCommand<Run>(program, 'settle', '<orderId> --reason <text> [--by <who>]', (args, options) => {
     const [order] = atMost(args, 1);
     const orderId = positiveInteger(order);
     const reason = (options.reason as string | undefined)?.trim();
@@ -61,16 +35,27 @@ Reads DATABASE_URL, then connects to TEMPORAL_ADDRESS.`,
     }
     const by = (options.by as string | undefined)?.trim();
     if (options.by !== undefined && !by) throw new UsageError('--by names who decided.');
-    return { orderId, reason, by: by ?? io.user };
-  });
+    return () => settle(io, { orderId, reason, by: by ?? userOf(io) });
+  })
+    .summary('settle a pending order with the payments it has')
+    .description(
+      'Settle a pending order with the payments it has (short, partial or split): it turns paid and is fulfilled once.',
+    )
+    .argument('<orderId>', 'the pending order')
+    .option('-r, --reason <text>', 'why (recorded with the settlement, shown on its workflow)')
+    .option('--by <who>', 'who decided (default: the user running the command)')
+    .addHelpText(
+      'after',
+      `
+Refused (exit 1, nothing changed) when the order does not exist, is already paid, has no payment,
+or has refunds recorded. Running it again does nothing twice: it says the order was settled, and
+hands the same settlement to the order's workflow if that had not happened yet.
+
+Reads DATABASE_URL, then connects to TEMPORAL_ADDRESS.`,
+    );
 }
 
-/** `npm run ops -- settle …`; resolves to the exit code. */
-export async function settleMain(argv: readonly string[], io: SettleIo): Promise<number> {
-  const parsed = await parseCommandLine<Request>(commandLine(io), argv, io);
-  if (parsed.kind === 'help') return EXIT_OK;
-  if (parsed.kind === 'usage-error') return EXIT_USAGE;
-  const { orderId, reason, by } = parsed.work;
+async function settle(io: CliIo, { orderId, reason, by }: Request): Promise<number> {
   const config = loadConfigOrReport(io);
   if (!config) return EXIT_PROBLEM;
   const db = createDatabase(config.DATABASE_URL);

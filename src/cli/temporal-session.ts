@@ -2,6 +2,7 @@ import { Client, type Connection } from '@temporalio/client';
 import { ConfigError, embeddedTemporalAddress, loadConfig, type Config } from '../config';
 import { connectOrDiagnose, TemporalConnectionError } from '../temporal/connection-diagnosis';
 import { dataConverterFor } from '../temporal/data-converter';
+import { EXIT_PROBLEM } from './io';
 
 /** For help texts: where the CLIs connect when TEMPORAL_ADDRESS is unset. */
 export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:$TEMPORAL_DEV_PORT (7233)';
@@ -9,7 +10,6 @@ export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:$TEMPORAL_DEV_PORT (7233)';
 const CONNECT_TIMEOUT_MS = 5_000;
 
 /** Exit code for a problem (configuration, connection, a failed command), as the CLIs use it. */
-const EXIT_PROBLEM = 1;
 
 /**
  * The part every operator CLI shares: read the configuration, connect to Temporal with the
@@ -38,7 +38,7 @@ export async function withTemporalClient(
       : 'set TEMPORAL_ADDRESS, or start the dev stack with npm start';
     io.err(
       `Cannot reach Temporal at ${address} (${err.diagnosis.problem}).\n` +
-        `${hint[0]!.toUpperCase()}${hint.slice(1)}; npm run doctor checks the whole connection.`,
+        `${hint[0]!.toUpperCase()}${hint.slice(1)}; npm run ops -- doctor checks the whole connection.`,
     );
     return EXIT_PROBLEM;
   }

@@ -1,6 +1,7 @@
 import type { Connection } from '@temporalio/client';
 import { DEFAULT_RETENTION_DAYS, ensureTemporalSetup, type SetupStep } from '../temporal/setup';
 import { atMost, createProgram, onProgram, parseCommandLine, UsageError } from './command-line';
+import { type CliIo, processIo } from './io';
 import { withTemporalClient } from './temporal-session';
 import { runMain } from '../process/run-main';
 
@@ -47,13 +48,7 @@ or a temporal.toml profile (TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE).`,
   });
 }
 
-export interface SetupIo {
-  out(text: string): void;
-  err(text: string): void;
-  env?: NodeJS.ProcessEnv;
-}
-
-export async function main(argv: readonly string[], io: SetupIo = processIo()): Promise<number> {
+export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
   const parsed = await parseCommandLine<number>(commandLine(), argv, io);
   if (parsed.kind === 'help') return 0;
   if (parsed.kind === 'usage-error') return 2;
@@ -83,13 +78,6 @@ function formatStep(step: SetupStep): string {
   const lines = [`  ${step.step.padEnd(18)} ${step.outcome.padEnd(12)} ${step.detail}`];
   for (const todo of step.todo ?? []) lines.push(`      ${todo}`);
   return lines.join('\n');
-}
-
-function processIo(): SetupIo {
-  return {
-    out: (text) => process.stdout.write(`${text}\n`),
-    err: (text) => process.stderr.write(`${text}\n`),
-  };
 }
 
 if (require.main === module) runMain(() => main(process.argv.slice(2)));

@@ -7,7 +7,9 @@ import {
   describeResolution,
 } from '../operator/unmatched';
 import { createPaymentStarter, type PaymentStarter } from '../temporal/payment-starter';
-import { addCommand, atMost, createProgram, parseCommandLine, UsageError } from './command-line';
+import type { Command } from 'commander';
+import { addCommand, addGroup, atMost, type Run, UsageError } from './command-line';
+import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 
 /**
@@ -15,64 +17,57 @@ import { loadConfigOrReport, withTemporalClient } from './temporal-session';
  * others read and write the database alone, so the inbox stays usable while Temporal is down.
  */
 
-const EXIT_OK = 0;
-const EXIT_PROBLEM = 1;
-const EXIT_USAGE = 2;
-
-export interface UnmatchedIo {
-  out(text: string): void;
-  err(text: string): void;
-  /** Who runs the command: written into the resolution's note. */
-  user: string;
-  env?: NodeJS.ProcessEnv;
-}
-
 interface Session {
   inbox: UnmatchedRepository;
   shopCurrency: string;
   /** Set for the commands that need Temporal (`temporal: true`). */
   payments?: PaymentStarter;
 }
-type Work = { temporal: boolean; run: (session: Session, io: UnmatchedIo) => Promise<number> };
+type Step = (session: Session) => Promise<number>;
 
-function commandLine() {
-  const program = createProgram(
-    'npm run ops -- unmatched',
-    'The unmatched inbox: signed provider deliveries that no workflow could act on as sent.',
-  ).addHelpText(
-    'after',
-    `
+export function addUnmatchedGroup(parent: Command, io: CliIo): void {
+  const program = addGroup(
+    parent,
+    'unmatched',
+    'the unmatched inbox: signed deliveries no workflow could act on as sent',
+  )
+    .description(
+      'The unmatched inbox: signed provider deliveries that no workflow could act on as sent.',
+    )
+    .addHelpText(
+      'after',
+      `
 Each entry is one provider event (a redelivery counts, it adds no entry), with why it could not
 be acted on: unknown_order (found by the payment workflow), foreign_order_ref, currency,
 amount_mismatch, livemode, account or thin_unresolved. Resolve each exactly once: attach it to an order, mark it
 refunded outside this system, or dismiss it. See docs/operator.md.
 
 Reads DATABASE_URL; attach also connects to TEMPORAL_ADDRESS.`,
-  );
+    );
 
-  addCommand<Work>(program, 'list', '[--all | --resolved] [--limit N]', (args, options) => {
+  addCommand<Run>(program, 'list', '[--all | --resolved] [--limit N]', (args, options) => {
     atMost(args, 0);
     const state = options.all ? 'all' : options.resolved ? 'resolved' : 'open';
     const limit = positiveInteger('--limit', options.limit as string | undefined);
-    return { temporal: false, run: (s, io) => listCommand(s, io, state, limit) };
+    return inSession(io, 'list', false, (s) => listCommand(s, io, state, limit));
   })
     .summary('list open entries, newest first')
     .option('--all', 'open and resolved entries')
     .option('--resolved', 'resolved entries only')
     .option('-n, --limit <N>', 'show at most N (default: 100)');
 
-  addCommand<Work>(program, 'show', '<id>', (args) => {
+  addCommand<Run>(program, 'show', '<id>', (args) => {
     const id = entryId(atMost(args, 1)[0]);
-    return { temporal: false, run: (s, io) => showCommand(s, io, id) };
+    return inSession(io, 'show', false, (s) => showCommand(s, io, id));
   }).summary('one entry with what the provider sent');
 
-  addCommand<Work>(program, 'attach', '<id> --order <orderId> [--note text]', (args, options) => {
+  addCommand<Run>(program, 'attach', '<id> --order <orderId> [--note text]', (args, options) => {
     const id = entryId(atMost(args, 1)[0]);
     const order = options.order as string | undefined;
     if (order === undefined) throw new UsageError('Name the order: --order <orderId>.');
     const orderId = positiveInteger('--order', order)!;
     const note = options.note as string | undefined;
-    return { temporal: true, run: (s, io) => attachCommand(s, io, id, orderId, note) };
+    return inSession(io, 'attach', true, (s) => attachCommand(s, io, id, orderId, note));
   })
     .summary('attach a payment to an order: it then flows as a normal payment, once')
     .description(
@@ -84,55 +79,46 @@ twice. Only a payment in the shop's currency can be attached.`,
     .option('-o, --order <orderId>', 'the order the payment belongs to')
     .option('--note <text>', 'why (kept with the entry)');
 
-  addCommand<Work>(program, 'refunded', '<id> [--note text]', (args, options) => {
+  addCommand<Run>(program, 'refunded', '<id> [--note text]', (args, options) => {
     const id = entryId(atMost(args, 1)[0]);
     const note = options.note as string | undefined;
-    return {
-      temporal: false,
-      run: (s, io) =>
-        closeCommand(s, io, id, { kind: 'refunded_outside', note: withUser(io, note) }),
-    };
+    return inSession(io, 'refunded', false, (s) =>
+      closeCommand(s, io, id, { kind: 'refunded_outside', note: withUser(io, note) }),
+    );
   })
     .summary('mark an entry refunded outside this system (e.g. in the provider’s dashboard)')
     .option('--note <text>', 'what was done (kept with the entry)');
 
-  addCommand<Work>(program, 'dismiss', '<id> --reason <text>', (args, options) => {
+  addCommand<Run>(program, 'dismiss', '<id> --reason <text>', (args, options) => {
     const id = entryId(atMost(args, 1)[0]);
     const reason = options.reason as string | undefined;
     if (!reason?.trim()) throw new UsageError('Say why: --reason <text>.');
-    return {
-      temporal: false,
-      run: (s, io) => closeCommand(s, io, id, { kind: 'dismissed', note: withUser(io, reason) }),
-    };
+    return inSession(io, 'dismiss', false, (s) =>
+      closeCommand(s, io, id, { kind: 'dismissed', note: withUser(io, reason) }),
+    );
   })
     .summary('dismiss an entry with a reason (a test event, another integration’s…)')
     .option('-r, --reason <text>', 'why it needs nothing (kept with the entry)');
-
-  return program;
 }
 
-/** `npm run ops -- unmatched …`; resolves to the exit code. */
-export async function unmatchedMain(argv: readonly string[], io: UnmatchedIo): Promise<number> {
-  const parsed = await parseCommandLine<Work>(commandLine(), argv, io);
-  if (parsed.kind === 'help') return EXIT_OK;
-  if (parsed.kind === 'usage-error') return EXIT_USAGE;
-  const { work } = parsed;
-  const config = loadConfigOrReport(io);
-  if (!config) return EXIT_PROBLEM;
-  const db = createDatabase(config.DATABASE_URL);
-  try {
-    const session = { inbox: createUnmatchedRepository(db.db), shopCurrency: config.SHOP_CURRENCY };
-    if (!work.temporal) return await work.run(session, io);
-    return await withTemporalClient(io, `unmatched ${argv[0]}`, (client) =>
-      // A person waits at the terminal; a start that takes longer than this is an outage.
-      work.run(
-        { ...session, payments: createPaymentStarter(client, { startTimeoutMs: 10_000 }) },
-        io,
-      ),
-    );
-  } finally {
-    await db.close();
-  }
+/** The work of a command: `step` with the inbox and, when it needs Temporal, a payment starter. */
+function inSession(io: CliIo, command: string, temporal: boolean, step: Step): Run {
+  return async () => {
+    const config = loadConfigOrReport(io);
+    if (!config) return EXIT_PROBLEM;
+    const db = createDatabase(config.DATABASE_URL);
+    try {
+      const inbox = createUnmatchedRepository(db.db);
+      const session = { inbox, shopCurrency: config.SHOP_CURRENCY };
+      if (!temporal) return await step(session);
+      return await withTemporalClient(io, `unmatched ${command}`, (client) =>
+        // A person waits at the terminal; a start that takes longer than this is an outage.
+        step({ ...session, payments: createPaymentStarter(client, { startTimeoutMs: 10_000 }) }),
+      );
+    } finally {
+      await db.close();
+    }
+  };
 }
 
 const LIST_COLUMNS: Column[] = [
@@ -148,7 +134,7 @@ const LIST_COLUMNS: Column[] = [
 
 async function listCommand(
   session: Session,
-  io: UnmatchedIo,
+  io: CliIo,
   state: 'open' | 'resolved' | 'all',
   limit: number | undefined,
 ): Promise<number> {
@@ -181,7 +167,7 @@ async function listCommand(
   return EXIT_OK;
 }
 
-async function showCommand(session: Session, io: UnmatchedIo, id: number): Promise<number> {
+async function showCommand(session: Session, io: CliIo, id: number): Promise<number> {
   const entry = await session.inbox.get(id);
   if (!entry) {
     io.err(`No unmatched entry ${id}.`);
@@ -202,7 +188,7 @@ async function showCommand(session: Session, io: UnmatchedIo, id: number): Promi
 
 async function attachCommand(
   session: Session,
-  io: UnmatchedIo,
+  io: CliIo,
   id: number,
   orderId: number,
   note: string | undefined,
@@ -235,7 +221,7 @@ async function attachCommand(
 
 async function closeCommand(
   session: Session,
-  io: UnmatchedIo,
+  io: CliIo,
   id: number,
   resolution: Parameters<typeof closeUnmatched>[2],
 ): Promise<number> {
@@ -248,8 +234,9 @@ async function closeCommand(
   return EXIT_OK;
 }
 
-function withUser(io: UnmatchedIo, note: string | undefined): string {
-  return note?.trim() ? `${note.trim()} (by ${io.user})` : `by ${io.user}`;
+function withUser(io: CliIo, note: string | undefined): string {
+  const user = userOf(io);
+  return note?.trim() ? `${note.trim()} (by ${user})` : `by ${user}`;
 }
 
 function entryId(value: string | undefined): number {

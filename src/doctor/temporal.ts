@@ -254,7 +254,7 @@ async function checkDeployment(
         'deployment',
         'FAIL',
         `${deploymentName}: no current build${ramp}: new runs wait for one`,
-        'make a build with live workers current: npm run deployment -- current <build-id>',
+        'make a build with live workers current: npm run ops -- deployment current <build-id>',
       ),
       routed,
     };
@@ -305,7 +305,7 @@ async function checkPollers(
     `${verdicts.map((v) => v.detail).join('; ')}${otherText}`,
     worst.status === 'OK'
       ? '-'
-      : `${worst.hint}; or make a build with live workers current (npm run deployment -- describe)`,
+      : `${worst.hint}; or make a build with live workers current (npm run ops -- deployment describe)`,
   );
 }
 

@@ -297,7 +297,7 @@ function noPollerPayload(
   const text = [
     `:rotating_light: ${who} is polling task queue ${taskQueue} (namespace ${options.namespace}) for ${formatDuration(silentMs)} (${last})`,
     build
-      ? `Runs sent to that build wait until one of its workers polls${othersPolling > 0 ? ` (${othersPolling} worker(s) of other builds poll, and take none of them)` : ''}: start its workers, or make a build with workers current (npm run deployment -- describe).`
+      ? `Runs sent to that build wait until one of its workers polls${othersPolling > 0 ? ` (${othersPolling} worker(s) of other builds poll, and take none of them)` : ''}: start its workers, or make a build with workers current (npm run ops -- deployment describe).`
       : 'Workflows and activities on it wait until a worker polls again: check the worker processes.',
     link ? `<${link}|Open the task queue in Temporal Web UI>` : undefined,
   ]

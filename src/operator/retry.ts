@@ -161,7 +161,7 @@ function withoutRemedy(
   if (types.includes(FailureType.InvalidExportRequest)) {
     return {
       why: 'its export request is invalid (InvalidExportRequest); a retry runs the same request',
-      instead: 'start a corrected export: npm run batch -- start [--from ID] [--to ID]',
+      instead: 'start a corrected export: npm run ops -- batch start [--from ID] [--to ID]',
     };
   }
   return undefined;

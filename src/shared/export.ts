@@ -2,7 +2,7 @@ import { defineQuery } from '@temporalio/workflow';
 
 /**
  * The order export as every process sees it: the workflow that runs it, the heavy activities
- * that write it, and `npm run batch` that starts and watches it. Its IDs, query, input, result
+ * that write it, and `npm run ops -- batch` that starts and watches it. Its IDs, query, input, result
  * and file format are wire contracts: changing one strands exports already running.
  */
 

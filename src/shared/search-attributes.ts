@@ -3,7 +3,7 @@ import { defineSearchAttributeKey } from '@temporalio/common';
 /**
  * Custom search attributes: what operators filter workflows by in the Web UI and the CLI
  * (`OrderId = 12`). They must be registered on the server before a workflow may set them:
- * `npm start` registers them on the embedded dev server; on a cluster, `npm run doctor` checks
+ * `npm start` registers them on the embedded dev server; on a cluster, `npm run ops -- doctor` checks
  * them and prints the command that registers the missing ones.
  */
 export const OrderIdSearchAttribute = defineSearchAttributeKey('OrderId', 'INT');

@@ -6,7 +6,7 @@ import { timestampToDate } from '../monitoring/task-queue-pollers';
 /**
  * Worker Deployments on the server, through the workflow service's RPCs: the same operations as
  * `temporal worker deployment describe / set-current-version / set-ramping-version`, for
- * `npm run deployment` (src/cli/deployment.ts), the dev stack, which makes its own build current,
+ * `npm run ops -- deployment` (src/cli/deployment.ts), the dev stack, which makes its own build current,
  * and the tests that roll a build out.
  */
 
@@ -213,8 +213,8 @@ function isNotFound(err: unknown): boolean {
 /**
  * What a worker that just started does with its build (WORKER_SET_CURRENT=if-none): make it
  * current when the deployment has no current build yet, so the first start on a fresh server
- * takes payments without an operator step. Later builds wait for `npm run deployment --
- * current`; a conflict (another worker did it meanwhile) is left alone.
+ * takes payments without an operator step. Later builds wait for `npm run ops --
+ * deployment current`; a conflict (another worker did it meanwhile) is left alone.
  */
 export async function makeCurrentIfNone(
   client: Client,

@@ -26,7 +26,7 @@ export type WorkerQueue = 'payments' | 'heavy';
  * - `always`: before the process takes work; `npm start` runs the code being edited;
  * - `if-none`: once its workers have polled, if the deployment has no current build yet (the
  *   first start on a fresh server); later builds wait for the operator;
- * - `never`: the operator decides (`npm run deployment -- current`).
+ * - `never`: the operator decides (`npm run ops -- deployment current`).
  */
 export type CurrentBuildPolicy = 'always' | 'if-none' | 'never';
 
@@ -159,7 +159,7 @@ async function claimCurrentBuild(
       (err: unknown) =>
         logger.warn(
           { version, err },
-          'worker deployment: could not read or set the current build; set it with npm run deployment -- current',
+          'worker deployment: could not read or set the current build; set it with npm run ops -- deployment current',
         ),
     );
   }

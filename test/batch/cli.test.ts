@@ -1,24 +1,18 @@
-import {
-  EXIT_OK,
-  EXIT_PROBLEM,
-  EXIT_USAGE,
-  main,
-  progressLine,
-  type BatchCliIo,
-} from '../../src/cli/batch';
+import { progressLine } from '../../src/cli/batch-report';
+import { type CliIo, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, main } from '../../src/cli/ops';
 import type { ExportProgress } from '../../src/shared/export';
 
-// The batch CLI's command line and its progress bar, without a Temporal server. The environment
+// `ops batch`: its command line and its progress bar, without a Temporal server. The environment
 // points at a port where nothing listens: a command that wrongly went on to connect ends with 1.
 async function run(argv: string[], env: NodeJS.ProcessEnv = { TEMPORAL_ADDRESS: '127.0.0.1:9' }) {
   const out: string[] = [];
   const err: string[] = [];
-  const io: BatchCliIo = { out: (t) => out.push(t), err: (t) => err.push(t), env };
-  const code = await main(argv, io);
+  const io: CliIo = { out: (t) => out.push(t), err: (t) => err.push(t), env };
+  const code = await main(['batch', ...argv], io);
   return { code, stdout: out.join('\n'), stderr: err.join('\n') };
 }
 
-describe('batch CLI command line', () => {
+describe('ops batch command line', () => {
   it('prints its usage for --help', async () => {
     const result = await run(['--help']);
     expect(result.code).toBe(EXIT_OK);
@@ -27,7 +21,7 @@ describe('batch CLI command line', () => {
   });
 
   it.each([
-    [[], 'Usage: npm run batch'],
+    [[], 'Usage: npm run ops -- batch'],
     [['export'], 'Unknown command "export"'],
     [['start', '--from', '0'], '--from must be an order ID'],
     [['start', '--to', 'ten'], '--to must be an order ID'],

@@ -10,7 +10,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { ExportOrdersChunkInput } from '../../src/activities/batch-activities';
 import { createHeavyActivities, type HeavyActivityDeps } from '../../src/activities/heavy';
-import { main as batchCli, type BatchCliIo } from '../../src/cli/batch';
+import { type CliIo, main as ops } from '../../src/cli/ops';
 import {
   createOrderExportRepository,
   createOrdersRepository,
@@ -128,7 +128,7 @@ describe.each(cases)('exportOrdersWorkflow ($name, $orders orders)', (c) => {
     const workflowId = exportWorkflowId(exportId);
     const cli = cliIo();
     if (c.viaCli) {
-      expect(await batchCli(['start', '--id', exportId], cli.io)).toBe(0);
+      expect(await ops(['batch', 'start', '--id', exportId], cli.io)).toBe(0);
       expect(cli.stdout()).toContain(`Workflow ID: ${workflowId}`);
     } else {
       await env.client.workflow.start(exportOrdersWorkflow, {
@@ -157,12 +157,12 @@ describe.each(cases)('exportOrdersWorkflow ($name, $orders orders)', (c) => {
     if (c.viaCli) {
       // The progress bar, once mid-way, then followed to the end.
       const once = cliIo();
-      expect(await batchCli(['progress', workflowId], once.io)).toBe(0);
+      expect(await ops(['batch', 'progress', workflowId], once.io)).toBe(0);
       expect(once.stdout()).toMatch(/^\[#*-+\] +\d+% +\d+\/100 chunks {2}[\d,]+\/10,000 orders/);
       const watch = cliIo();
-      expect(await batchCli(['progress', exportId, '--watch', '--interval', '100'], watch.io)).toBe(
-        0,
-      );
+      expect(
+        await ops(['batch', 'progress', exportId, '--watch', '--interval', '100'], watch.io),
+      ).toBe(0);
       const lines = watch.stdout().split('\n');
       expect(lines.filter((l) => /^\[[#-]{30}\]/.test(l)).length).toBeGreaterThanOrEqual(2);
       expect(watch.stdout()).toContain(`[${'#'.repeat(30)}] 100%  100/100 chunks`);
@@ -321,7 +321,7 @@ async function historyLengthsOfRuns(workflowId: string): Promise<number[]> {
 function cliIo() {
   const out: string[] = [];
   const err: string[] = [];
-  const io: BatchCliIo = {
+  const io: CliIo = {
     out: (text) => out.push(text),
     err: (text) => err.push(text),
     env: { TEMPORAL_ADDRESS: env.address, TEMPORAL_NAMESPACE: env.namespace ?? 'default' },

@@ -2,11 +2,11 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { EXIT_OK, EXIT_PROBLEM, main as batchCli, type BatchCliIo } from '../../src/cli/batch';
+import { type CliIo, EXIT_OK, EXIT_PROBLEM, main as ops } from '../../src/cli/ops';
 import { eventually } from '../support/eventually';
 import { createDevServerEnv } from '../support/temporal';
 
-// `npm run batch -- start` without --id, killed and run again, on a real dev server with no heavy
+// `npm run ops -- batch start` without --id, killed and run again, on a real dev server with no heavy
 // worker: the export it started stays running, so the second start meets it.
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -26,8 +26,8 @@ function cliEnv(): NodeJS.ProcessEnv {
 async function batch(argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
-  const io: BatchCliIo = { out: (t) => out.push(t), err: (t) => err.push(t), env: cliEnv() };
-  const code = await batchCli(argv, io);
+  const io: CliIo = { out: (t) => out.push(t), err: (t) => err.push(t), env: cliEnv() };
+  const code = await ops(['batch', ...argv], io);
   return { code, stdout: out.join('\n'), stderr: err.join('\n') };
 }
 
@@ -44,7 +44,18 @@ async function exportWorkflowIds(): Promise<string[]> {
 it('start killed and run again finds the export it started instead of starting a second', async () => {
   const first = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli/batch.ts', 'start', '--from', '1', '--to', '500', '--watch'],
+    [
+      '--import',
+      'tsx',
+      'src/cli/ops.ts',
+      'batch',
+      'start',
+      '--from',
+      '1',
+      '--to',
+      '500',
+      '--watch',
+    ],
     { cwd: ROOT, env: { ...process.env, ...cliEnv() }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const closed = once(first, 'close');
@@ -64,7 +75,7 @@ it('start killed and run again finds the export it started instead of starting a
   const again = await batch(['start', '--from', '1', '--to', '500']);
   expect(again).toMatchObject({ code: EXIT_OK, stderr: '' });
   expect(again.stdout).toContain(`was started before (${workflowId}`);
-  expect(again.stdout).toContain(`npm run batch -- progress ${workflowId} --watch`);
+  expect(again.stdout).toContain(`npm run ops -- batch progress ${workflowId} --watch`);
 
   const ids = await eventually(async () => {
     const listed = await exportWorkflowIds();
@@ -84,7 +95,7 @@ it('start of an export that has ended says how it ended and starts nothing', asy
   const again = await batch(['start', '--to', '10']);
   expect(again.code).toBe(EXIT_PROBLEM);
   expect(again.stdout).toContain('was started before (export-orders-first-10');
-  expect(again.stdout).toContain('npm run batch -- start --id <EXPORT_ID>');
+  expect(again.stdout).toContain('npm run ops -- batch start --id <EXPORT_ID>');
   expect(again.stderr).toContain('ended TERMINATED');
   expect((await handle.describe()).runId).toBe(runId);
 });

@@ -6,7 +6,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
 import type { Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { NormalModuleReplacementPlugin } from 'webpack';
-import { main as deploymentCli } from '../../src/cli/deployment';
+import { main as ops } from '../../src/cli/ops';
 import { loadConfig } from '../../src/config';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
@@ -105,10 +105,10 @@ async function startBuild(bundle: WorkflowBundleWithSourceMap): Promise<WorkerDe
   return deployment;
 }
 
-/** `npm run deployment -- <argv>`, as the operator runs it against this server. */
+/** `npm run ops -- deployment <argv>`, as the operator runs it against this server. */
 async function operator(...argv: string[]): Promise<{ code: number; out: string }> {
   const lines: string[] = [];
-  const code = await deploymentCli(argv, {
+  const code = await ops(['deployment', ...argv], {
     out: (text) => lines.push(text),
     err: (text) => lines.push(text),
     env: { TEMPORAL_ADDRESS: env.address, TEMPORAL_NAMESPACE: env.namespace ?? 'default' },

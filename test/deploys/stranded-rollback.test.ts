@@ -4,8 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { NormalModuleReplacementPlugin } from 'webpack';
-import { main as deploymentCli } from '../../src/cli/deployment';
-import { main as doctorCli } from '../../src/cli/doctor';
+import { main as ops } from '../../src/cli/ops';
 import { loadConfig } from '../../src/config';
 import { createAlertDeliveriesRepository } from '../../src/db';
 import { workersReadiness } from '../../src/http/health';
@@ -126,7 +125,7 @@ const cliEnv = () => ({
 async function operator(...argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await deploymentCli(argv, {
+  const code = await ops(['deployment', ...argv], {
     out: (text) => out.push(text),
     err: (text) => err.push(text),
     env: cliEnv(),
@@ -137,7 +136,7 @@ async function operator(...argv: string[]) {
 
 async function doctor() {
   const out: string[] = [];
-  const code = await doctorCli([], {
+  const code = await ops(['doctor'], {
     out: (text) => out.push(text),
     err: (text) => out.push(text),
     env: { NODE_ENV: 'development', ...cliEnv() },

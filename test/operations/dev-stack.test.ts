@@ -62,7 +62,7 @@ describe('npm start (the dev stack)', () => {
     expect(stack.output()).not.toContain('worker deployment: this build is current');
     const describe = await run(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/deployment.ts', 'describe'],
+      ['--import', 'tsx', 'src/cli/ops.ts', 'deployment', 'describe'],
       stack.env,
     );
     expect(describe.output).toContain('No build of order-payments has polled');

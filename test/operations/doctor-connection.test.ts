@@ -1,6 +1,6 @@
 import net from 'node:net';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { main } from '../../src/cli/doctor';
+import { main as ops } from '../../src/cli/ops';
 import { main as setup } from '../../src/cli/temporal-setup';
 import { loadConfig } from '../../src/config';
 import { paymentWorkflowId } from '../../src/shared/constants';
@@ -12,7 +12,7 @@ import { createPki, type Leaf, type Pki } from '../support/certificates';
 import { type FrontDoor, startFrontDoor } from '../support/grpc-front-door';
 import { createDevServerEnv } from '../support/temporal';
 
-// `npm run doctor` on a secured Temporal: a real dev server behind a TLS front door (mTLS and an
+// `npm run ops -- doctor` on a secured Temporal: a real dev server behind a TLS front door (mTLS and an
 // API key checked as Temporal Cloud's front end does), with certificates made here by openssl.
 // Each broken setting gives its own diagnosis within seconds; no secret reaches the output.
 const API_KEY = 'tmprl-doctor-test-api-key-0123456789abcdef';
@@ -78,13 +78,13 @@ function mtls(door: FrontDoor, overrides: NodeJS.ProcessEnv = {}): NodeJS.Proces
 async function doctor(env: NodeJS.ProcessEnv) {
   const out: string[] = [];
   const started = Date.now();
-  const code = await main([], { out: (t) => out.push(t), err: (t) => out.push(t), env });
+  const code = await ops(['doctor'], { out: (t) => out.push(t), err: (t) => out.push(t), env });
   const text = out.join('\n');
   const line = (check: string) => text.split('\n').find((l) => l.startsWith(`${check} `)) ?? '';
   return { code, text, line, ms: Date.now() - started };
 }
 
-describe('npm run doctor on a secured connection', () => {
+describe('npm run ops -- doctor on a secured connection', () => {
   it('connects with mTLS and an API key, and says how, without showing a secret', async () => {
     const report = await doctor(mtls(secured));
     expect(report.line('temporal')).toMatch(/^temporal\s+OK\s+server 1\.\S+ at /);

@@ -1,6 +1,6 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { main } from '../../src/cli/doctor';
+import { main as ops } from '../../src/cli/ops';
 import { createPartnerPausesRepository } from '../../src/db';
 import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../../src/shared/constants';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
@@ -10,7 +10,7 @@ import { createDevServerEnv } from '../support/temporal';
 import { startPartners, type Partners } from '../support/stack';
 import { eventually } from './helpers';
 
-// `npm run doctor` against real dev servers and fresh databases: each check turns FAIL when what
+// `npm run ops -- doctor` against real dev servers and fresh databases: each check turns FAIL when what
 // it checks is broken, and the exit code says whether anything failed.
 const sqlite = testDatabases.find((d) => d.name === 'sqlite')!;
 let withAttributes: TestWorkflowEnvironment;
@@ -41,7 +41,11 @@ afterAll(async () => {
 async function doctor(env: NodeJS.ProcessEnv, argv: string[] = []) {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await main(argv, { out: (t) => out.push(t), err: (t) => err.push(t), env });
+  const code = await ops(['doctor', ...argv], {
+    out: (t) => out.push(t),
+    err: (t) => err.push(t),
+    env,
+  });
   const text = out.join('\n');
   const status = (check: string) =>
     new RegExp(`^${check}\\s+(OK|WARN|FAIL|SKIP)\\s`, 'm').exec(text)?.[1];
@@ -75,7 +79,7 @@ async function startWorker(server: TestWorkflowEnvironment, taskQueue: string) {
   });
 }
 
-describe('npm run doctor', () => {
+describe('npm run ops -- doctor', () => {
   it('fails (exit 1) on every task queue no worker polls', async () => {
     const report = await doctor(settings(withAttributes, migrated));
     expect(report.status('workers: payments')).toBe('FAIL');

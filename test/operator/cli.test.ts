@@ -35,6 +35,22 @@ describe('ops help', () => {
     expect((await run(['retry', '-h'])).stdout).toContain('npm run ops -- retry all');
     expect((await run(['stuck', '--help'])).stdout).toContain('--min-attempts');
   });
+
+  it('lists every group of the one program, and shows a group help the three ways', async () => {
+    const top = await run(['--help']);
+    for (const group of ['unmatched', 'partner', 'deployment', 'batch']) {
+      expect(top.stdout).toContain(`  ${group} <command>`);
+    }
+    expect(top.stdout).toContain('  doctor [--backlog-warn <N>]');
+    const viaFlag = await run(['deployment', '--help']);
+    expect(viaFlag).toMatchObject({ code: EXIT_OK, stderr: '' });
+    expect(viaFlag.stdout).toContain('Usage: npm run ops -- deployment <command>');
+    expect(viaFlag.stdout).toContain('drain <build-id>');
+    expect((await run(['help', 'deployment'])).stdout).toBe(viaFlag.stdout);
+    const leaf = await run(['deployment', 'help', 'drain']);
+    expect(leaf.stdout).toContain('Usage: npm run ops -- deployment drain <build-id>');
+    expect((await run(['deployment', 'drain', '--help'])).stdout).toBe(leaf.stdout);
+  });
 });
 
 describe('ops usage errors (exit 2, nothing sent)', () => {
@@ -64,6 +80,16 @@ describe('ops usage errors (exit 2, nothing sent)', () => {
     [['settle', '12', '--reason', 'x', 'extra'], 'Unexpected argument "extra"'],
     [['settle', '12', '--reason', 'x'.repeat(501)], 'keep it to 500'],
     [['settle', '12', '--reason', 'x', '--by', ' '], '--by names who decided'],
+    [['deployment'], 'Usage: npm run ops -- deployment <command>'],
+    [['deployment', 'nope'], 'Unknown command "nope"'],
+    [['deployment', '--bogus'], "Unknown option '--bogus'"],
+    [['deployment', 'current'], 'Name the build to make current'],
+    [['deployment', 'ramp', 'b1', '0'], 'Give the build and a share of new runs'],
+    [['deployment', 'ramp', 'b1', '101'], 'Give the build and a share of new runs'],
+    [['deployment', 'drain', 'b1', 'b2'], 'Unexpected argument "b2"'],
+    [['doctor', 'extra'], 'Unexpected argument "extra"'],
+    [['doctor', '--backlog-warn', 'ten'], '--backlog-warn takes a whole number'],
+    [['partner', 'pause', 'nobody'], 'Unknown partner "nobody"'],
   ])('%j', async (argv, message) => {
     const result = await run(argv);
     expect(result.code).toBe(EXIT_USAGE);
@@ -80,9 +106,12 @@ describe('ops problems (exit 1)', () => {
   });
 
   it('says where it tried to connect when Temporal is unreachable', async () => {
-    const result = await run(['failed']);
-    expect(result.code).toBe(EXIT_PROBLEM);
-    expect(result.stderr).toContain('Cannot reach Temporal at 127.0.0.1:9');
+    for (const argv of [['failed'], ['deployment', 'describe']]) {
+      const result = await run(argv);
+      expect(result.code).toBe(EXIT_PROBLEM);
+      expect(result.stderr).toContain('Cannot reach Temporal at 127.0.0.1:9');
+      expect(result.stdout).toBe('');
+    }
   });
 });
 

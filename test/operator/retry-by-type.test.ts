@@ -336,7 +336,7 @@ describe('ops retry exportOrdersWorkflow', () => {
     const cli = await ops('retry', handle.workflowId);
     expect(cli.code).toBe(1);
     expect(cli.stderr).toContain('InvalidExportRequest');
-    expect(cli.stderr).toContain('Instead: start a corrected export: npm run batch -- start');
+    expect(cli.stderr).toContain('Instead: start a corrected export: npm run ops -- batch start');
     const latest = await describeLatestRun(env.client, handle.workflowId);
     expect(latest?.status.name).toBe('FAILED');
   });

@@ -3,7 +3,7 @@ import {
   createUnmatchedRepository,
   type UnmatchedRepository,
 } from '../../src/db';
-import { unmatchedMain } from '../../src/cli/unmatched';
+import { main as ops } from '../../src/cli/ops';
 import { attachUnmatched, closeUnmatched } from '../../src/operator/unmatched';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { recordingPaymentStarter, type RecordingPaymentStarter } from '../support/webhook';
@@ -151,21 +151,23 @@ describe.each(testDatabases)('the unmatched inbox, resolved ($name)', ({ create 
       user: 'alice',
       env: { DATABASE_URL: handle.url, TEMPORAL_ADDRESS: '127.0.0.1:1' },
     };
-    expect(await unmatchedMain(['list'], io)).toBe(0);
+    expect(await ops(['unmatched', 'list'], io)).toBe(0);
     expect(out.join('\n')).toMatch(
       new RegExp(`\\n${id} +foreign_order_ref +stripe +stripe~evt_op`),
     );
-    expect(await unmatchedMain(['show', String(id)], io)).toBe(0);
+    expect(await ops(['unmatched', 'show', String(id)], io)).toBe(0);
     expect(out.at(-1)).toContain('"orderRef": "ORD-1"');
-    expect(await unmatchedMain(['dismiss', String(id), '--reason', 'a test payment'], io)).toBe(0);
+    expect(await ops(['unmatched', 'dismiss', String(id), '--reason', 'a test payment'], io)).toBe(
+      0,
+    );
     expect(out.at(-1)).toMatch(
       new RegExp(`^Entry ${id} dismissed at .* \\(a test payment \\(by alice\\)\\)\\.$`),
     );
-    expect(await unmatchedMain(['refunded', String(id)], io)).toBe(1);
+    expect(await ops(['unmatched', 'refunded', String(id)], io)).toBe(1);
     expect(err.at(-1)).toMatch(/^Refused: entry \d+ is already dismissed/);
-    expect(await unmatchedMain(['list', '--resolved'], io)).toBe(0);
+    expect(await ops(['unmatched', 'list', '--resolved'], io)).toBe(0);
     expect(out.at(-1)).toContain('dismissed at');
-    expect(await unmatchedMain(['dismiss', String(id)], io)).toBe(2);
-    expect(await unmatchedMain(['attach', String(id)], io)).toBe(2);
+    expect(await ops(['unmatched', 'dismiss', String(id)], io)).toBe(2);
+    expect(await ops(['unmatched', 'attach', String(id)], io)).toBe(2);
   });
 });

@@ -1,0 +1,70 @@
+import { userInfo } from 'node:os';
+import { createInterface } from 'node:readline/promises';
+
+/**
+ * The operator program's conventions, for every command (docs/operator.md, "Exit codes and
+ * output"): results on standard output, diagnostics (refusals, failures, warnings) on standard
+ * error, and one meaning per exit code.
+ */
+
+/** Done, or the thing checked is fine. */
+export const EXIT_OK = 0;
+/**
+ * The thing checked is not fine (a doctor FAIL, a build not drained), or the work was refused or
+ * failed; also a configuration or a Temporal that cannot be used. The message says which.
+ */
+export const EXIT_PROBLEM = 1;
+/** The command line itself is wrong; nothing was read or sent. */
+export const EXIT_USAGE = 2;
+/** `ops stuck` found work that keeps failing: cron and monitoring act on this code. */
+export const EXIT_STUCK = 3;
+
+/** Where a command reads and writes, so tests run the program in-process. */
+export interface CliIo {
+  /** Writes one line (or several) to standard output. */
+  out(text: string): void;
+  /** Writes one line (or several) to standard error. */
+  err(text: string): void;
+  /** Environment to read the configuration from; the process's own when undefined. */
+  env?: NodeJS.ProcessEnv;
+  /** Whether a person can answer `ask` (standard input is a terminal); false when undefined. */
+  interactive?: boolean;
+  /** Asks a question on the terminal and returns the answer. */
+  ask?: (question: string) => Promise<string>;
+  /** Who runs the command (a retry's reason, who paused or settled); the OS user when undefined. */
+  user?: string;
+  /** A poll older than this no longer counts as a live worker; tests on a fast-polling server shorten it. */
+  pollerFreshMs?: number;
+  /** Waits between polls of a `--watch` (tests pass a shorter one). */
+  sleep?(ms: number): Promise<void>;
+}
+
+export function userOf(io: CliIo): string {
+  return io.user ?? currentUser();
+}
+
+export function processIo(): CliIo {
+  return {
+    out: (text) => process.stdout.write(`${text}\n`),
+    err: (text) => process.stderr.write(`${text}\n`),
+    interactive: process.stdin.isTTY === true,
+    async ask(question) {
+      const rl = createInterface({ input: process.stdin, output: process.stderr });
+      try {
+        return await rl.question(question);
+      } finally {
+        rl.close();
+      }
+    },
+    user: currentUser(),
+  };
+}
+
+function currentUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    // No passwd entry for this uid (common in containers).
+    return `uid ${process.getuid?.() ?? '?'}`;
+  }
+}

@@ -1,0 +1,84 @@
+import { hostname } from 'node:os';
+import type { Client } from '@temporalio/client';
+import type { FailureSummary } from '../operator/failures';
+import { describeUndecodable, type UndecodablePayloads } from '../operator/visibility';
+import { UsageError } from './command-line';
+import { type CliIo, userOf } from './io';
+import { withTemporalClient } from './temporal-session';
+
+/**
+ * What the workflow commands (failed, retry, flush, stuck) share: their connection, how they
+ * write a failure and a time, and how they read a number or an age.
+ */
+
+/** Runs `work` with a client whose identity names the operator, as the server records it. */
+export function asOperator(
+  io: CliIo,
+  command: string,
+  work: (client: Client) => Promise<number>,
+): Promise<number> {
+  return withTemporalClient(io, command, work, `ops:${userOf(io)}@${hostname()}`);
+}
+
+/** "-t, --type": the placeholder a missing value is reported with, the same for every command. */
+export const typeOption = [
+  '-t, --type <value>',
+  'only workflows of this type, e.g. paymentWorkflow',
+] as const;
+
+/**
+ * One line per workflow whose payloads cannot be decoded with the configured key(s), after a
+ * listing. Such a workflow is listed like any other as far as it can be read; the listing itself
+ * succeeded, so these lines do not change the exit code.
+ */
+export function reportUndecodable(
+  io: CliIo,
+  workflows: readonly { workflowId: string; type: string; undecodable?: UndecodablePayloads }[],
+): void {
+  const lines = workflows.flatMap((w) =>
+    w.undecodable ? [`  ${describeUndecodable(w, w.undecodable)}`] : [],
+  );
+  if (lines.length === 0) return;
+  io.out(
+    `\nCannot be read with the configured PAYLOAD_ENCRYPTION_KEY (set the key they were ` +
+      `written with, as an extra key, to read them):\n${lines.join('\n')}`,
+  );
+}
+
+export function describeFailure(failure: Pick<FailureSummary, 'type' | 'message'>): string {
+  return failure.message ? `${failure.type}: ${failure.message}` : failure.type;
+}
+
+/** UTC, to the second: the same on every operator's terminal and in the Web UI's UTC mode. */
+export function timestamp(date: Date | undefined): string {
+  return date ? date.toISOString().replace(/\.\d{3}Z$/, 'Z') : '-';
+}
+
+const SINCE_UNITS_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `--since`: an age (90s, 30m, 2h, 1d) before now, or an ISO-8601 time. */
+export function since(value: string | undefined, now = Date.now()): Date | undefined {
+  if (value === undefined) return undefined;
+  const age = /^(\d+)([smhd])$/.exec(value);
+  if (age) return new Date(now - Number(age[1]) * SINCE_UNITS_MS[age[2]!]!);
+  const at = /^\d{4}-\d{2}-\d{2}/.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(at)) {
+    throw new UsageError(
+      '--since takes an age (90s, 30m, 2h, 1d) or an ISO time (2026-12-01T08:00Z).',
+    );
+  }
+  return new Date(at);
+}
+
+export function wholeNumber(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) throw new UsageError(`${name} must be a whole number of 0 or more.`);
+  return Number(value);
+}
+
+export function positiveInteger(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[1-9]\d*$/.test(value))
+    throw new UsageError(`${name} must be a whole number of 1 or more.`);
+  return Number(value);
+}
