@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { type Config, ConfigError } from '../config';
 import { isLoopbackHost } from '../net/addresses';
-import { API_KEYS_FORMAT, type ApiKey, findApiKey, type OrderScope } from './api-keys';
+import { API_KEYS_FORMAT, type ApiKey, findApiKey, type OrderScope } from '../config/api-keys';
 import { HttpError } from './errors';
 import { headerLines } from './header-lines';
 

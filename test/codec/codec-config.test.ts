@@ -1,7 +1,7 @@
 import { loadConfig } from '../../src/config';
 import { codecEndpointFor, codecEndpointRefusal } from '../../src/temporal/data-converter';
 
-/** What production requires anyway (src/config.ts), so these tests reach the codec rules. */
+/** What production requires anyway (src/config/), so these tests reach the codec rules. */
 const productionBasics = {
   TEMPORAL_ADDRESS: 'temporal.internal:7233',
   PAYMENT_WEBHOOK_SECRET: 'a-real-provider-secret-0123456789',

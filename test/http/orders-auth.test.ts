@@ -3,7 +3,7 @@ import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { parseApiKeys } from '../../src/http/api-keys';
+import { parseApiKeys } from '../../src/config/api-keys';
 import { ordersApiAccess } from '../../src/http/orders-auth';
 import { ConfigError, loadConfig } from '../../src/config';
 import { buildTestApp, silentLogger } from '../support/app';

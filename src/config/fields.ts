@@ -1,0 +1,89 @@
+import { z } from 'zod';
+
+/**
+ * Field builders shared by the slices, and the documentation every field carries: the generated
+ * reference (docs/configuration.md, `npm run docs:config`) reads it from here, so a variable and
+ * its description change in one place.
+ */
+
+export type NodeEnv = 'development' | 'test' | 'production';
+
+/** What a slice's cross-field rules see: its own parsed fields and the mode. */
+export type Checked<S extends z.ZodRawShape> = z.output<z.ZodObject<S>> & { NODE_ENV: NodeEnv };
+
+/** The documentation of one variable: what it does and, when zod has no plain default, its default. */
+export interface FieldDoc {
+  description: string;
+  defaultText?: string;
+}
+
+/** Attaches a variable's documentation; the last call on a field, so it sits on the outer schema. */
+export function doc<T extends z.ZodType>(schema: T, description: string, defaultText?: string): T {
+  return schema.meta(defaultText === undefined ? { description } : { description, defaultText });
+}
+
+export const port = (fallback: number) =>
+  z.coerce.number().int().min(0).max(65535).default(fallback);
+
+/** A whole number within bounds; the caller adds its default. */
+export const integer = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+/** Unset and empty both mean "not configured" (an empty line in a .env file is common). */
+export const blankToUndefined = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+export const optionalUrl = () => blankToUndefined.pipe(z.url().optional());
+
+const HOST_PORT = /^[A-Za-z0-9.-]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/;
+
+/** A listening or dialled address: host:port, IPv6 hosts in brackets ([::]:9464). */
+export function hostPort(message: string) {
+  return z.string().regex(HOST_PORT, message);
+}
+
+/** A signature scheme's tolerance window: how far its timestamp may be from our clock. */
+export function toleranceSeconds(fallback: number) {
+  return z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(3600, 'must be at most 3600: a wider window lets a leaked request be replayed for longer')
+    .default(fallback);
+}
+
+/**
+ * A comma-separated list of secrets or keys, each read by `parse` (which throws an Error naming
+ * the problem); unset or blank: undefined. Each entry is parsed here and only here: the result
+ * keeps the text beside what it parsed to, for the rules that look inside. A value listed twice
+ * is refused: a rotation lists two different ones. Messages name the position, never the value.
+ */
+export function secretList<T>(parse: (value: string) => T) {
+  return blankToUndefined.transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    const texts = v
+      .split(',')
+      .map((e) => e.trim())
+      .filter((e) => e.length > 0);
+    return texts.map((text, index) => {
+      let parsed: T | undefined;
+      let problem: string | undefined;
+      try {
+        parsed = parse(text);
+      } catch (error) {
+        problem = (error as Error).message;
+      }
+      problem ??= texts.indexOf(text) < index ? 'is listed twice' : undefined;
+      if (problem !== undefined) {
+        ctx.addIssue({ code: 'custom', message: `entry ${index + 1}: ${problem}` });
+      }
+      return { text, parsed };
+    });
+  });
+}
+
+/** The texts of a parsed secret list, what the rest of the app is given. */
+export function texts(list: readonly { text: string }[] | undefined): string[] | undefined {
+  return list?.map((e) => e.text);
+}

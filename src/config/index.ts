@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import {
+  loadTemporalConnection,
+  type TemporalConnectionSettings,
+  TemporalSettingsError,
+} from '../temporal/connection';
+import { alertFields, checkAlerts } from './alerts';
+import { databaseFields } from './database';
+import { developmentFields } from './development';
+import { httpFields } from './http';
+import { checkPartnersInProduction, partnerFields } from './partners';
+import { processFields } from './process';
+import { checkProvidersInProduction, finishProviders, providerFields } from './providers';
+import { checkTemporalInProduction, finishTemporal, temporalFields } from './temporal';
+import { checkWebhook, checkWebhookInProduction, webhookFields } from './webhook';
+import { workerFields } from './workers';
+
+export { DEFAULT_ADMIN_ADDRESS } from './http';
+export { embeddedTemporalAddress } from './development';
+export {
+  DEFAULT_SHOP_CURRENCY,
+  DEV_STANDARD_WEBHOOK_SECRET,
+  DEV_STRIPE_WEBHOOK_SECRET,
+} from './providers';
+export { WEBHOOK_SECURITY_DEFAULTS } from './webhook';
+
+/**
+ * The only reader of process.env, composed of one slice per concern (each its own module). Every
+ * setting has a default that works on a laptop; each slice's production rules refuse
+ * configurations that would quietly lose or fake work (the seed's `QUEUE_CONNECTION=sync`).
+ * The slices in the order the reference (docs/configuration.md) lists them.
+ */
+export const CONFIG_SLICES = [
+  { title: 'Process', fields: processFields },
+  { title: 'HTTP', fields: httpFields },
+  { title: 'Webhooks', fields: webhookFields },
+  { title: 'Payment providers', fields: providerFields },
+  { title: 'Temporal', fields: temporalFields },
+  { title: 'Database', fields: databaseFields },
+  { title: 'Partners', fields: partnerFields },
+  { title: 'Workers', fields: workerFields },
+  { title: 'Alerts', fields: alertFields },
+  { title: 'Development', fields: developmentFields },
+] as const;
+
+// The same order as CONFIG_SLICES: problems are listed in it.
+const schema = z
+  .object({
+    ...processFields,
+    ...httpFields,
+    ...webhookFields,
+    ...providerFields,
+    ...temporalFields,
+    ...databaseFields,
+    ...partnerFields,
+    ...workerFields,
+    ...alertFields,
+    ...developmentFields,
+  })
+  .superRefine((c, ctx) => {
+    checkAlerts(c, ctx);
+    checkWebhook(c, ctx);
+    if (c.NODE_ENV !== 'production') return;
+    checkWebhookInProduction(c, ctx);
+    checkProvidersInProduction(c, ctx);
+    checkTemporalInProduction(c, ctx);
+    checkPartnersInProduction(c, ctx);
+  })
+  .transform((c) => ({ ...c, ...finishProviders(c), ...finishTemporal(c) }));
+
+export type Config = Readonly<
+  z.infer<typeof schema> & {
+    /**
+     * TLS, API key and profile of the Temporal connection (src/temporal/connection.ts). Its
+     * address and namespace are TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE above, which hold the
+     * values in force: the variable's, else the temporal.toml profile's.
+     */
+    temporalConnection: TemporalConnectionSettings;
+  }
+>;
+
+/** Thrown with every problem at once, each naming the variable and what to fix. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses and freezes the configuration; `env` is injectable so tests never touch process.env. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = [];
+  // Temporal's settings are read as the Temporal CLI reads them (temporal.toml profile, then
+  // TEMPORAL_* variables); the address and namespace in force then go through the checks below.
+  let temporal: TemporalConnectionSettings | undefined;
+  try {
+    temporal = loadTemporalConnection(env);
+  } catch (error) {
+    if (!(error instanceof TemporalSettingsError)) throw error;
+    problems.push(...error.problems);
+  }
+  const result = schema.safeParse(
+    temporal
+      ? { ...env, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace }
+      : env,
+  );
+  if (!result.success) {
+    problems.push(
+      ...result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`),
+    );
+  }
+  if (problems.length > 0 || !result.success || !temporal) throw new ConfigError(problems);
+  return Object.freeze({ ...result.data, temporalConnection: temporal });
+}
