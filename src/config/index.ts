@@ -31,16 +31,48 @@ export { WEBHOOK_SECURITY_DEFAULTS } from './webhook';
  * The slices in the order the reference (docs/configuration.md) lists them.
  */
 export const CONFIG_SLICES = [
-  { title: 'Process', fields: processFields },
-  { title: 'HTTP', fields: httpFields },
-  { title: 'Webhooks', fields: webhookFields },
-  { title: 'Payment providers', fields: providerFields },
-  { title: 'Temporal', fields: temporalFields },
-  { title: 'Database', fields: databaseFields },
-  { title: 'Partners', fields: partnerFields },
-  { title: 'Workers', fields: workerFields },
-  { title: 'Alerts', fields: alertFields },
-  { title: 'Development', fields: developmentFields },
+  { title: 'Process', summary: 'What every process reads.', fields: processFields },
+  {
+    title: 'HTTP',
+    summary: 'The HTTP process: its listeners, who it trusts, the orders API.',
+    fields: httpFields,
+  },
+  {
+    title: 'Webhooks',
+    summary: 'The contract’s own endpoint and the hardening every webhook endpoint shares.',
+    fields: webhookFields,
+  },
+  {
+    title: 'Payment providers',
+    summary: 'Stripe and Standard Webhooks senders, and the currency their payments must be in.',
+    fields: providerFields,
+  },
+  {
+    title: 'Temporal',
+    summary: 'Where Temporal is and how payloads are kept there.',
+    fields: temporalFields,
+  },
+  { title: 'Database', summary: 'The application database.', fields: databaseFields },
+  {
+    title: 'Partners',
+    summary: 'The services the workers call: the warehouse API and the mail server.',
+    fields: partnerFields,
+  },
+  {
+    title: 'Workers',
+    summary: 'The payments and heavy workers: slots, the build they declare, what they expose.',
+    fields: workerFields,
+  },
+  {
+    title: 'Alerts',
+    summary: 'Who hears about failures, SLA breaches and task queues without workers.',
+    fields: alertFields,
+  },
+  {
+    title: 'Development',
+    summary: 'What only `npm start` and the demos use; production sets none of them.',
+    fields: developmentFields,
+  },
 ] as const;
 
 // The same order as CONFIG_SLICES: problems are listed in it.

@@ -49,23 +49,24 @@ export const temporalFields = {
 
 /**
  * Read by `@temporalio/envconfig` as the Temporal CLI reads them, not by the schema above; listed
- * so the reference documents every variable the processes read.
+ * (variable, default, what it does, as markdown) so the reference documents every variable the
+ * processes read.
  */
 export const TEMPORAL_PROFILE_VARIABLES: readonly (readonly [string, string, string])[] = [
   [
-    'TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE',
+    '`TEMPORAL_CONFIG_FILE`, `TEMPORAL_PROFILE`',
     '`~/.config/temporalio/temporal.toml`, `default`',
     'a `temporal.toml` profile as the Temporal CLI reads it; the `TEMPORAL_*` variables override it ([docs](operations.md#production-temporal))',
   ],
-  ['TEMPORAL_API_KEY', 'unset', 'API key (Temporal Cloud); turns TLS on; never logged'],
-  ['TEMPORAL_TLS', 'unset: on with a TLS setting or API key', '`true` or `false` (`1`/`0`)'],
+  ['`TEMPORAL_API_KEY`', 'unset', 'API key (Temporal Cloud); turns TLS on; never logged'],
+  ['`TEMPORAL_TLS`', 'unset: on with a TLS setting or API key', '`true` or `false` (`1`/`0`)'],
   [
-    'TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH (or _DATA)',
+    '`TEMPORAL_TLS_CLIENT_CERT_PATH`, `TEMPORAL_TLS_CLIENT_KEY_PATH` (or `_DATA`)',
     'unset',
     'mTLS client certificate and key (PEM), checked at start-up: readable, matching, not expired',
   ],
   [
-    'TEMPORAL_TLS_SERVER_CA_CERT_PATH (or _DATA), TEMPORAL_TLS_SERVER_NAME',
+    '`TEMPORAL_TLS_SERVER_CA_CERT_PATH` (or `_DATA`), `TEMPORAL_TLS_SERVER_NAME`',
     'unset: system CAs, the host',
     'CA of the frontend’s certificate (self-hosted); the name to check it against',
   ],
