@@ -57,10 +57,25 @@ function table(rows: readonly (readonly string[])[]): string[] {
 function defaultOf(field: z.ZodType): string {
   const meta = z.globalRegistry.get(field) as { defaultText?: string } | undefined;
   if (meta?.defaultText !== undefined) return meta.defaultText;
-  const json = z.toJSONSchema(field, { io: 'input', unrepresentable: 'any' }) as {
-    default?: string | number | boolean;
-  };
+  const json = jsonOf(field);
   return json.default === undefined ? 'unset' : `\`${json.default}\``;
+}
+
+function jsonOf(field: z.ZodType) {
+  return z.toJSONSchema(field, { io: 'input', unrepresentable: 'any' }) as {
+    default?: string | number | boolean;
+    minimum?: number;
+    maximum?: number;
+  };
+}
+
+/** The description, and a number's bounds as the schema enforces them. */
+function describe(name: string, field: z.ZodType): string {
+  const description = z.globalRegistry.get(field)?.description;
+  if (description === undefined) throw new Error(`${name} has no description (src/config/)`);
+  const { minimum, maximum } = jsonOf(field);
+  if (minimum === undefined || maximum === undefined) return description;
+  return `${description} (${minimum} to ${maximum})`;
 }
 
 export async function renderReference(): Promise<string> {
@@ -78,11 +93,11 @@ export async function renderReference(): Promise<string> {
   ];
   for (const slice of CONFIG_SLICES) {
     const fields = Object.entries(slice.fields) as [string, z.ZodType][];
-    const rows = fields.map(([name, field]) => {
-      const description = z.globalRegistry.get(field)?.description;
-      if (description === undefined) throw new Error(`${name} has no description (src/config/)`);
-      return [`\`${name}\``, defaultOf(field), description];
-    });
+    const rows = fields.map(([name, field]) => [
+      `\`${name}\``,
+      defaultOf(field),
+      describe(name, field),
+    ]);
     lines.push('', `## ${slice.title}`, '', slice.summary, '', ...table(rows));
   }
   lines.push(

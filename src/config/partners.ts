@@ -10,7 +10,7 @@ export const partnerFields = {
   ),
   WAREHOUSE_TIMEOUT_MS: doc(
     integer(100, 7_000).default(5_000),
-    'a warehouse call that takes longer is abandoned and retried; at most 7000, below the warehouse activity’s 8 s start-to-close timeout',
+    'a warehouse call that takes longer is abandoned and retried; below the warehouse activity’s 8 s start-to-close timeout',
   ),
   SMTP_URL: doc(
     optionalUrl(),
@@ -23,7 +23,7 @@ export const partnerFields = {
   ),
   SMTP_MAX_CONNECTIONS: doc(
     integer(1, 100).default(5),
-    'SMTP connections one payments worker keeps open and reuses for confirmations (nodemailer’s pool)',
+    'SMTP connections one payments worker keeps open and reuses for confirmations (nodemailer’s pool); a mail waits for a free one within its 8 s',
   ),
 };
 

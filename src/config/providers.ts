@@ -38,7 +38,7 @@ export const providerFields = {
   ),
   STRIPE_WEBHOOK_TOLERANCE_SECONDS: doc(
     toleranceSeconds(STRIPE_DEFAULT_TOLERANCE_SECONDS),
-    'how old a `Stripe-Signature` timestamp may be (1 to 3600; Stripe signs every delivery attempt afresh)',
+    'how old a `Stripe-Signature` timestamp may be (Stripe signs every delivery attempt afresh)',
   ),
   STRIPE_LIVEMODE: doc(
     blankToUndefined.pipe(
@@ -90,7 +90,7 @@ export const providerFields = {
   ),
   STANDARD_WEBHOOK_TOLERANCE_SECONDS: doc(
     toleranceSeconds(STANDARD_DEFAULT_TOLERANCE_SECONDS),
-    'how far `webhook-timestamp` may be from our clock, either way (1 to 3600)',
+    'how far `webhook-timestamp` may be from our clock, either way',
   ),
   SHOP_CURRENCY: doc(
     blankToUndefined.pipe(

@@ -50,7 +50,7 @@ export const webhookFields = {
         'must be at most 3600: a wider window lets a leaked request be replayed for longer',
       )
       .default(d.WEBHOOK_TOLERANCE_SECONDS),
-    'timestamped scheme: how far `X-Payment-Timestamp` may be from our clock, either way, before 401 (1 to 3600)',
+    'timestamped scheme: how far `X-Payment-Timestamp` may be from our clock, either way, before 401',
   ),
   WEBHOOK_AUTH_FAILURE_LIMIT: doc(
     integer(0, 100_000).default(d.WEBHOOK_AUTH_FAILURE_LIMIT),

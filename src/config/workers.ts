@@ -17,7 +17,7 @@ export const workerFields = {
   ),
   WORKFLOW_BUNDLE_PATH: doc(
     blankToUndefined,
-    'a prebuilt workflow bundle (`npm run build`)',
+    'a prebuilt workflow bundle (`npm run build`); must exist',
     'dist/workflow-bundle.js next to a compiled worker, else bundled at start',
   ),
   WORKER_DEPLOYMENT_NAME: doc(
@@ -38,12 +38,12 @@ export const workerFields = {
         })
         .optional(),
     ),
-    'the build a worker declares (a commit hash, an image tag); every run is pinned to the build that started it',
+    'the build a worker declares (a commit hash, an image tag); every run is pinned to the build that started it, and the payments and heavy workers of one image must agree',
     'the first 12 hex digits of the workflow bundle’s SHA-256',
   ),
   WORKER_VERSIONING: doc(
     z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
-    '`off`: workers poll unversioned, for a server without Worker Deployments (before 1.28)',
+    '`off`: workers poll unversioned, for a server without Worker Deployments (before 1.28); workflow changes then need `patched()`',
   ),
   WORKER_SET_CURRENT: doc(
     z.enum(['if-none', 'never'], { message: 'must be if-none or never' }).default('if-none'),
@@ -55,7 +55,7 @@ export const workerFields = {
         .union([z.literal('off'), hostPort('must be host:port (e.g. 0.0.0.0:9464) or off')])
         .optional(),
     ),
-    'host:port of the worker’s Prometheus endpoint (`/metrics`), or `off`',
+    'host:port of the worker’s Prometheus endpoint (`/metrics`, the SDK’s metrics), or `off`',
     'off (`npm start`: `127.0.0.1:9464`)',
   ),
   WORKER_HEALTH_ADDRESS: doc(
