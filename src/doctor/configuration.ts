@@ -42,7 +42,7 @@ export function checkConfiguration(env: NodeJS.ProcessEnv): ConfigurationCheck {
         'configuration',
         'FAIL',
         error.problems.join('; '),
-        'set the variables named (README: Configuration); every process refuses to start like this',
+        'set the variables named (docs/configuration.md); every process refuses to start like this',
       ),
     );
     config = lenient(env);
