@@ -88,7 +88,7 @@ export async function renderReference(): Promise<string> {
     'module per slice below); a bad value stops the process with every problem at once, each',
     'naming the variable and what to fix. Every default works on a laptop; with',
     '`NODE_ENV=production` each slice refuses what would only fake its work there (public dev',
-    'secrets, the embedded Temporal server, the local partners). `npm run doctor` checks an',
+    'secrets, the embedded Temporal server, the local partners). `npm run ops -- doctor` checks an',
     'installation’s settings.',
   ];
   for (const slice of CONFIG_SLICES) {

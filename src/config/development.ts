@@ -8,7 +8,7 @@ import { z } from 'zod';
 export const developmentFields = {
   TEMPORAL_DEV_PORT: doc(
     port(7233),
-    'gRPC port of the embedded dev server (`npm start` without `TEMPORAL_ADDRESS`); the CLIs (`ops`, `batch`, `doctor`) look there when `TEMPORAL_ADDRESS` is unset',
+    'gRPC port of the embedded dev server (`npm start` without `TEMPORAL_ADDRESS`); `npm run ops` looks there when `TEMPORAL_ADDRESS` is unset',
   ),
   TEMPORAL_UI_PORT: doc(port(8233), 'Web UI port of the embedded dev server'),
   TEMPORAL_DEV_DB: doc(

@@ -47,7 +47,7 @@ export const workerFields = {
   ),
   WORKER_SET_CURRENT: doc(
     z.enum(['if-none', 'never'], { message: 'must be if-none or never' }).default('if-none'),
-    'what a standalone worker does with its build: `if-none` makes it current when the deployment has none yet (the first start), `never` leaves that to `npm run deployment -- current`; `npm start` always makes its build current',
+    'what a standalone worker does with its build: `if-none` makes it current when the deployment has none yet (the first start), `never` leaves that to `npm run ops -- deployment current`; `npm start` always makes its build current',
   ),
   WORKER_METRICS_ADDRESS: doc(
     blankToUndefined.pipe(
