@@ -19,8 +19,9 @@ const testFiles = {
   ],
   intake: [
     '<rootDir>/test/http/{signature,webhook-auth,payment-webhook,webhook-duplicates,webhook-security,webhook-logs,validation}.test.ts',
-    '<rootDir>/test/http/{stripe-webhook,standard-webhook,provider-fuzz,provider-config,provider-logs}.test.ts',
-    '<rootDir>/test/temporal/payment-starter.test.ts',
+    '<rootDir>/test/http/{stripe-webhook,standard-webhook,provider-fuzz,provider-config,provider-logs,provider-events,delivery}.test.ts',
+    '<rootDir>/test/shared/payment-events.test.ts',
+    '<rootDir>/test/temporal/{payment-starter,thin-event-starter}.test.ts',
   ],
   activities: [
     '<rootDir>/test/shared/retry-policies.test.ts',

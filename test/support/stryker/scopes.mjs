@@ -27,6 +27,12 @@ export const scopes = {
     'src/http/providers/standard-webhooks.ts',
     'src/http/providers/payment-fields.ts',
     'src/http/providers/index.ts',
+    // Issue 25: a verified event to its payment, refund or dispute start or to the unmatched
+    // inbox; the events' contract; the start of a Stripe thin event's fetch.
+    'src/http/providers/delivery.ts',
+    'src/shared/payment-events.ts',
+    'src/shared/thin-event.ts',
+    'src/temporal/thin-event-starter.ts',
   ],
   // The failure types and retry presets, the failure that asks for a given wait, and the
   // confirmation_sent_at guard of the mail.
