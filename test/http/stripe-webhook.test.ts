@@ -308,6 +308,11 @@ describe('Stripe events as payments', () => {
     'charge.succeeded',
     'checkout.session.completed',
     'payment_intent.payment_failed',
+    // Names every object has: a lookup of the type among the mapped ones must not find them.
+    'constructor',
+    'toString',
+    'hasOwnProperty',
+    '__proto__',
   ])('acknowledges %s and ignores it', async (type) => {
     const response = await deliver(stripePaymentIntentEvent({ type }));
     expect([response.statusCode, response.json()]).toEqual([200, { status: 'ignored' }]);

@@ -138,6 +138,14 @@ const readers: Record<(typeof STRIPE_EVENT_TYPES)[number], Read> = {
   'charge.dispute.closed': readDispute,
 };
 
+/**
+ * The reader of a handled type. Own keys only: a type is the sender's text, and `constructor` or
+ * `toString` would otherwise find the object's inherited functions (a 500 on every retry).
+ */
+function readerOf(type: string): Read | undefined {
+  return Object.hasOwn(readers, type) ? readers[type as keyof typeof readers] : undefined;
+}
+
 function readRefund(object: unknown, ctx: z.RefinementCtx, type: string): ProviderNotification {
   return readPayment(object, ctx, refund, (re): ProviderNotification => {
     if (!amountInRange(re.amount)) return outOfRange(type, re.amount, re);
@@ -223,7 +231,7 @@ function outOfRange(type: string, amount: number, object: unknown): ProviderNoti
  * event's `data.object`, or what a thin event's fetch returned. Other types are ignored.
  */
 export function readStripeObject(type: string, object: unknown): ProviderNotification {
-  const reader = (readers as Partial<Record<string, Read>>)[type];
+  const reader = readerOf(type);
   if (!reader) return { kind: 'ignored', event: type };
   // The object was fetched or delivered whole; a shape we cannot read is kept, not lost.
   const parsed = z
@@ -333,7 +341,7 @@ function stripeNotification(binding: StripeBinding): WebhookProvider['notificati
       }
       return readPayment(body, ctx, snapshotEvent, (event): ProviderNotification => {
         const mismatch = bindingMismatch(binding, event.livemode, event.account);
-        const reader = (readers as Partial<Record<string, Read>>)[event.type];
+        const reader = readerOf(event.type);
         const read: ProviderNotification = mismatch
           ? { kind: 'unmatched', event: event.type, ...mismatch, object: event.data.object }
           : reader
