@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { createUnmatchedRepository } from '../../src/db';
 import type { StripeThinNotification, ThinEventWorkflowInput } from '../../src/shared/thin-event';
+import { TemporalUnavailableError } from '../../src/temporal/payment-starter';
 import type { StartedThinEvent, ThinEventStarter } from '../../src/temporal/thin-event-starter';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import {
@@ -42,14 +43,17 @@ function recordingThinEvents(): ThinEventStarter {
   };
 }
 
-async function build(config: Record<string, unknown> = {}, thin = true) {
+async function build(
+  config: Record<string, unknown> = {},
+  thin: boolean | ThinEventStarter = true,
+) {
   starter = recordingPaymentStarter();
   inbox = recordingUnmatched();
   thinStarts = [];
   app = await buildWebhookApp({
     payments: starter,
     unmatchedRepository: inbox,
-    thinEvents: thin ? recordingThinEvents() : undefined,
+    thinEvents: thin === true ? recordingThinEvents() : thin || undefined,
     now: () => NOW_S * 1000,
     config: {
       STRIPE_WEBHOOK_SECRETS: [TEST_STRIPE_SECRET],
@@ -313,7 +317,61 @@ describe('Stripe thin events', () => {
     await build();
     const response = await sendStripe(thin({ type: 'v1.customer.created' }));
     expect(response.json()).toEqual({ status: 'ignored' });
+    // A handled type without the snapshot prefix is no type of a thin event.
+    expect((await sendStripe(thin({ type: 'payment_intent.succeeded' }))).json()).toEqual({
+      status: 'ignored',
+    });
     expect(thinStarts).toEqual([]);
+  });
+
+  it('keeps a thin event without a related object as unmatched: nothing to fetch', async () => {
+    await build();
+    const response = await sendStripe(thin({ id: 'evt_t6', related_object: undefined }));
+    expect([response.statusCode, response.json()]).toEqual([200, { status: 'unmatched' }]);
+    expect(inbox.entries).toEqual([
+      expect.objectContaining({ reason: 'thin_unresolved', eventId: 'stripe~evt_t6' }),
+    ]);
+    expect(thinStarts).toEqual([]);
+  });
+
+  it('keeps the notification itself when there is no key to fetch with, one row per event', async () => {
+    await build({}, false);
+    const event = thin({ id: 'evt_t7' });
+    expect((await sendStripe(event)).json()).toEqual({ status: 'unmatched' });
+    // Stripe's redelivery is the same row, not a second one.
+    expect((await sendStripe(event)).json()).toEqual({ status: 'unmatched' });
+    expect(inbox.entries).toEqual([
+      {
+        reason: 'thin_unresolved',
+        provider: 'stripe',
+        eventId: 'stripe~evt_t7',
+        // What an operator needs to fetch it by hand once a key is configured.
+        payload: {
+          event: 'v1.payment_intent.succeeded',
+          notification: {
+            id: 'evt_t7',
+            object: 'v2.core.event',
+            type: 'v1.payment_intent.succeeded',
+            livemode: false,
+            related_object: event.related_object,
+          },
+        },
+      },
+    ]);
+  });
+
+  it('answers 503 when Temporal does not take the fetch’s start, so Stripe delivers it again', async () => {
+    const down = new TemporalUnavailableError(new Error('14 UNAVAILABLE: connection refused'));
+    await build({}, { start: () => Promise.reject(down) });
+    const response = await sendStripe(thin({ id: 'evt_t8' }));
+    expect([response.statusCode, response.headers['retry-after']]).toEqual([503, '5']);
+    expect(inbox.entries).toEqual([]);
+  });
+
+  it('answers 500 for a failure of ours in the fetch’s start, not a 503 that hides it', async () => {
+    await build({}, { start: () => Promise.reject(new TypeError('a bug')) });
+    const response = await sendStripe(thin({ id: 'evt_t9' }));
+    expect(response.statusCode).toBe(500);
   });
 });
 
