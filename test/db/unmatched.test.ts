@@ -217,4 +217,124 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ create }) => {
     expect(all).toEqual(expect.arrayContaining([a.id, b.id]));
     expect(await inbox.list({ state: 'all', limit: 1 })).toHaveLength(1);
   });
+  it('reads each kind of resolution back with its note, and a missing note as none', async () => {
+    const inbox = createUnmatchedRepository(handle.db);
+    const order = await createOrdersRepository(handle.db).createWithIdempotencyKey({
+      userId: 3,
+      customerEmail: 'c@example.com',
+      totalAmount: 700,
+    });
+    const keep = async (eventId: string) =>
+      (await inbox.record({ reason: 'unknown_order', provider: 'payment', eventId, payload })).id;
+    const resolvedAt = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/);
+
+    const attached = await inbox.resolve(await keep('r-attached'), {
+      kind: 'attached',
+      orderId: order.order.id,
+    });
+    const outside = await inbox.resolve(await keep('r-outside'), {
+      kind: 'refunded_outside',
+      note: 'refunded in the dashboard',
+    });
+    const bare = await inbox.resolve(await keep('r-bare'), { kind: 'refunded_outside' });
+    const dismissed = await inbox.resolve(await keep('r-dismissed'), {
+      kind: 'dismissed',
+      note: 'a test payment',
+    });
+
+    expect(attached).toMatchObject({ kind: 'resolved' });
+    const resolutionOf = async (eventId: string) =>
+      (await inbox.findByEventId(eventId))?.resolution;
+    // Read back from the table, not from the call's own answer.
+    expect(await resolutionOf('r-attached')).toStrictEqual({
+      kind: 'attached',
+      orderId: order.order.id,
+      note: undefined,
+      resolvedAt,
+    });
+    expect(await resolutionOf('r-outside')).toStrictEqual({
+      kind: 'refunded_outside',
+      note: 'refunded in the dashboard',
+      resolvedAt,
+    });
+    expect(await resolutionOf('r-bare')).toStrictEqual({
+      kind: 'refunded_outside',
+      note: undefined,
+      resolvedAt,
+    });
+    expect(await resolutionOf('r-dismissed')).toStrictEqual({
+      kind: 'dismissed',
+      note: 'a test payment',
+      resolvedAt,
+    });
+    for (const result of [outside, bare, dismissed]) expect(result.kind).toBe('resolved');
+  });
+
+  it('keeps a delivery without a payload as JSON null', async () => {
+    const inbox = createUnmatchedRepository(handle.db);
+    const { id } = await inbox.record({
+      reason: 'thin_unresolved',
+      provider: 'stripe',
+      eventId: 'stripe~evt_no_payload',
+      payload: undefined,
+    });
+    expect((await inbox.get(id))?.payload).toBeNull();
+    expect(await inbox.get(987_654)).toBeUndefined();
+  });
+
+  it('lets a database failure through instead of calling it a missing order', async () => {
+    const inbox = createUnmatchedRepository(handle.db);
+    const { id } = await inbox.record({
+      reason: 'unknown_order',
+      provider: 'payment',
+      eventId: 'evt_hostile_resolution',
+      payload,
+    });
+    // A resolution the table's CHECK refuses carries an error code, but not the foreign key's.
+    await expect(
+      inbox.resolve(id, { kind: 'forgotten' } as unknown as { kind: 'refunded_outside' }),
+    ).rejects.toThrow();
+    expect((await inbox.get(id))?.resolution).toBeNull();
+
+    const broken = await create();
+    await broken.close();
+    await expect(
+      createUnmatchedRepository(broken.db).resolve(id, { kind: 'dismissed', note: 'x' }),
+    ).rejects.toThrow();
+  });
+
+  it('refuses rows of a shape no resolution has (the CHECK constraints)', async () => {
+    const inbox = createUnmatchedRepository(handle.db);
+    const { id } = await inbox.record({
+      reason: 'unknown_order',
+      provider: 'payment',
+      eventId: 'evt_check',
+      payload,
+    });
+    const now = new Date().toISOString();
+    const update = (values: Record<string, unknown>) =>
+      handle.db.updateTable('unmatched_deliveries').set(values).where('id', '=', id).execute();
+
+    // An attachment without its order; a resolution without its moment; an order on a
+    // dismissal; a count under one. (A moment with a NULL resolution passes: the CHECK is NULL,
+    // not false, under SQL's three-valued logic; the repository never writes one.)
+    await expect(update({ resolution: 'attached', resolved_at: now })).rejects.toThrow();
+    await expect(update({ resolution: 'dismissed' })).rejects.toThrow();
+    const order = await createOrdersRepository(handle.db).createWithIdempotencyKey({
+      userId: 4,
+      customerEmail: 'd@example.com',
+      totalAmount: 100,
+    });
+    await expect(
+      update({ resolution: 'dismissed', resolved_at: now, resolved_order_id: order.order.id }),
+    ).rejects.toThrow();
+    await expect(update({ delivery_count: 0 })).rejects.toThrow();
+    expect(await inbox.get(id)).toMatchObject({ deliveryCount: 1, resolution: null });
+    // The shape an attachment has is accepted.
+    await update({ resolution: 'attached', resolved_at: now, resolved_order_id: order.order.id });
+    expect((await inbox.get(id))?.resolution).toMatchObject({
+      kind: 'attached',
+      orderId: order.order.id,
+    });
+  });
 });

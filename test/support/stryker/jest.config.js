@@ -13,7 +13,7 @@ const here = '<rootDir>/test/support/stryker';
 /** The test files of each scope of stryker.config.mjs (MUTATE_SCOPE). */
 const testFiles = {
   repositories: [
-    '<rootDir>/test/db/{payments,orders,loyalty}.test.ts',
+    '<rootDir>/test/db/{payments,orders,loyalty,refunds,disputes,settlements,unmatched}.test.ts',
     '<rootDir>/test/activities/loyalty-activities.test.ts',
     '<rootDir>/test/mail/mail-activities.test.ts',
   ],

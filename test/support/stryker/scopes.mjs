@@ -6,11 +6,16 @@
  * listed in test/support/stryker/jest.config.js.
  */
 export const scopes = {
-  // Insert-or-get of a payment, the first-payment claim, the loyalty ledger.
+  // Insert-or-get of a payment, the first-payment claim, the loyalty ledger; the refund and
+  // dispute event ledgers, the settlement claim and the unmatched inbox (issue 25).
   repositories: [
     'src/db/repositories/payments.ts',
     'src/db/repositories/orders.ts',
     'src/db/repositories/loyalty.ts',
+    'src/db/repositories/refunds.ts',
+    'src/db/repositories/disputes.ts',
+    'src/db/repositories/settlements.ts',
+    'src/db/repositories/unmatched.ts',
   ],
   // Webhook authentication and intake, up to the workflow start.
   intake: [
