@@ -26,6 +26,7 @@ const testFiles = {
   activities: [
     '<rootDir>/test/shared/retry-policies.test.ts',
     '<rootDir>/test/activities/{retry-after,retry-by-cause,warehouse-client}.test.ts',
+    '<rootDir>/test/activities/{refund-activities,dispute-activities}.test.ts',
     '<rootDir>/test/mail/mail-activities.test.ts',
   ],
   workflows: [

@@ -39,13 +39,16 @@ export const scopes = {
     'src/shared/thin-event.ts',
     'src/temporal/thin-event-starter.ts',
   ],
-  // The failure types and retry presets, the failure that asks for a given wait, and the
-  // confirmation_sent_at guard of the mail.
+  // The failure types and retry presets, the failure that asks for a given wait, the
+  // confirmation_sent_at guard of the mail, and the refund and dispute activities.
   activities: [
     'src/shared/errors.ts',
     'src/shared/retry-policies.ts',
     'src/activities/retry-by-cause.ts',
     'src/activities/mail-activities.ts',
+    // What the refund and dispute workflows and the order workflow do about them (issue 25).
+    'src/activities/refund-activities.ts',
+    'src/activities/dispute-activities.ts',
   ],
   // Run in the Temporal sandbox (test/support/stryker/workflow-sandbox.ts), a minute or two per
   // mutant (docs/testing.md, The bar).
