@@ -90,6 +90,44 @@ it('alerts once per opened dispute, with the evidence deadline and the Web UI li
   });
 });
 
+it('raises no alert for a closure that comes alone, and names payment, dispute, amount and reason', async () => {
+  const taskQueue = `disputes-${randomUUID()}`;
+  const worker = await bundledWorker(env, await workflowBundle(), taskQueue, {
+    ...createAlertActivities({ alertWebhookUrl: sink.url, temporalUiUrl: undefined }),
+    recordDispute: async () => ({ created: true, orderId: null }),
+  } satisfies Partial<Activities>);
+  const [closedOnly, opened] = [`dp_${randomUUID()}`, `dp_${randomUUID()}`];
+  const event = (disputeId: string, status: DisputeEvent['status']): DisputeEvent => ({
+    eventId: `stripe~evt_${randomUUID()}`,
+    paymentRef: 'stripe~pi_2',
+    disputeId,
+    amount: 1200,
+    status,
+    reason: 'fraudulent',
+  });
+  const run = (e: DisputeEvent) =>
+    env.client.workflow.execute<typeof disputeWorkflow>('disputeWorkflow', {
+      taskQueue,
+      workflowId: disputeWorkflowId(e.eventId),
+      args: [e],
+      workflowExecutionTimeout: '1 hour',
+    });
+  await worker.runUntil(async () => {
+    // A closure before (or without) its opening: recorded for the order, nobody to alert.
+    expect(await run(event(closedOnly, 'won'))).toMatchObject({ alerted: false });
+    expect(await run(event(opened, 'opened'))).toMatchObject({ alerted: true });
+    await env.client.workflow.getHandle(disputeAlertWorkflowId(opened)).result();
+  });
+  expect(sink.received.filter((r) => String(r.body.text).includes(closedOnly))).toHaveLength(0);
+  const [alert] = sink.received.filter((r) => String(r.body.text).includes(opened));
+  // No evidence deadline in the event: none in the text either.
+  expect(alert!.body.text).toContain(
+    `payment stripe~pi_2 is disputed (${opened}, amount 1200, fraudulent)`,
+  );
+  expect(alert!.body.text).not.toContain('evidence due by');
+  expect(alert!.body.alert).toMatchObject({ order_id: null });
+});
+
 describe('disputeOutcome', () => {
   const at = (n: number) => `2026-12-0${n}T00:00:00.000Z`;
   it('is the same for any arrival order and duplication of the same dispute events', () => {
