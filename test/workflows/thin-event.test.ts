@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import {
@@ -232,4 +234,43 @@ it('keeps a fetched payment in another currency, or for a foreign order, as unma
     reason: 'foreign_order_ref',
   });
   expect(starter.starts).toEqual([]);
+});
+
+it('fails, without a second start, when starting what the fetched event is fails for good', async () => {
+  // Only a failed fetch means "keep it as unmatched": a failure of the start itself is not
+  // handed to the same start again as if the fetch had failed.
+  const taskQueue = `thin-${randomUUID()}`;
+  const real = createStripeApiActivities({
+    stripe: createStripeClient({ apiKey: API_KEY, baseUrl: api.url }),
+    starter,
+    unmatched: inbox,
+    shopCurrency: 'jpy',
+  });
+  let starts = 0;
+  const worker = await bundledWorker(env, bundle, taskQueue, {
+    ...real,
+    deliverThinEvent: async () => {
+      starts += 1;
+      throw ApplicationFailure.nonRetryable('the database refused the row', 'TestRefusal');
+    },
+  });
+  api.answers = [{ status: 200, body: paymentIntent }];
+  const thin = notification('v1.payment_intent.succeeded', {
+    id: 'pi_thin1',
+    type: 'payment_intent',
+    url: '/v1/payment_intents/pi_thin1',
+  });
+  const eventId = `stripe~${thin.id}`;
+  await expect(
+    worker.runUntil(
+      env.client.workflow.execute<typeof thinEventWorkflow>('thinEventWorkflow', {
+        workflowId: thinEventWorkflowId(eventId),
+        taskQueue,
+        args: [{ eventId, notification: thin }],
+        workflowExecutionTimeout: '7 days',
+      }),
+    ),
+  ).rejects.toThrow(WorkflowFailedError);
+  expect(starts).toBe(1);
+  expect(inbox.entries).toEqual([]);
 });
