@@ -62,7 +62,7 @@ export function temporalReadiness(
 
 /**
  * The builds that get new runs have live workers on every task queue (advisory: a stranded
- * rollback shows here, and in `npm run doctor`, while webhooks are still accepted and queued).
+ * rollback shows here, and in `npm run ops -- doctor`, while webhooks are still accepted and queued).
  * Passes when the deployment does not exist yet or workers are unversioned.
  */
 export function workersReadiness(
@@ -92,7 +92,7 @@ export function workersReadiness(
         );
         if (pollers.missing.length > 0) {
           throw new Error(
-            `no live worker of build ${buildId} polls ${pollers.missing.join(', ')}: its new runs wait (npm run doctor)`,
+            `no live worker of build ${buildId} polls ${pollers.missing.join(', ')}: its new runs wait (npm run ops -- doctor)`,
           );
         }
       }

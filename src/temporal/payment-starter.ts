@@ -78,7 +78,7 @@ function configurationProblem(error: unknown): string | undefined {
       return `the Temporal namespace does not exist (${text}): run npm run temporal:setup or set TEMPORAL_NAMESPACE`;
     case PERMISSION_DENIED:
     case UNAUTHENTICATED:
-      return `Temporal refused the credentials (${text}): check TEMPORAL_API_KEY or the client certificate (npm run doctor)`;
+      return `Temporal refused the credentials (${text}): check TEMPORAL_API_KEY or the client certificate (npm run ops -- doctor)`;
   }
   return undefined;
 }

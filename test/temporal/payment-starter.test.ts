@@ -184,7 +184,11 @@ describe('createPaymentStarter', () => {
       'Namespace nowhere is not found',
       /namespace does not exist \(Namespace nowhere is not found\)/,
     ],
-    [7, 'Request unauthorized', /refused the credentials \(Request unauthorized\).*npm run doctor/],
+    [
+      7,
+      'Request unauthorized',
+      /refused the credentials \(Request unauthorized\).*npm run ops -- doctor/,
+    ],
     [16, 'invalid API key', /refused the credentials \(invalid API key\)/],
   ])(
     "names a refusal with gRPC code %i as a configuration problem, in the server's words",
