@@ -1,6 +1,5 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { StripeApiActivities } from '../activities/stripe-api-activities';
-import { FailureType } from '../shared/errors';
 import { RetryPolicies } from '../shared/retry-policies';
 import type { ThinEventResult, ThinEventWorkflowInput } from '../shared/thin-event';
 
@@ -15,8 +14,6 @@ const { fetchThinEventObject } = proxyActivities<StripeApiActivities>({
     initialInterval: '1 second',
     backoffCoefficient: 2,
     maximumInterval: '10 minutes',
-    // A refusal (no key, wrong key, no such object) is the same on every attempt.
-    nonRetryableErrorTypes: [FailureType.StripeApiRejected],
   },
   summary: "Fetch the thin event's object from Stripe's API",
 });

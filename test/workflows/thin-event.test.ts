@@ -146,6 +146,29 @@ it('retries the fetch through the activity’s RetryPolicy while Stripe fails, t
   expect(starter.starts).toHaveLength(1);
 });
 
+it('backs off while Stripe stays down: doubling waits from a second, capped at ten minutes', async () => {
+  // Twelve failures, then an answer. The waits between the attempts are 1, 2, 4 … 512 s, then
+  // 600 s twice: 2,223 s of (skipped) time before the fetch completes. Stripe is not hammered
+  // during an outage, nor left for hours after it ends.
+  const down = { status: 500, body: { error: { type: 'api_error', message: 'down' } } };
+  api.answers = [...Array.from({ length: 12 }, () => down), { status: 200, body: paymentIntent }];
+  const thin = notification('v1.payment_intent.succeeded', {
+    id: 'pi_thin1',
+    type: 'payment_intent',
+    url: '/v1/payment_intents/pi_thin1',
+  });
+  expect(await run(thin)).toMatchObject({ kind: 'started' });
+  expect(api.requests).toHaveLength(13);
+  const history = await env.client.workflow
+    .getHandle(thinEventWorkflowId(`stripe~${thin.id}`))
+    .fetchHistory();
+  const events = history.events ?? [];
+  const fetched = events.find((e) => e.activityTaskCompletedEventAttributes);
+  const waited = Number(fetched?.eventTime?.seconds) - Number(events[0]?.eventTime?.seconds);
+  expect(waited).toBeGreaterThanOrEqual(2223);
+  expect(waited).toBeLessThan(2223 + 60);
+});
+
 it('keeps an object Stripe refuses (404) as unmatched at once, without retrying', async () => {
   api.answers = [stripeError(404, 'No such payment_intent')];
   const thin = notification('v1.payment_intent.succeeded', {
