@@ -110,7 +110,7 @@ export default tseslint.config(
       'test/support/summary-reporter.js',
       // StrykerJS (npm run mutate): its config files, its sandbox and its reports.
       'stryker.config.mjs',
-      'test/support/stryker/*.{js,mjs}',
+      'test/support/stryker/*.{js,mjs,cjs}',
       '.stryker-tmp',
       'reports',
     ],

@@ -2,7 +2,7 @@
 // Mutation testing of the modules that guard money and effects (issue 13): `npm run mutate`.
 // docs/testing.md says how to run it, read a survivor, and what the bar is.
 
-import { scopes } from './test/support/stryker/scopes.mjs';
+import { scopes } from './test/support/stryker/scopes.cjs';
 
 const scope = process.env.MUTATE_SCOPE ?? '';
 const mutate = scopes[scope];

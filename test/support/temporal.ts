@@ -11,9 +11,10 @@ import { devServerExecutable, testServerExecutable } from '../../dev/temporal/pr
 
 /** The time-skipping test server: timers and `env.sleep` jump ahead instead of waiting. */
 export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
-  const env = await TestWorkflowEnvironment.createTimeSkipping({
-    server: { executable: await testServerExecutable() },
-  });
+  const executable = await testServerExecutable();
+  const env = await patientStart(() =>
+    TestWorkflowEnvironment.createTimeSkipping({ server: { executable } }),
+  );
   // The order workflow upserts OrderId, and the Java test server, like any server, refuses a
   // search attribute it does not know (the workflow task would fail and retry until timeout).
   // The SDK has no option for it here, but the server takes them over the operator API.
@@ -61,29 +62,49 @@ export interface DevServerEnvOptions {
 export async function createDevServerEnv(
   options: DevServerEnvOptions = {},
 ): Promise<TestWorkflowEnvironment> {
-  return TestWorkflowEnvironment.createLocal({
-    server: {
-      executable: await devServerExecutable(),
-      namespace: options.namespace,
-      port: options.port,
-      searchAttributes: options.searchAttributes ?? [...CUSTOM_SEARCH_ATTRIBUTES],
-      extraArgs: [
-        ...(options.fastDeletion
-          ? ['--dynamic-config-value', 'history.transferProcessorUpdateAckInterval="1s"']
-          : []),
-        ...(options.suggestContinueAsNewAfterEvents
-          ? [
-              '--dynamic-config-value',
-              `limit.historyCount.suggestContinueAsNew=${options.suggestContinueAsNewAfterEvents}`,
-            ]
-          : []),
-        ...(options.longPollSeconds
-          ? [
-              '--dynamic-config-value',
-              `matching.longPollExpirationInterval="${options.longPollSeconds}s"`,
-            ]
-          : []),
-      ],
-    },
-  });
+  const executable = await devServerExecutable();
+  return patientStart(() =>
+    TestWorkflowEnvironment.createLocal({
+      server: {
+        executable,
+        namespace: options.namespace,
+        port: options.port,
+        searchAttributes: options.searchAttributes ?? [...CUSTOM_SEARCH_ATTRIBUTES],
+        extraArgs: [
+          ...(options.fastDeletion
+            ? ['--dynamic-config-value', 'history.transferProcessorUpdateAckInterval="1s"']
+            : []),
+          ...(options.suggestContinueAsNewAfterEvents
+            ? [
+                '--dynamic-config-value',
+                `limit.historyCount.suggestContinueAsNew=${options.suggestContinueAsNewAfterEvents}`,
+              ]
+            : []),
+          ...(options.longPollSeconds
+            ? [
+                '--dynamic-config-value',
+                `matching.longPollExpirationInterval="${options.longPollSeconds}s"`,
+              ]
+            : []),
+        ],
+      },
+    }),
+  );
+}
+
+/**
+ * The SDK gives a server it starts 5 s to answer, a fixed limit. On a loaded machine (two cores,
+ * a mutation run beside the suite) a JVM or a Go binary can miss it without anything being
+ * wrong; the start is tried again, twice at most. Any other failure is the test's.
+ */
+async function patientStart(
+  start: () => Promise<TestWorkflowEnvironment>,
+): Promise<TestWorkflowEnvironment> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await start();
+    } catch (error) {
+      if (attempt === 3 || !/did not start within/.test(String(error))) throw error;
+    }
+  }
 }

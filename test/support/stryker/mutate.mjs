@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { scopes } from './scopes.mjs';
+import { scopes } from './scopes.cjs';
 
 const ALL = Object.keys(scopes);
 const chosen = (process.env.MUTATE_SCOPE ?? ALL.join(',')).split(',').filter(Boolean);

@@ -5,7 +5,7 @@
  * `npm run mutate` runs them in turn (test/support/stryker/mutate.mjs). Each scope's tests are
  * listed in test/support/stryker/jest.config.js.
  */
-export const scopes = {
+exports.scopes = {
   // Insert-or-get of a payment, the first-payment claim, the loyalty ledger; the refund and
   // dispute event ledgers, the settlement claim and the unmatched inbox (issue 25).
   repositories: [
