@@ -3,7 +3,8 @@ import path from 'node:path';
 import { format, resolveConfig } from 'prettier';
 import { CRASH_POINTS, type CrashPointName } from '../../src/activities/crash-points';
 import { runCrashPoints, type Database, type Fault } from './crash-points';
-import { allPointRuns, armName, rotatingShare, SCENARIOS, type PointRun } from './crash-scenarios';
+import { SCENARIOS } from './crash-scenarios';
+import { allPointRuns, armName, rotatingShare, type PointRun } from './crash-matrix';
 import { renderCrashPointTable } from './crash-points-table';
 
 const USAGE = `npm run crash-points [-- options]

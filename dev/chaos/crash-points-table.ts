@@ -1,6 +1,7 @@
 import { CRASH_POINTS, type CrashPointName } from '../../src/activities/crash-points';
 import type { CrashPointReport, Database, PointOutcome } from './crash-points';
-import { SCENARIOS, scenarioSpec, type OrderExpectation, type Scenario } from './crash-scenarios';
+import { SCENARIOS, scenarioSpec, type Scenario } from './crash-scenarios';
+import type { OrderExpectation } from './crash-scenario-spec';
 
 /**
  * The committed table (reports/crash-points.md): one row per point and side, a column group per

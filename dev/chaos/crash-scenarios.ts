@@ -1,10 +1,5 @@
-import {
-  CRASH_POINTS,
-  type CrashPhase,
-  type CrashPointName,
-} from '../../src/activities/crash-points';
-import { migrationPoints } from '../migrations/points';
 import type { CrashArm } from './worker-hook';
+import type { OrderExpectation, ScenarioSpec } from './crash-scenario-spec';
 
 /**
  * The scenarios the enumerated crash run judges the points under, as data: what each sets up,
@@ -12,97 +7,9 @@ import type { CrashArm } from './worker-hook';
  * under every scenario that reaches it. Reach is declared here and checked by every run: the
  * worker hook reports each point the scenario's workflows pass, and a point passed that its
  * scenario does not declare fails the row (as does a declared point that is never reached). A new
- * scenario (a refund after the shipment, say) is one entry here plus its trigger in
- * crash-points.ts.
+ * scenario is one entry here (its vocabulary: crash-scenario-spec.ts) plus its setup in
+ * crash-order-rows.ts or crash-job-rows.ts.
  */
-
-/** What is counted at the end of an order scenario (per order). */
-export interface OrderExpectation {
-  payments: number;
-  shipments: number;
-  /** Copies of the confirmation (one Message-ID). */
-  mails: number;
-  /** Loyalty ledger rows. */
-  ledger: number;
-  /** Alerts at the alert webhook about the order. */
-  alerts: number;
-  /** Failed runs of the order's workflow that visibility lists. */
-  failedRuns: number;
-  invoice: boolean;
-  refundReview: boolean;
-  /** `none`: nothing went to the warehouse (refunded in full before it was shipped). */
-  shipmentStatus: 'requested' | 'failed' | 'cancelled' | 'none';
-  /**
-   * The order's shipment as the warehouse simulator holds it; unset: `requested` when one was
-   * created (`shipments`), else `none`.
-   */
-  warehouseShipment?: 'requested' | 'shipped' | 'cancelled' | 'none';
-  /** The order's refunded total, and whether it was flagged for a return review. */
-  refunded?: number;
-  returnReview?: boolean;
-  /** The order's dispute_status at the end (absent: none). */
-  disputeStatus?: 'opened' | 'won' | 'lost';
-  /** Why the warehouse notification was given up, read from the failed run's failure. */
-  gaveUp?: 'non_retryable' | 'deadline';
-}
-
-/**
- * What the warehouse simulator answers while the order is fulfilled; `paused`: it answers, but
- * an operator has paused it (`ops partner pause`) until the order is held, then resumes it at
- * 1 call per second.
- */
-export type WarehouseSetup = 'ok' | 'rejects' | 'down' | 'paused';
-
-/** The operator CLI commands (npm run ops -- …) a run interrupts after each server call. */
-export type OperatorAction = 'retry' | 'retry all' | 'flush';
-
-export type ScenarioSpec =
-  | {
-      kind: 'order';
-      description: string;
-      /** The order was paid and fulfilled before the point is armed: the trigger pays it again. */
-      paidBefore?: boolean;
-      /**
-       * A full refund of the payment is delivered: `before-payment`, and the payment once the
-       * refund's workflow closed (nothing must ship); `after-shipment`, instead of a second payment.
-       */
-      refund?: 'before-payment' | 'after-shipment';
-      /** The warehouse shipped the first payment's parcel before the refund came (too late). */
-      shippedBefore?: boolean;
-      /** A dispute of the payment is delivered, opened then lost, instead of a second payment. */
-      dispute?: 'after-shipment';
-      /** The payment comes as a Stripe thin event, whose object the workers fetch. */
-      thin?: boolean;
-      warehouse: WarehouseSetup;
-      /** The activities its workflows run: each of their points, but `unreached`, is run. */
-      activities: readonly string[];
-      /** Points of those activities it never passes (an effect that throws has no `after`). */
-      unreached?: readonly CrashArm[];
-      expected: OrderExpectation;
-    }
-  | {
-      kind: 'operator';
-      description: string;
-      action: OperatorAction;
-      /**
-       * The server calls of one uninterrupted run over a single failed workflow, in order. The
-       * CLI is killed after each one in turn; the runs check the calls against this list.
-       */
-      calls: readonly string[];
-      /**
-       * After the declared calls the command polls with these until the server is done (a retry
-       * follows its new run, flush waits for the deletion): how many varies, so none is a row.
-       */
-      polls?: readonly string[];
-      expected: OrderExpectation;
-    }
-  | {
-      kind: 'export' | 'stock' | 'unknown-order' | 'sla';
-      description: string;
-      activities: readonly string[];
-    }
-  /** `npm run migrate` on a fresh database, killed between two statements of a migration. */
-  | { kind: 'migration'; description: string };
 
 /** What every order scenario pays (minor units); a full refund gives back as much. */
 export const AMOUNT = 5400;
@@ -146,6 +53,18 @@ const FULFIL = ['applyRefunds', 'notifyWarehouse', 'setShipmentStatus'] as const
  * alert), checks whether the run was retried, and posts "resolved" (about no order) when quiet.
  */
 const FAILURE_ALERT = ['reportFailure', 'stillFailedRuns', 'deliverAlert'] as const;
+/**
+ * A full refund of an order paid and handed to the warehouse: the order run's check and mark of
+ * the refund event, the refund recorded and applied, the shipment's cancel asked for.
+ */
+const REFUND_OF_FULFILLED = [
+  'orderEventHandledBy',
+  'markOrderEventHandled',
+  'recordRefund',
+  'handOverRefundToOrder',
+  'applyRefunds',
+  'cancelShipment',
+] as const;
 /** How `ops retry` follows the run its reset started: its latest run, then its result. */
 const FOLLOW = ['DescribeWorkflowExecution', 'GetWorkflowExecutionHistory'] as const;
 /** A warehouse that does not take the order: the notification fails inside its effect. */
@@ -228,16 +147,7 @@ export const SCENARIOS = {
     refund: 'after-shipment',
     warehouse: 'ok',
     // The first payment ran before the point was armed; the refund passes the order run's check.
-    activities: [
-      'orderEventHandledBy',
-      'markOrderEventHandled',
-      'recordRefund',
-      'handOverRefundToOrder',
-      'applyRefunds',
-      'cancelShipment',
-      'setShipmentStatus',
-      'reverseLoyaltyPoints',
-    ],
+    activities: [...REFUND_OF_FULFILLED, 'setShipmentStatus', 'reverseLoyaltyPoints'],
     expected: {
       ...fulfilled,
       ledger: 2,
@@ -255,12 +165,7 @@ export const SCENARIOS = {
     refund: 'after-shipment',
     warehouse: 'ok',
     activities: [
-      'orderEventHandledBy',
-      'markOrderEventHandled',
-      'recordRefund',
-      'handOverRefundToOrder',
-      'applyRefunds',
-      'cancelShipment',
+      ...REFUND_OF_FULFILLED,
       'requestReturnReview',
       'deliverAlert',
       'reverseLoyaltyPoints',
@@ -410,95 +315,4 @@ export type Scenario = keyof typeof SCENARIOS;
 
 export function scenarioSpec(scenario: Scenario): ScenarioSpec {
   return SCENARIOS[scenario];
-}
-
-export interface PointRun {
-  /** A declared crash point, or for an operator action `<action> call <n>`. */
-  point: string;
-  phase: CrashPhase;
-  scenario: Scenario;
-  /** For an operator action: the server call after which the CLI dies (1-based). */
-  call?: number;
-}
-
-/**
- * Every run of the matrix: each point under each scenario that reaches it, on each side; each
- * operator command after each server call; each migration between each two statements.
- */
-export async function allPointRuns(): Promise<PointRun[]> {
-  const declared = Object.keys(CRASH_POINTS) as CrashPointName[];
-  const points = declared.flatMap((point) => {
-    const { activity, kind } = CRASH_POINTS[point];
-    const phases: CrashPhase[] = kind === 'reply' ? ['before'] : ['before', 'after'];
-    const scenarios = scenariosReaching(activity);
-    if (scenarios.length === 0) throw new Error(`no scenario reaches ${point} (${activity})`);
-    return scenarios.flatMap((scenario) =>
-      phases
-        .filter((phase) => !unreached(scenario).includes(`${point}@${phase}`))
-        .map((phase) => ({ point, phase, scenario })),
-    );
-  });
-  const operator = (Object.keys(SCENARIOS) as Scenario[]).flatMap((scenario) => {
-    const spec = scenarioSpec(scenario);
-    if (spec.kind !== 'operator') return [];
-    return spec.calls.map((method, i) => ({
-      point: `${spec.action} call ${i + 1} ${method}`,
-      phase: 'after' as const,
-      scenario,
-      call: i + 1,
-    }));
-  });
-  const migrations = (await migrationPoints()).map((point) => ({
-    point,
-    phase: 'after' as const,
-    scenario: 'migration' as const,
-  }));
-  return [...points, ...operator, ...migrations];
-}
-
-function scenariosReaching(activity: string): Scenario[] {
-  return (Object.keys(SCENARIOS) as Scenario[]).filter((scenario) => {
-    const spec = scenarioSpec(scenario);
-    return 'activities' in spec && spec.activities.includes(activity);
-  });
-}
-
-function unreached(scenario: Scenario): readonly string[] {
-  const spec = scenarioSpec(scenario);
-  return spec.kind === 'order' ? (spec.unreached ?? []) : [];
-}
-
-/** The points (with side) a scenario declares it passes: what its runs' traces may contain. */
-export function declaredArms(scenario: Scenario): Set<string> {
-  const spec = scenarioSpec(scenario);
-  if (!('activities' in spec)) return new Set();
-  const arms = (Object.keys(CRASH_POINTS) as CrashPointName[])
-    .filter((point) => spec.activities.includes(CRASH_POINTS[point].activity))
-    .flatMap((point) => [`${point}@before`, `${point}@after`]);
-  return new Set(arms.filter((arm) => !unreached(scenario).includes(arm)));
-}
-
-/** The points passed (with side) that the scenario does not declare, each once. */
-export function undeclaredArms(scenario: Scenario, passed: readonly string[]): string[] {
-  const declared = declaredArms(scenario);
-  return [...new Set(passed)].filter((arm) => !declared.has(arm));
-}
-
-/**
- * A fixed-size share of the matrix that moves on with `rotation` (a day number, or a CI run
- * number): consecutive rotations take consecutive slices, so every row comes round.
- */
-export function rotatingShare(
-  runs: readonly PointRun[],
-  size: number,
-  rotation: number,
-): PointRun[] {
-  if (size >= runs.length) return [...runs];
-  const start = (rotation * size) % runs.length;
-  return Array.from({ length: size }, (_, i) => runs[(start + i) % runs.length]!);
-}
-
-/** The arm file of a run: `<point>@<side>`, or `call-<n>` for an operator action. */
-export function armName(run: PointRun): string {
-  return run.call === undefined ? `${run.point}@${run.phase}` : `call-${run.call}`;
 }

@@ -1,11 +1,6 @@
 import { existsSync } from 'node:fs';
 import { runCrashPoints, type CrashPointReport } from '../../dev/chaos/crash-points';
-import {
-  allPointRuns,
-  armName,
-  rotatingShare,
-  type PointRun,
-} from '../../dev/chaos/crash-scenarios';
+import { allPointRuns, armName, rotatingShare, type PointRun } from '../../dev/chaos/crash-matrix';
 import { renderCrashPointTable } from '../../dev/chaos/crash-points-table';
 import { stillAlive } from '../../dev/chaos/processes';
 
