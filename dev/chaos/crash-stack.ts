@@ -9,7 +9,8 @@ import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../../src/shared/constant
 import { startSmtpSink, type SmtpSink } from '../partners/smtp-sink';
 import { startStripeApiDouble, type StripeApiDouble } from '../partners/stripe-api-double';
 import { createWarehouseSimulator, type WarehouseSimulator } from '../partners/warehouse-simulator';
-import { spawnWatchdog, waitForHttp } from './driver';
+import { waitForHttp } from './chaos-stack';
+import { spawnWatchdog } from './watchdog';
 import { freePorts } from '../net/ports';
 import { createChaosPostgres, type ChaosPostgres } from './postgres-cluster';
 import { appEnvironment, hookedWorkerSpec, httpProcessSpec, operatorCliSpec } from './processes';

@@ -1,4 +1,5 @@
-import type { ChaosReport } from './driver';
+import type { ChaosReport } from './chaos-report';
+import { seconds } from './seconds';
 
 /** The summary of a run: one table, then the failures and the notable details, if any. */
 export function renderReport(report: ChaosReport): string {
@@ -30,11 +31,11 @@ export function renderReport(report: ChaosReport): string {
     ],
     [
       'Temporal server SIGKILL + restart',
-      `${report.serverRestarts.length}${report.serverRestarts.length ? ` (back after ${report.serverRestarts.map((r) => secs(r.readyAfterMs)).join(', ')})` : ''}`,
+      `${report.serverRestarts.length}${report.serverRestarts.length ? ` (back after ${report.serverRestarts.map((r) => seconds(r.readyAfterMs)).join(', ')})` : ''}`,
     ],
     [
       'PostgreSQL outages (stop -m immediate)',
-      `${report.dbOutages.length}${report.dbOutages.length ? ` (${report.dbOutages.map((o) => secs(o.downMs)).join(', ')})` : ''}`,
+      `${report.dbOutages.length}${report.dbOutages.length ? ` (${report.dbOutages.map((o) => seconds(o.downMs)).join(', ')})` : ''}`,
     ],
     ['unexpected process exits', String(report.unexpectedExits.length)],
     'rule',
@@ -75,7 +76,7 @@ export function renderReport(report: ChaosReport): string {
     'rule',
     ['LOST', na(lost)],
     ['DOUBLED', na(doubled)],
-    ['duration', `${secs(report.durationMs)} (convergence ${secs(report.convergenceMs)})`],
+    ['duration', `${seconds(report.durationMs)} (convergence ${seconds(report.convergenceMs)})`],
     ['result', report.error ? 'ERROR' : passed(report) ? 'PASS' : 'FAIL'],
   ];
 
@@ -175,8 +176,4 @@ export function passed(report: ChaosReport): boolean {
   return (
     !report.error && report.verdict?.passed === true && report.deliveries.unexpected.length === 0
   );
-}
-
-function secs(ms: number): string {
-  return `${(ms / 1000).toFixed(1)} s`;
 }

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { runChaos, type ChaosReport } from '../../dev/chaos/driver';
+import type { ChaosReport } from '../../dev/chaos/chaos-report';
+import { runChaos } from '../../dev/chaos/driver';
 import type { Finding } from '../../dev/chaos/invariants';
 import { chaosOptions } from '../../dev/chaos/options';
 import { stillAlive } from '../../dev/chaos/processes';
