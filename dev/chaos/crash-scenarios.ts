@@ -26,6 +26,14 @@ const fulfilled = {
   shipmentStatus: 'requested',
 } as const satisfies OrderExpectation;
 
+/** Fulfilled by the retry; the failed run stays listed beside the new one, and its alert. */
+const retried = {
+  ...fulfilled,
+  alerts: 1,
+  failedRuns: 1,
+  gaveUp: 'non_retryable',
+} as const satisfies OrderExpectation;
+
 const refused = {
   payments: 1,
   shipments: 0,
@@ -64,6 +72,13 @@ const REFUND_OF_FULFILLED = [
   'handOverRefundToOrder',
   'applyRefunds',
   'cancelShipment',
+] as const;
+/** How `ops retry` resets one failed run: it finds the run's failure, resets, reads the new run. */
+const RETRY_ONE = [
+  'DescribeWorkflowExecution',
+  'GetWorkflowExecutionHistory',
+  'ResetWorkflowExecution',
+  'DescribeWorkflowExecution',
 ] as const;
 /** How `ops retry` follows the run its reset started: its latest run, then its result. */
 const FOLLOW = ['DescribeWorkflowExecution', 'GetWorkflowExecutionHistory'] as const;
@@ -259,32 +274,18 @@ export const SCENARIOS = {
     description:
       'an order failed (warehouse 400); `npm run ops -- retry order-<id>` killed after a server call, then run again',
     action: 'retry',
-    calls: [
-      'GetSystemInfo',
-      'DescribeWorkflowExecution',
-      'GetWorkflowExecutionHistory',
-      'ResetWorkflowExecution',
-      'DescribeWorkflowExecution',
-    ],
+    calls: ['GetSystemInfo', ...RETRY_ONE],
     // It follows the new run (--wait) until it closes, then reads its result.
     polls: FOLLOW,
-    // Fulfilled by the retry; the failed run stays listed beside the new one, and its alert.
-    expected: { ...fulfilled, alerts: 1, failedRuns: 1, gaveUp: 'non_retryable' },
+    expected: retried,
   },
   'ops-retry-all': {
     kind: 'operator',
     description: 'the same with `npm run ops -- retry all` (the only failed workflow)',
     action: 'retry all',
-    calls: [
-      'GetSystemInfo',
-      'ListWorkflowExecutions',
-      'DescribeWorkflowExecution',
-      'GetWorkflowExecutionHistory',
-      'ResetWorkflowExecution',
-      'DescribeWorkflowExecution',
-    ],
+    calls: ['GetSystemInfo', 'ListWorkflowExecutions', ...RETRY_ONE],
     polls: FOLLOW,
-    expected: { ...fulfilled, alerts: 1, failedRuns: 1, gaveUp: 'non_retryable' },
+    expected: retried,
   },
   'ops-flush': {
     kind: 'operator',
