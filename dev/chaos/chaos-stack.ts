@@ -74,7 +74,6 @@ export async function startStack(ctx: StackContext): Promise<Stack> {
     return supervised;
   };
 
-  // PostgreSQL, crash-stoppable.
   const postgres = createChaosPostgres(path.join(dirs.run, 'pg'), pgPort!);
   const [pgFile, ...pgArgs] = postgres.stopImmediateCommand;
   const stopPostgresSync = () => {
@@ -124,7 +123,6 @@ export async function startStack(ctx: StackContext): Promise<Stack> {
   cleanups.push({ name: 'temporal client', run: () => connection.close() });
   const client = new Client({ connection, namespace: NAMESPACE });
 
-  // The processes under test, as production starts them, plus the chaos hook in the workers.
   const appEnv = appEnvironment({
     temporalAddress,
     namespace: NAMESPACE,

@@ -25,7 +25,6 @@ const ARM_PAUSE_MS = 3_000;
 
 export interface RunChaosOptions {
   options: ChaosOptions;
-  /** Progress lines. */
   log?: (line: string) => void;
   /** Aborting stops the run and cleans up (Ctrl-C). */
   signal?: AbortSignal;
