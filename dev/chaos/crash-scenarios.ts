@@ -56,6 +56,14 @@ const PAYMENT = [
 ] as const;
 /** A first payment's fulfilment: the order's refunds added up, then the warehouse and its status. */
 const FULFIL = ['applyRefunds', 'notifyWarehouse', 'setShipmentStatus'] as const;
+/** A payment that fulfils its order: the warehouse, the confirmation, the points, the invoice. */
+const PAID_AND_FULFILLED = [
+  ...PAYMENT,
+  ...FULFIL,
+  'sendOrderConfirmation',
+  'awardLoyaltyPoints',
+  'generateInvoicePdf',
+] as const;
 /**
  * A failed run's alert: reported to its cause's digest, which posts "opened" (the order's one
  * alert), checks whether the run was retried, and posts "resolved" (about no order) when quiet.
@@ -101,13 +109,7 @@ export const SCENARIOS = {
     kind: 'order',
     description: 'one payment; the warehouse takes the order',
     warehouse: 'ok',
-    activities: [
-      ...PAYMENT,
-      ...FULFIL,
-      'sendOrderConfirmation',
-      'awardLoyaltyPoints',
-      'generateInvoicePdf',
-    ],
+    activities: PAID_AND_FULFILLED,
     unreached: NO_WAREHOUSE_RETRY,
     expected: fulfilled,
   },
@@ -117,15 +119,7 @@ export const SCENARIOS = {
       'a Stripe thin v1.payment_intent.succeeded: its PaymentIntent fetched from the API double, then paid and fulfilled once',
     thin: true,
     warehouse: 'ok',
-    activities: [
-      'fetchThinEventObject',
-      'deliverThinEvent',
-      ...PAYMENT,
-      ...FULFIL,
-      'sendOrderConfirmation',
-      'awardLoyaltyPoints',
-      'generateInvoicePdf',
-    ],
+    activities: ['fetchThinEventObject', 'deliverThinEvent', ...PAID_AND_FULFILLED],
     unreached: NO_WAREHOUSE_RETRY,
     expected: fulfilled,
   },
@@ -240,15 +234,7 @@ export const SCENARIOS = {
     description:
       'the warehouse paused by an operator: the order is held (no call, no attempt spent), then resumed at 1/s and fulfilled once, no alert',
     warehouse: 'paused',
-    activities: [
-      ...PAYMENT,
-      ...FULFIL,
-      'partnerPauseState',
-      'claimPartnerRelease',
-      'sendOrderConfirmation',
-      'awardLoyaltyPoints',
-      'generateInvoicePdf',
-    ],
+    activities: [...PAID_AND_FULFILLED, 'partnerPauseState', 'claimPartnerRelease'],
     // The held call fails with PartnerPaused before it calls; the released one succeeds.
     unreached: NO_WAREHOUSE_RETRY,
     expected: fulfilled,
