@@ -1,9 +1,5 @@
-/**
- * The business metrics the order workflow emits through the SDK's metric meter. They leave the
- * worker on the same Prometheus endpoint as the SDK's own metrics (WORKER_METRICS_ADDRESS),
- * without the `temporal_` prefix the SDK gives its own, and the dashboard and alert rules under
- * deploy/ query them by these names.
- */
+// Emitted through the SDK's meter, on the worker's Prometheus endpoint without the `temporal_`
+// prefix; the dashboard and alert rules under deploy/ query these names.
 export const BusinessMetric = {
   /** Counter, label `outcome`: what became of each paid order's fulfilment. */
   fulfilments: 'order_payments_fulfilments_total',
@@ -13,7 +9,6 @@ export const BusinessMetric = {
   paymentToShipment: 'order_payments_payment_to_shipment_seconds',
 } as const;
 
-/** The `outcome` label of `order_payments_fulfilments_total`. */
 export type FulfilmentOutcome = 'shipped' | 'compensated' | 'refunded_before_shipment';
 
 /**

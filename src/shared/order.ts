@@ -6,7 +6,6 @@ import { defineQuery, defineSignal } from '@temporalio/workflow';
  * it as signals; different orders are different workflows and run in parallel.
  */
 
-/** Workflow ID of the entity workflow of one order. */
 export function orderWorkflowId(orderId: number): string {
   return `order-${orderId}`;
 }
@@ -16,49 +15,29 @@ export interface OrderPaymentEvent {
   eventId: string;
   paymentId: number;
   amount: number;
-  /**
-   * True for the payment that moved the order from pending to paid (decided atomically in the
-   * database): it owns the fulfilment. Any further payment is a double charge to review.
-   */
+  /** Moved the order from pending to paid (atomically in the DB), so it owns the fulfilment. */
   firstForOrder: boolean;
-  /**
-   * False when the amount is not the order's total: such a payment never claims the order and
-   * is flagged for review as a mismatch, not as a double charge. Absent from events handed over
-   * before the check existed.
-   */
+  /** False: not the order's total; flagged as a mismatch, never claims. Absent before the check. */
   amountMatchesOrder?: boolean;
-  /**
-   * When the webhook accepted the payment (its payment workflow's start, epoch ms): where the
-   * payment-to-shipment latency starts. Absent from events handed over before it was added.
-   */
+  /** The payment workflow's start (epoch ms): where payment-to-shipment latency starts. */
   paidAt?: number;
-  /**
-   * True when disputes of this payment were recorded before it (it claimed them): the order
-   * workflow applies them with it. Absent otherwise, and from events of older builds.
-   */
+  /** Disputes recorded before the payment (it claimed them) apply with it. Absent: none. */
   disputed?: boolean;
 }
 
-/** A refund event recorded for the order: the order workflow adds its refunds up again. */
 export interface OrderRefundEvent {
   kind: 'refund';
   eventId: string;
 }
 
-/** A dispute event recorded for the order: the order workflow works out its disputes again. */
 export interface OrderDisputeEvent {
   kind: 'dispute';
   eventId: string;
 }
 
-/**
- * An operator settled the pending order with the payments it had (`ops settle`): the order
- * workflow fulfils it, once. Who, why and when travel with it, for the workflow's details, log
- * and result.
- */
+/** `ops settle`: the operator settled the pending order with its payments; fulfilled once. */
 export interface OrderSettlementEvent {
   kind: 'settlement';
-  /** `settlement~<order id>`: one settlement per order. */
   eventId: string;
   settledBy: string;
   reason: string;
@@ -66,11 +45,9 @@ export interface OrderSettlementEvent {
   paymentIds: number[];
 }
 
-/** Anything the order workflow takes, one at a time. */
 export type OrderEvent =
   OrderPaymentEvent | OrderRefundEvent | OrderDisputeEvent | OrderSettlementEvent;
 
-/** The kinds of event the order workflow takes that are not payments. */
 export type OrderEventKind = Exclude<OrderEvent, OrderPaymentEvent>['kind'];
 
 export function isRefundEvent(event: OrderEvent): event is OrderRefundEvent {
@@ -85,7 +62,6 @@ export function isSettlementEvent(event: OrderEvent): event is OrderSettlementEv
   return 'kind' in event && event.kind === 'settlement';
 }
 
-/** Event ID of the settlement of an order: one per order, so a second hand-over is a duplicate. */
 export function settlementEventId(orderId: number): string {
   return `settlement~${orderId}`;
 }
@@ -113,7 +89,6 @@ export interface OrderWorkflowResult {
       | 'dispute'
       | 'failed'
       | 'already_handled';
-    /** For a settlement's event: who settled the order, when and why. */
     settlement?: Pick<OrderSettlementEvent, 'settledBy' | 'reason' | 'settledAt'>;
   }>;
 }
@@ -124,11 +99,7 @@ export interface OrderWorkflowResult {
  */
 export type OrderWorkflow = (input: OrderWorkflowInput) => Promise<OrderWorkflowResult>;
 
-/**
- * What a FulfilmentFailed failure carries in its details: enough to read the cause without the
- * history. `reason` is why retrying stopped: the seed's Tries (`max_attempts`), retryUntil
- * (`deadline`), or a 4xx (`non_retryable`).
- */
+/** Why retrying stopped: the attempts ran out, the deadline passed, or a 4xx. */
 export interface FulfilmentFailedDetails {
   orderId: number;
   eventId: string;
@@ -139,7 +110,6 @@ export interface FulfilmentFailedDetails {
   lastFailureMessage: string;
 }
 
-/** Where the order workflow stands; answered by the `state` query (Web UI, CLI). */
 export interface OrderWorkflowState {
   orderId: number;
   current: string | null;
@@ -148,16 +118,14 @@ export interface OrderWorkflowState {
 }
 
 /**
- * A warehouse attempt failed and the server will try again: sent by the notifyWarehouse activity
- * to its own workflow, which cannot see the attempts the server retries, so the Web UI's current
- * details can say how the call stands. Best effort: a lost one only leaves the details stale.
+ * Sent by notifyWarehouse to its own workflow, which cannot see the server's retries, so the Web
+ * UI's details can say how the call stands. Best effort: a lost one only leaves them stale.
  */
 export interface WarehouseAttemptFailed {
   attempt: number;
   /** The retry policy's maximumAttempts (0: unlimited). */
   maximumAttempts: number;
   nextRetryDelayMs: number;
-  /** Short: the HTTP status ("503"), or "timeout", "network". */
   lastFailure: string;
 }
 

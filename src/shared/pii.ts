@@ -1,8 +1,4 @@
-/**
- * A customer's e-mail address as logs and alerts may show it: enough for a person to tell
- * which customer (`j***@example.com`), not enough to write to them or to join it with other
- * data. Anything that is not an address becomes `***`. Pure, so workflows may use it too.
- */
+/** `j***@example.com`: tells a person which customer, not enough to write or join. Pure. */
 export function maskEmail(value: unknown): string {
   if (typeof value !== 'string') return '***';
   const at = value.lastIndexOf('@');
