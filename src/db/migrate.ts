@@ -30,10 +30,10 @@ import * as m0012 from './migrations/0012_disputes_and_settlements';
 import * as m0013 from './migrations/0013_partner_pauses';
 
 /**
- * Every migration, by name, in order. Imported rather than found by scanning a folder, so the
- * same list runs under jest, tsx and compiled dist. Names are recorded in the database: never
- * rename or reorder one that has shipped; add the next number instead. A migration runs inside
- * the runner's transaction: it must not open one of its own.
+ * Imported rather than found by scanning a folder, so jest, tsx and dist run the same list. Names
+ * are recorded in the database: never rename or reorder a shipped one. A migration runs inside
+ * the runner's transaction and must not open one. Each takes `Kysely<any>`: it sees the database
+ * as it was when written, not today's schema type.
  */
 const migrations: Readonly<Record<string, Migration>> = {
   '0001_create_orders_and_payments': m0001,
@@ -59,10 +59,8 @@ export type MigrationPoint = `${string}#${number}`;
 /** Told of every point a migration passes; may pause (return a promise) or end the process. */
 export type MigrationPointHook = (point: MigrationPoint) => void | Promise<void>;
 
-/**
- * Where a test preload (dev/migration-hold.ts) puts its hook, read once when this module loads;
- * as with the activities' crash points, no setting or environment variable can install it.
- */
+// A test preload (dev/migration-hold.ts) puts its hook here, read once at load: as with crash
+// points, no setting can install it.
 export const MIGRATION_POINT_HOOK = Symbol.for('order-payments.migration-point-hook');
 const preloadedHook = (globalThis as { [MIGRATION_POINT_HOOK]?: MigrationPointHook })[
   MIGRATION_POINT_HOOK
@@ -79,13 +77,10 @@ export interface MigrateOptions {
 }
 
 /**
- * Brings the schema up to date; returns the names applied by this call (empty when current).
- *
- * Each migration runs in a transaction of its own with the row that records it, under a lock
- * that other migrators wait for: a process that dies mid-migration leaves nothing of it, and
- * the next run (or a concurrent one) applies it whole, once. kysely does that on PostgreSQL
- * (advisory lock, one transaction); on SQLite it runs migrations statement by statement, so
- * there the runner takes SQLite's write lock itself (BEGIN IMMEDIATE) around kysely's migrator.
+ * Returns the names applied by this call. Each migration runs in one transaction with the row
+ * that records it, under a lock other migrators wait for: a process that dies mid-migration
+ * leaves nothing, and the next run applies it whole, once. kysely does that on PostgreSQL; on
+ * SQLite the runner takes the write lock itself (BEGIN IMMEDIATE) around kysely's migrator.
  */
 export async function migrateToLatest(
   db: Kysely<Database>,
@@ -111,7 +106,6 @@ export async function migrateToLatest(
   }
 }
 
-/** Names of all migrations this build knows, in order. */
 export function knownMigrations(): string[] {
   return Object.keys(migrations);
 }
@@ -175,9 +169,8 @@ async function finish(connection: Kysely<Database>, end: 'commit' | 'rollback'):
 }
 
 /**
- * Takes SQLite's write lock before the migrator reads which migrations are applied, so two
- * processes cannot both decide to apply the same one. Each attempt waits busy_timeout; another
- * migrator may hold the lock for a long migration.
+ * SQLite's write lock before the migrator reads which migrations are applied, so two processes
+ * cannot both apply one. Each attempt waits busy_timeout (a long migration may hold it).
  */
 async function beginImmediate(connection: Kysely<Database>): Promise<void> {
   const deadline = Date.now() + SQLITE_MIGRATION_LOCK_WAIT_MS;

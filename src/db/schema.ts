@@ -1,37 +1,29 @@
 import type { ColumnType, Generated, Selectable } from 'kysely';
 import type { DisputeEvent } from '../shared/payment-events';
 
-/**
- * Table types as Kysely sees them. Only the db folder uses these row shapes; repositories hand
- * callers camelCase domain objects instead, so a column rename stays inside this folder.
- */
+// Row shapes stay in this folder: repositories hand out camelCase objects, so a column rename
+// stays here.
 
 /**
- * A timestamp as an ISO-8601 UTC string with milliseconds (`2025-01-31T09:15:00.000Z`). SQLite
- * stores exactly that text; PostgreSQL stores `timestamptz` and the connection layer formats what
- * it reads the same way, so both dialects read back identical strings. Omitted on insert, the
- * column's default (the current time) applies.
+ * ISO-8601 UTC with milliseconds on both dialects (SQLite stores the text, the connection layer
+ * formats PostgreSQL's `timestamptz`). Omitted on insert: the current time.
  */
 export type Timestamp = ColumnType<string, string | undefined, string>;
 
 export type OrderStatus = 'pending' | 'paid';
 
-/** `null`: nobody has asked the warehouse yet. */
-/** `cancelled`: a full refund came before it shipped, and the warehouse cancelled it. */
+/** `null`: the warehouse not asked yet; `cancelled`: a full refund came before it shipped. */
 export type ShipmentStatus = 'requested' | 'failed' | 'cancelled';
 
 /**
- * The largest row ID either database can hold: IDs are PostgreSQL `integer` columns (SQLite's
- * are 64-bit). A larger number names no row, and PostgreSQL refuses to compare a column with it
- * (an error, not an empty result), so callers check it before asking.
+ * PostgreSQL `integer` IDs: PostgreSQL refuses to compare a column with a larger number (an
+ * error, not an empty result), so callers check before asking.
  */
 export const MAX_ROW_ID = 2_147_483_647;
 
 /**
- * The largest amount or user ID the tables hold: they are PostgreSQL `integer` columns too
- * (amounts in the smallest currency unit: up to 21,474,836.47 in a two-decimal currency). A
- * larger number must be refused at the edge with a 400; PostgreSQL would reject the write with
- * an error (a 500, or an activity retried forever), while SQLite would store it.
+ * Amounts and user IDs are `integer` too: a larger number is refused at the edge with a 400, not
+ * by PostgreSQL's write error (a 500, or an activity retried forever) while SQLite stores it.
  */
 export const MAX_INTEGER_COLUMN = 2_147_483_647;
 
@@ -40,7 +32,6 @@ export interface OrdersTable {
   user_id: number;
   customer_email: string;
   status: ColumnType<OrderStatus, OrderStatus | undefined, OrderStatus>;
-  /** In the smallest currency unit (yen, cents): integers never round. */
   total_amount: number;
   idempotency_key: string | null;
   /** sha256 of the canonical request body that first used the idempotency key. */
@@ -49,17 +40,14 @@ export interface OrdersTable {
   shipment_status: ShipmentStatus | null;
   /** Set when a second, different payment arrived for the order: a person must review a refund. */
   refund_review_requested_at: ColumnType<string | null, string | null | undefined, string | null>;
-  /** What the succeeded refunds of its payment add up to (smallest currency unit). */
   refunded_amount: ColumnType<number, number | undefined, number>;
-  /** Set when a full refund found the order already with the warehouse: a person must review a return. */
+  /** A full refund found the order already with the warehouse: a person must review a return. */
   return_review_requested_at: ColumnType<string | null, string | null | undefined, string | null>;
-  /** Where the order's disputes stand (src/shared/payment-events.ts, disputeOutcome); null: none. */
   dispute_status: ColumnType<
     DisputeStatus | null,
     DisputeStatus | null | undefined,
     DisputeStatus | null
   >;
-  /** When the last of its disputes was closed (recorded); null while one is open, or none was. */
   dispute_closed_at: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
@@ -80,13 +68,11 @@ export interface PaymentsTable {
    * work done or failed for good); null until then. A reset keeps the chain's first run ID.
    */
   handled_by_chain: ColumnType<string | null, string | null | undefined, string | null>;
-  /** The provider's reference of the payment (e.g. `stripe~pi_…`); refunds name it. */
   provider_payment_ref: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
 
-/** One refund event of a provider, recorded once (UNIQUE provider_event_id). */
 export interface RefundsTable {
   id: Generated<number>;
   provider_event_id: string;
@@ -107,7 +93,6 @@ export type RefundRow = Selectable<RefundsTable>;
 
 export type DisputeStatus = DisputeEvent['status'];
 
-/** One dispute event of a provider, recorded once (UNIQUE provider_event_id). */
 export interface DisputesTable {
   id: Generated<number>;
   provider_event_id: string;
@@ -116,7 +101,6 @@ export interface DisputesTable {
   status: DisputeStatus;
   amount: number;
   currency: string | null;
-  /** ISO 8601, as the provider gave it (Stripe evidence_details.due_by). */
   evidence_due_by: string | null;
   reason: string | null;
   /** Null until its payment is recorded (a dispute may arrive first). */
@@ -132,9 +116,7 @@ export interface SettlementsTable {
   order_id: number;
   settled_by: string;
   reason: string;
-  /** JSON array of the payment IDs the settlement counted. */
   payment_ids: string;
-  /** The order workflow chain that fulfilled it (as payments.handled_by_chain). */
   handled_by_chain: ColumnType<string | null, string | null | undefined, string | null>;
   settled_at: Timestamp;
 }
@@ -180,12 +162,10 @@ export interface UnmatchedDeliveriesTable {
   reason: string;
   provider: string;
   event_id: string;
-  /** JSON text of the internal event or the provider's object. */
   payload: string;
   delivery_count: ColumnType<number, number | undefined, number>;
   first_seen_at: Timestamp;
   last_seen_at: Timestamp;
-  /** `attached` | `refunded_outside` | `dismissed`; null while open. */
   resolution: string | null;
   resolved_order_id: number | null;
   resolution_note: string | null;
@@ -199,7 +179,6 @@ export type UnmatchedDeliveryRow = Selectable<UnmatchedDeliveriesTable>;
 export type OrderRow = Selectable<OrdersTable>;
 export type PaymentRow = Selectable<PaymentsTable>;
 
-/** One count of paid orders and shipment states, written by the `aggregate-stock` schedule. */
 export interface StockSnapshotsTable {
   id: Generated<number>;
   /** The moment the snapshot stands for (the scheduled run's time); UNIQUE, so retries reuse it. */
@@ -210,10 +189,8 @@ export interface StockSnapshotsTable {
   created_at: Timestamp;
 }
 
-/** One account per user, created by the first award. */
 export interface LoyaltyAccountsTable {
   user_id: number;
-  /** Never below zero (CHECK). Only moves together with a new ledger row. */
   balance: ColumnType<number, number | undefined, number>;
   created_at: Timestamp;
   updated_at: Timestamp;

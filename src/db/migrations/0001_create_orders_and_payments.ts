@@ -12,7 +12,6 @@ import {
  * them instead of creating a second row.
  */
 
-// Migrations see the database as it was when they were written, not today's schema type.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
 

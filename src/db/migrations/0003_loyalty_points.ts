@@ -7,13 +7,10 @@ import {
 } from 'kysely';
 
 /**
- * Loyalty points (the seed's exercise). Adding to a balance is not idempotent, so the decision
- * to add is made idempotent instead: every award is a ledger row, UNIQUE per (order, reason), and
- * the balance only moves in the transaction that inserted that row. The CHECK keeps a balance
- * from going below zero whatever a caller asks.
+ * Adding to a balance is not idempotent, so the decision is: every award is a ledger row, UNIQUE
+ * per (order, reason), and the balance moves only in the transaction that inserted it.
  */
 
-// Migrations see the database as it was when they were written, not today's schema type.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
 
@@ -70,10 +67,7 @@ function identity(col: ColumnDefinitionBuilder, postgres: boolean): ColumnDefini
     : col.primaryKey().autoIncrement();
 }
 
-/**
- * As in 0001: PostgreSQL keeps a real `timestamptz`; SQLite keeps text in exactly the format of
- * `Date.prototype.toISOString()`, defaulting to the current time on both.
- */
+/** As in 0001. */
 function withTimestamps<T extends string, C extends string>(
   table: CreateTableBuilder<T, C>,
   names: readonly string[],

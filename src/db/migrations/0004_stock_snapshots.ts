@@ -1,15 +1,10 @@
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 
 /**
- * Stock snapshots taken by the `aggregate-stock` Temporal Schedule (the seed's AggregateStock
- * job, every 5 minutes): how many orders are paid and where their shipments stand at one moment.
- *
- * `taken_at` is the moment the snapshot stands for (the run's scheduled time) and is UNIQUE:
- * activities are at-least-once, and a retry of the run for 12:05 must find the 12:05 snapshot
- * instead of writing a second one. `created_at` is when the row was actually written.
+ * `taken_at` is the moment the snapshot stands for (the run's scheduled time) and is UNIQUE: a
+ * retry of the 12:05 run finds the 12:05 snapshot instead of writing a second one.
  */
 
-// Migrations see the database as it was when they were written, not today's schema type.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
 

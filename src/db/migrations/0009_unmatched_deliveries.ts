@@ -8,7 +8,6 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
  * redelivery into a count; a resolution is written once (a NULL-guarded update).
  */
 
-// Migrations see the database as it was when they were written, not today's schema type.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
 

@@ -1,18 +1,13 @@
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 
 /**
- * `shipment_status = 'cancelled'`: a full refund came while the shipment was only requested, and
- * the warehouse cancelled it. 0001 wrote the allowed values into a CHECK constraint.
- *
- * PostgreSQL replaces the constraint. SQLite cannot alter a CHECK, so the table is rebuilt (its
- * documented way: create the new table, copy, drop the old, rename; the runner turns foreign keys
- * off for the step and checks them whole before it commits, src/db/migrate.ts). The new table is
- * created from the table's own DDL with only the CHECK changed, so columns that migrations before
- * this one added are kept, in their order, whoever added them. The AUTOINCREMENT counter is carried
- * over: an order ID is never reused (0001), even one whose row is gone.
+ * A full refund came while the shipment was only requested. PostgreSQL replaces 0001's CHECK;
+ * SQLite cannot alter one, so the table is rebuilt its documented way (create, copy, drop,
+ * rename; migrate.ts turns foreign keys off for the step) from its own DDL with only the CHECK
+ * changed, keeping later columns in order. The AUTOINCREMENT counter is carried over: an order
+ * ID is never reused (0001).
  */
 
-// Migrations see the database as it was when they were written, not today's schema type.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
 

@@ -8,7 +8,6 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
  * slot (epoch ms) of a resume with `--rate N`: each held call takes one, 1/N s after the last.
  */
 
-// Migrations see the database as it was when they were written, not today's schema type.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
 

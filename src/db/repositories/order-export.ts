@@ -3,10 +3,8 @@ import type { Database, OrderStatus, ShipmentStatus } from '../schema';
 import { EXPORT_COLUMNS } from '../../shared/export';
 
 /**
- * Orders read in pages for exports. Pages are keyset pages on the primary key (`id > cursor`
- * ordered by id), never OFFSET: each one costs the same however deep into the table it is, and
- * a page asked for again with the same cursor holds the same orders, which is what makes a
- * retried export chunk write the same file.
+ * Keyset pages on the primary key, never OFFSET: each costs the same however deep, and a page
+ * asked again with the same cursor holds the same orders, so a retried chunk writes the same file.
  */
 
 /** An order as exports write it: what a person reconciling orders needs, nothing internal. */
@@ -15,7 +13,6 @@ export interface ExportedOrder {
   userId: number;
   customerEmail: string;
   status: OrderStatus;
-  /** In the smallest currency unit. */
   totalAmount: number;
   shipmentStatus: ShipmentStatus | null;
   confirmationSentAt: string | null;
@@ -31,7 +28,6 @@ export interface OrderIdRange {
 }
 
 export interface OrderRangeSummary {
-  /** Orders in the range right now. */
   count: number;
   /** Lowest and highest order ID in the range; null when it holds no orders. */
   firstOrderId: number | null;
@@ -41,15 +37,12 @@ export interface OrderRangeSummary {
 export interface ReadOrderPageInput {
   /** Exclusive: the last ID of the previous page (`fromOrderId - 1` for the first). */
   afterOrderId: number;
-  /** Inclusive upper bound. */
   toOrderId: number;
   limit: number;
 }
 
 export interface OrderExportRepository {
-  /** How many orders the range holds, and its first and last ID, in one read. */
   summarizeRange(range: OrderIdRange): Promise<OrderRangeSummary>;
-  /** Up to `limit` orders with `afterOrderId < id <= toOrderId`, by ID ascending. */
   readPage(input: ReadOrderPageInput): Promise<ExportedOrder[]>;
 }
 
@@ -77,7 +70,6 @@ export function createOrderExportRepository(db: Kysely<Database>): OrderExportRe
     async readPage({ afterOrderId, toOrderId, limit }) {
       const rows = await db
         .selectFrom('orders')
-        // The columns of the file, in its order (src/shared/export.ts).
         .select(EXPORT_COLUMNS)
         .where('id', '>', afterOrderId)
         .where('id', '<=', toOrderId)

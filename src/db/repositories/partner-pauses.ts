@@ -12,7 +12,6 @@ export interface PartnerPause {
   pausedAt: string;
   pausedBy: string;
   reason: string | null;
-  /** Null while paused. */
   resumedAt: string | null;
   /** The `--rate` of the resume: held calls released at most this many per second. */
   resumeRate: number | null;
@@ -28,7 +27,6 @@ export type ResumeResult =
   /** Not paused (never, or resumed already): nothing changed. */
   | { kind: 'not_paused'; pause: PartnerPause | undefined };
 
-/** A slot of a rate-limited release: when the held call may reach the partner. */
 export interface ReleaseSlot {
   /** From the claim's `nowMs`; 0: at once. */
   delayMs: number;
@@ -41,16 +39,12 @@ export interface PartnerPausesRepository {
   /** Ends the pause; with a rate, the held calls are released through its schedule. */
   resume(partner: Partner, rate?: number): Promise<ResumeResult>;
   get(partner: string): Promise<PartnerPause | undefined>;
-  /** Every partner ever paused, with the state of its last pause. */
   list(): Promise<PartnerPause[]>;
   state(partner: Partner): Promise<PartnerPauseState>;
   /**
-   * Takes the next release slot of a resume with a rate: the milliseconds to wait from `nowMs`
-   * (at least PARTNER_RELEASE_HEADROOM_MS; 0 when there is no rate to keep). Slots are handed out by one
-   * atomic UPDATE, so concurrent callers on any number of workers never share one, and spaced
-   * 10 % wider than 1/rate s (RELEASE_SECOND_MS): a slot reaches the partner a few tens of
-   * milliseconds late (timer, workflow task, activity dispatch), and that margin keeps two such
-   * late calls from landing in the same second as the next ones.
+   * Takes the next release slot: ms to wait from `nowMs` (at least the headroom; 0 without a rate).
+   * One atomic UPDATE, so concurrent workers never share a slot; spaced 10 % wider than 1/rate s,
+   * so two late-dispatched calls never land in the same second as the next ones.
    */
   claimRelease(partner: Partner, nowMs: number): Promise<ReleaseSlot>;
 }
@@ -58,7 +52,6 @@ export interface PartnerPausesRepository {
 /** A second plus 10 %: the release stays under the rate, whatever the dispatch jitter. */
 const RELEASE_SECOND_MS = 1100;
 
-/** The milliseconds between two release slots at `rate` calls per second (rounded up). */
 export function releaseSpacingMs(rate: number): number {
   return Math.ceil(RELEASE_SECOND_MS / rate);
 }

@@ -1,10 +1,8 @@
 import { PostgresAdapter, sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { Database, StockSnapshotsTable } from '../schema';
 
-/** Counts of orders at one moment. Timestamps are ISO-8601 UTC strings. */
 export interface StockSnapshot {
   id: number;
-  /** The moment the snapshot stands for: the scheduled time of the run that took it. */
   takenAt: string;
   ordersPaid: number;
   shipmentsRequested: number;
@@ -20,10 +18,7 @@ export interface TakeSnapshotResult {
 }
 
 export interface StockRepository {
-  /**
-   * Counts paid orders and shipment states into a new snapshot for `takenAt`, or returns the one
-   * already taken for that moment: a retried run must not write a second snapshot for its slot.
-   */
+  /** A retried run returns the snapshot already taken for its `takenAt`, never a second one. */
   takeSnapshot(takenAt: string): Promise<TakeSnapshotResult>;
   /** Newest first, at most `limit` (default 100): the table grows by 288 rows a day. */
   listSnapshots(options?: { limit?: number }): Promise<StockSnapshot[]>;
