@@ -15,36 +15,26 @@ import {
 /** History filter that returns only the close event (HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT). */
 const CLOSE_EVENT_ONLY = 2;
 
-/** A workflow whose latest run failed: one line of the inbox. */
 export interface FailedWorkflow {
   workflowId: string;
-  /** The latest run, the one that failed. */
   runId: string;
   type: string;
   taskQueue: string;
-  /** From the memo the payment starter puts on each payment workflow; undefined when absent. */
   orderId: string | undefined;
   failure: FailureSummary;
   failedAt: Date | undefined;
   /** Every Failed run of this workflow ID that visibility knows, the latest among them. */
   failedRunIds: string[];
-  /**
-   * Set when its memo cannot be decoded with the configured key(s): `orderId` is then unknown.
-   * The failure is still read (failure messages are not encrypted).
-   */
+  /** Its memo cannot be decoded: `orderId` unknown; the failure is still read (not encrypted). */
   undecodable?: UndecodablePayloads;
 }
 
 export interface FailedWorkflowFilter {
   workflowType?: string;
-  /** At most this many, most recent failures first. */
   limit?: number;
 }
 
-/**
- * Workflow IDs whose latest run is Failed, most recent failure first. A workflow that failed and
- * was then retried successfully keeps its old Failed run in visibility; it is not listed.
- */
+/** A workflow retried successfully keeps its old Failed run in visibility: not listed. */
 export async function listFailedWorkflows(
   client: Client,
   filter: FailedWorkflowFilter = {},
@@ -99,22 +89,15 @@ function toFailedWorkflow(
 }
 
 export interface FlushResult {
-  /**
-   * Workflows whose Failed runs the server accepted to delete. It deletes in the background:
-   * see `awaitDeletion`.
-   */
+  /** Accepted for deletion, which the server does in the background (see `awaitDeletion`). */
   deleted: FailedWorkflow[];
-  /** Workflows left alone because they changed since they were listed (retried, for example). */
   skipped: { workflow: FailedWorkflow; reason: string }[];
 }
 
 /**
- * Deletes the Failed runs of workflows listed by `listFailedWorkflows`. Each workflow is checked
- * again first: one that was retried (or changed otherwise) since it was listed is skipped, so a
- * flush never deletes a run that is doing work. Deletion is what makes the server forget the
- * workflow ID: a later start under that ID is accepted as new. The server deletes in the
- * background, after it has finished processing the run's close; until then the workflow is still
- * described and listed.
+ * Each workflow is checked again first: one retried since it was listed is skipped, so a flush
+ * never deletes a run doing work. Deletion makes the server forget the workflow ID (a later
+ * start is new); it happens in the background, and until then the workflow is still listed.
  */
 export async function flushFailedWorkflows(
   client: Client,
@@ -155,10 +138,7 @@ async function deleteRun(client: Client, workflowId: string, runId: string): Pro
   }
 }
 
-/**
- * Waits until the server no longer knows any of `workflowIds`, polling every `intervalMs`, at
- * most `timeoutMs`. Returns the IDs it still knows at the deadline.
- */
+/** Returns the IDs the server still knows at the deadline. */
 export async function awaitDeletion(
   client: Client,
   workflowIds: readonly string[],

@@ -1,6 +1,5 @@
 import type { ProtoFailure } from '@temporalio/common';
 
-/** What an operator needs to know about why a workflow failed, read from its failure chain. */
 export interface FailureSummary {
   /** Type of the outermost failure: the ApplicationFailure type, or the kind of failure. */
   type: string;
@@ -9,7 +8,6 @@ export interface FailureSummary {
   rootCause: { type: string; message: string };
 }
 
-/** The failure and its causes, outermost first. */
 export function causeChain(failure: ProtoFailure | null | undefined): ProtoFailure[] {
   const chain: ProtoFailure[] = [];
   // Bounded, in case a malformed failure refers back to itself.
@@ -18,10 +16,8 @@ export function causeChain(failure: ProtoFailure | null | undefined): ProtoFailu
 }
 
 /**
- * A failure's type as the SDKs name it: the application's own type string for an
- * ApplicationFailure, otherwise the kind of failure (an activity or child workflow that failed,
- * a timeout, a cancellation…). For an activity failure the activity type is added, since the
- * failure itself only says "Activity task failed".
+ * The application's own type for an ApplicationFailure, else the kind of failure; an activity
+ * failure adds the activity type, since its message only says "Activity task failed".
  */
 export function failureType(failure: ProtoFailure): string {
   if (failure.applicationFailureInfo) return failure.applicationFailureInfo.type || 'Error';
@@ -38,7 +34,6 @@ export function failureType(failure: ProtoFailure): string {
   return 'Failure';
 }
 
-/** Summarises a failure for a table: its own type and message, and those of its root cause. */
 export function summarizeFailure(failure: ProtoFailure | null | undefined): FailureSummary {
   const chain = causeChain(failure);
   const outer = chain[0];

@@ -2,11 +2,7 @@ import type { Client } from '@temporalio/client';
 import { partnerPauseChangedSignal, type Partner } from '../shared/partner';
 import { mapConcurrently, DESCRIBE_CONCURRENCY } from './visibility';
 
-/**
- * The running workflows holding a call to the partner: each sets `PartnerPaused` while it waits
- * (src/workflows/partner-hold.ts). Reads the raw listing, as the other operator lists do, so an
- * undecodable memo cannot abort it.
- */
+/** Reads the raw listing, as the other operator lists do, so an undecodable memo cannot abort it. */
 export async function heldWorkflowIds(client: Client, partner: Partner): Promise<string[]> {
   const ids = new Set<string>();
   let nextPageToken: Uint8Array | undefined;
@@ -33,9 +29,8 @@ export interface WakeOutcome {
 }
 
 /**
- * Tells the held workflows to look at the table now, after a resume there (the truth every held
- * call reads). The signals are only a wake-up: one that is lost, or a workflow that visibility
- * did not list yet, finds the resume at its next re-check (PARTNER_PAUSE_RECHECK, a minute).
+ * A wake-up only: a lost signal, or a workflow visibility did not list yet, finds the resume at
+ * its next re-check (PARTNER_PAUSE_RECHECK, a minute).
  */
 export async function wakeHeldWorkflows(client: Client, partner: Partner): Promise<WakeOutcome> {
   const held = await heldWorkflowIds(client, partner);

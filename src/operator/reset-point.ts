@@ -2,24 +2,16 @@ import type { ProtoFailure } from '@temporalio/common';
 import { causeChain } from './failures';
 import type { HistoryEvent } from './visibility';
 
-/** Where a failed run is reset to, and why there. */
 export interface ResetPoint {
   /** The WorkflowTaskCompleted event to reset to (workflowTaskFinishEventId). */
   eventId: NonNullable<HistoryEvent['eventId']>;
   /**
-   * `activity`: the activity whose failure failed the workflow is scheduled again, everything
-   * recorded before the workflow task that scheduled it is kept. `local-activity`: the same for
-   * a step that ran as a local activity, from the workflow task of its first attempt. `start`:
-   * the workflow code itself failed, no step to point at; the run starts over from its first
-   * workflow task.
+   * `activity`: its scheduling task is reset to; `local-activity`: the task of its first
+   * attempt; `start`: the workflow code failed, the run starts over.
    */
   kind: 'activity' | 'local-activity' | 'start';
-  /** The step that failed, for `activity` and `local-activity`. */
   activityType?: string;
-  /**
-   * The steps the failed run recorded from the reset point up to the one that failed (all of
-   * them for `start`), in order: what the new run does again. Steps before it are kept.
-   */
+  /** The steps from the reset point up to the failed one: what the new run does again. */
   rerun: string[];
 }
 
@@ -27,25 +19,12 @@ export interface ResetPoint {
 const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 
 /**
- * Finds the reset point of a failed run from its history. The failure that closed the workflow
- * is followed down its cause chain to the first activity failure: the chain, not "the last
- * activity that failed", decides, since steps that run after the failure (compensation, alerts)
- * are not what should be retried.
- *
- * - A scheduled activity: its Scheduled event names the workflow task that scheduled it; the
- *   server retries it within that one event, so the reset runs it again with a fresh retry
- *   policy (all its attempts, its whole deadline).
- * - A local activity has no Scheduled event: its attempts run inside workflow tasks and only its
- *   outcome is recorded, as a marker, in the task where it gave up. Resetting to that task would
- *   resume its retries where they stopped, with its deadline already spent (a worker computes it
- *   from the first attempt's schedule time, which the SDK carries across its backoff timers) and
- *   fail at once. The run is reset to the task of its first attempt instead: the last one that
- *   started before the schedule time the marker records. Other local steps recorded in that same
- *   task run again with it: the payment's recordPayment with its hand-over, which is why both
- *   are safe to repeat.
- * - No activity in the chain (the workflow code failed by itself): the first workflow task.
- *
- * Returns undefined when the history has nothing to reset to.
+ * The failure is followed down its cause chain to the first activity failure: steps that ran
+ * after it (compensation, alerts) are not what to retry. A local activity has no Scheduled
+ * event, and resetting to the task of its marker would resume its retries with its deadline
+ * spent (the SDK carries the first attempt's schedule time across backoff timers): the run is
+ * reset to the task of its first attempt, re-running the other local steps of that task (the
+ * payment's hand-over, safe to repeat). Undefined: nothing to reset to.
  */
 export function findResetPoint(events: readonly HistoryEvent[]): ResetPoint | undefined {
   const failed = events.filter((e) => e.workflowExecutionFailedEventAttributes).at(-1);
@@ -86,7 +65,6 @@ function point(
   return { eventId, kind, ...(activityType !== undefined && { activityType }), rerun };
 }
 
-/** The activity a Scheduled event or a local activity's marker records, if it is one. */
 function stepName(event: HistoryEvent): string | undefined {
   return (
     event.activityTaskScheduledEventAttributes?.activityType?.name ??
@@ -123,12 +101,9 @@ function localActivityMarker(event: HistoryEvent): LocalActivityMarker | undefin
 }
 
 /**
- * The WorkflowTaskCompleted event of the task in which the local step's first attempt ran: the
- * last task that started at or before the schedule time recorded with its failure. The times are
- * the server's and the worker's clocks: a worker clock behind the server's picks an earlier task,
- * which only runs more again (every step is idempotent); one ahead picks a later task only when
- * it is ahead by more than the time to the next task, and the retry then fails at once and says
- * so (./retry-outcome.ts).
+ * The last task started at or before the schedule time recorded with the failure. Server and
+ * worker clocks differ: a worker behind picks an earlier task (more runs again, all idempotent);
+ * one ahead by more than a task's gap makes the retry fail at once and say so (retry-outcome.ts).
  */
 function firstAttemptTask(
   events: readonly HistoryEvent[],

@@ -8,9 +8,7 @@ import { closeFailure } from './failed-workflows';
 import { type FailureSummary, summarizeFailure } from './failures';
 import { describeLatestRun, type LatestRun } from './visibility';
 
-/** What the run a retry made did, as far as the CLI could see within its wait. */
 export type RetryOutcome =
-  /** It completed and did the work it was retried for. */
   | { kind: 'completed' }
   /** Still running at the end of the wait: on the pending step, when there is one. */
   | { kind: 'running'; pending?: string }
@@ -31,10 +29,8 @@ export interface AwaitOptions {
 }
 
 /**
- * Follows a retried workflow until its latest run closes or the wait ends, and judges what it
- * did. The latest run, not the reset's run ID: a retried export may continue-as-new. A completed
- * run is checked by its type: a payment must have handed its payment over, an order must have
- * processed the event its failed run failed on.
+ * Follows the latest run (a retried export may continue-as-new), not the reset's run ID. A
+ * payment must have handed its payment over; an order must have processed its failed event.
  */
 export async function awaitRetryOutcome(
   client: Client,

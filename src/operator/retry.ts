@@ -11,7 +11,6 @@ import {
   type UndecodablePayloads,
 } from './visibility';
 
-/** The workflow is not in a state that retry may touch; nothing was changed. */
 export class RetryRefusedError extends Error {
   constructor(
     readonly workflowId: string,
@@ -27,16 +26,12 @@ export class RetryRefusedError extends Error {
   }
 }
 
-/**
- * The failed run could be reset, but no run of its input can do the work: it would fail the same
- * way. Nothing was changed; `instead` says what to do.
- */
+/** The run could be reset, but no run of its input can succeed; `instead` says what to do. */
 export class RetryCannotHelpError extends Error {
   constructor(
     readonly workflowId: string,
     why: string,
     readonly instead: string,
-    /** The failure that closed the run. */
     readonly failure?: ProtoFailure,
   ) {
     super(`${workflowId}: ${why}`);
@@ -55,7 +50,6 @@ export class NoResetPointError extends Error {
 export interface RetryOptions {
   /** Recorded on the reset, shown in the Web UI: e.g. "ops retry by alice". */
   reason: string;
-  /** Client identity recorded with the reset. */
   identity?: string;
 }
 
@@ -64,14 +58,11 @@ export interface RetryResult extends RetryPlan {
 }
 
 /**
- * Re-runs a failed workflow with the same input by resetting its failed run (not by starting a
- * fresh one): the new run keeps the workflow ID, the input, the signals it received and every
- * result recorded before the reset point (./reset-point.ts), and runs the rest again. An order
- * keeps the payment it was handed and asks the warehouse again. A payment, whose steps are both
- * local activities recorded in its one workflow task, runs both again: recordPayment finds its
- * row, and the hand-over goes out again (the order workflow ignores an event it has seen).
- * Refuses (RetryRefusedError) unless the latest run is Failed, so a completed workflow is never
- * run twice, and (RetryCannotHelpError) when its input cannot succeed.
+ * Resets the failed run (not a fresh start): the new run keeps the workflow ID, input, signals
+ * and every result before the reset point (./reset-point.ts). A payment runs both its local
+ * steps again: recordPayment finds its row and the order workflow ignores a seen hand-over.
+ * Refuses unless the latest run is Failed (a completed workflow never runs twice) or when its
+ * input cannot succeed.
  */
 export async function retryFailedWorkflow(
   client: Client,
@@ -84,7 +75,6 @@ export async function retryFailedWorkflow(
   return resetFailedRun(client, latest, options);
 }
 
-/** A failed run's retry, worked out from its history but not made yet. */
 export interface RetryPlan {
   workflowId: string;
   failedRunId: string;
@@ -92,7 +82,6 @@ export interface RetryPlan {
   failure: ProtoFailure | undefined;
 }
 
-/** Reads the failed run's history: where to reset it, or why no retry can help. */
 async function planRetry(client: Client, latest: LatestRun): Promise<RetryPlan> {
   const { workflowId, runId } = latest;
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
@@ -108,10 +97,8 @@ async function planRetry(client: Client, latest: LatestRun): Promise<RetryPlan> 
 }
 
 /**
- * The reset's request ID: one per failed run. The server answers a reset whose request ID it
- * has seen with the run that reset made, so a retry whose answer was lost, or two operators
- * retrying at once, reset a failed run once; a later retry of the run that reset made (failed
- * again) is a new run ID, so a new reset.
+ * One per failed run: the server answers a seen request ID with the run that reset made, so a
+ * lost answer or two operators at once reset it once; a failed reset run is a new run ID.
  */
 export function resetRequestId(failedRunId: string): string {
   return `ops-retry-${failedRunId}`;
@@ -143,9 +130,8 @@ async function resetFailedRun(
 }
 
 /**
- * Failures that the same input meets again on every run, whatever the code and the partners do
- * now: the event's ID is already recorded with another order or amount, or the export request
- * itself is invalid. A reset would only fail again (and alert again).
+ * Failures the same input meets on every run (the event ID recorded with another order or
+ * amount, an invalid export request): a reset would only fail and alert again.
  */
 function withoutRemedy(
   failure: ProtoFailure | undefined,
@@ -169,7 +155,6 @@ function withoutRemedy(
 
 export type RetryAllOutcome = (
   | { workflowId: string; kind: 'retried'; result: RetryResult }
-  /** --dry-run: what a retry would do; nothing was changed. */
   | { workflowId: string; kind: 'planned'; plan: RetryPlan }
   /** Visibility still shows an old Failed run, but the workflow is now something else. */
   | { workflowId: string; kind: 'skipped'; status: string }
@@ -177,10 +162,7 @@ export type RetryAllOutcome = (
   | { workflowId: string; kind: 'refused'; error: RetryCannotHelpError }
   | { workflowId: string; kind: 'error'; error: Error }
 ) & {
-  /**
-   * Its memo cannot be decoded with the configured key(s). A reset needs no payloads, so the
-   * retry goes ahead; the operator is told, since its workers may lack the key as well.
-   */
+  /** Its memo cannot be decoded: the reset needs no payloads, but its workers may lack the key. */
   undecodable?: { type: string } & UndecodablePayloads;
 };
 
@@ -188,29 +170,20 @@ export interface RetryAllOptions extends RetryOptions {
   workflowType?: string;
   /** Only workflows whose failure's root cause is of this type (e.g. WarehouseUnavailable). */
   rootCause?: string;
-  /** Only workflows that failed at or after this moment. */
   since?: Date;
-  /** Work out and report each retry, change nothing. */
   dryRun?: boolean;
   /** At most this many resets a second (default DEFAULT_RESETS_PER_SECOND). */
   resetsPerSecond?: number;
 }
 
-/**
- * Resets a second in `retry all`: each reset starts a run whose first workflow task a worker
- * must take at once, so a backlog of failures (a warehouse outage's) is let in gradually rather
- * than all in one burst.
- */
+/** A reset's run needs a worker at once, so an outage's backlog is let in gradually. */
 export const DEFAULT_RESETS_PER_SECOND = 10;
 
 /**
- * Retries every workflow whose latest run is Failed, optionally only of one type, failed since
- * a moment, or with one root cause, one at a time at a bounded rate. The type and the time are
- * the visibility query's; the root cause is read from each failed run's history (it is no
- * visibility field). IDs that visibility lists with a Failed run but whose latest run is not
- * Failed (retried already, completed, running) are skipped and reported: that, and the reset's
- * request ID per failed run, make an interrupted `retry all` safe to run again, since nothing is
- * reset twice. One workflow's error does not stop the others.
+ * The type and time filter the visibility query; the root cause is read from each history (no
+ * visibility field). A listed ID whose latest run is no longer Failed is skipped and reported:
+ * with the per-run request ID, that makes an interrupted `retry all` safe to run again. One
+ * workflow's error does not stop the others.
  */
 export async function retryAllFailed(
   client: Client,

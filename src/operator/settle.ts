@@ -11,12 +11,9 @@ import {
 import { OrderIdSearchAttribute } from '../shared/search-attributes';
 
 /**
- * An operator settles a pending order with the payments it has (a short, partial or split
- * payment the customer will not complete): the order turns paid with who, why and when in
- * `settlements`, then its workflow fulfils it once. The database's pending-to-paid claim is the
- * judge (a payment of the right amount arriving at the same moment and the settlement never
- * both pay the order); the order workflow's one event per order (`settlement~<id>`) and its
- * handled-by record keep the fulfilment to one, however often the command runs.
+ * The database's pending-to-paid claim is the judge (a payment of the right amount arriving at
+ * the same moment and the settlement never both pay the order); the order workflow's one event
+ * per order and its handled-by record keep the fulfilment to one, however often it runs.
  */
 
 export type SettleOutcome =
@@ -59,11 +56,7 @@ export function settlementEvent(settlement: Settlement): OrderSettlementEvent {
   };
 }
 
-/**
- * Hands the settlement to the order's workflow: signal-with-start, as a payment's hand-over, on
- * the queue the payments worker polls. A repeat reaches a running workflow that has seen the
- * event ID (ignored), or a new run that finds it handled by an earlier chain (nothing done).
- */
+/** A repeat reaches a workflow that has seen the event ID, or a run that finds it handled. */
 export async function handOverSettlement(client: Client, settlement: Settlement): Promise<string> {
   const { orderId } = settlement;
   const workflowId = orderWorkflowId(orderId);

@@ -11,27 +11,21 @@ import {
   type UndecodablePayloads,
 } from './visibility';
 
-/** One piece of work that keeps failing inside a running workflow. */
 export interface StuckWork {
   workflowId: string;
   runId: string;
   type: string;
-  /** An activity that keeps failing its attempts, or the workflow task (the workflow code itself). */
+  /** An activity, or the workflow task (the workflow code itself). */
   stuckOn:
     { kind: 'activity'; activityType: string; activityId: string } | { kind: 'workflow task' };
-  /** The attempt the work is on, or will make next (the first attempt is 1). */
   attempts: number;
   /** The retry policy's limit; undefined: unlimited (or a workflow task). */
   maximumAttempts: number | undefined;
   lastFailure: FailureSummary | undefined;
-  /**
-   * When the next attempt starts; undefined while one runs, while paused, or when the server
-   * does not say. A paused activity keeps the time it had, but nothing runs at it.
-   */
+  /** Undefined while an attempt runs, while paused, or when the server does not say. */
   nextAttemptAt: Date | undefined;
   /** Paused by an operator (`temporal activity pause`): no attempt runs until unpaused or reset. */
   paused: boolean;
-  /** The order the workflow works for (its memo), when it has one. */
   orderId: string | undefined;
 }
 
@@ -40,12 +34,10 @@ export interface StuckGroup {
   stuckOn: string;
   /** The root cause's failure type of the last attempt; `-` when none was recorded. */
   failureType: string;
-  /** One recent message of that failure, for the heading. */
   example: string | undefined;
   work: StuckWork[];
 }
 
-/** Groups stuck work by cause, the largest group first, each group's work by order. */
 export function groupByCause(stuck: readonly StuckWork[]): StuckGroup[] {
   const groups = new Map<string, StuckGroup>();
   for (const work of stuck) {
@@ -72,14 +64,12 @@ export function groupByCause(stuck: readonly StuckWork[]): StuckGroup[] {
 }
 
 export interface StuckFilter {
-  /** An activity is listed from this attempt on. Default 3. */
   minAttempts?: number;
   workflowType?: string;
 }
 
 export const DEFAULT_MIN_ATTEMPTS = 3;
 
-/** A running workflow whose memo cannot be decoded with the configured key(s). */
 export interface UndecodableWorkflow extends UndecodablePayloads {
   workflowId: string;
   type: string;
@@ -87,10 +77,7 @@ export interface UndecodableWorkflow extends UndecodablePayloads {
 
 export interface StuckReport {
   stuck: StuckWork[];
-  /**
-   * Running workflows, stuck or not, whose payloads this process cannot decode: written with a
-   * key it lacks. Their stuck work is still found (none of it needs decoding).
-   */
+  /** Written with a key this process lacks; their stuck work is still found (needs no decoding). */
   undecodable: UndecodableWorkflow[];
 }
 
@@ -98,12 +85,9 @@ export interface StuckReport {
 const RECENT_EVENTS = 100;
 
 /**
- * Running workflows that are not getting anywhere, as the server reports them:
- * - a pending activity on attempt `minAttempts` or later of its retry policy (a database or
- *   partner that stays down), with its last failure and next attempt time;
- * - a workflow task past its first attempt: workflow code that throws (non-determinism after a
- *   bad deploy, say) is retried forever and no activity runs.
- * Costs a describe per running workflow, and one page of recent history per failing workflow task.
+ * A pending activity on attempt `minAttempts` or later (a database or partner that stays down),
+ * or a workflow task past its first attempt (code that throws, e.g. non-determinism after a bad
+ * deploy, retried forever). A describe per running workflow, a history page per failing task.
  */
 export async function findStuckWork(
   client: Client,
@@ -112,7 +96,6 @@ export async function findStuckWork(
   return (await inspectRunningWorkflows(client, filter)).stuck;
 }
 
-/** `findStuckWork`, and the running workflows whose payloads cannot be decoded here. */
 export async function inspectRunningWorkflows(
   client: Client,
   filter: StuckFilter = {},
@@ -194,7 +177,6 @@ async function stuckIn(
   return stuck;
 }
 
-/** The newest events of a run, newest first. */
 async function recentEvents(
   client: Client,
   workflowId: string,

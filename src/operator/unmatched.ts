@@ -3,17 +3,10 @@ import { MAX_INTEGER_COLUMN, type UnmatchedDelivery, type UnmatchedRepository } 
 import type { PaymentStart } from '../http/providers/delivery';
 import type { PaymentStarter, StartedPayment } from '../temporal/payment-starter';
 
-/**
- * The operator's side of the unmatched inbox: signed deliveries answered 2xx that no workflow
- * could act on as sent. Each entry is resolved once: attached to an order (it then flows as a
- * normal payment), marked refunded outside this system, or dismissed with a reason.
- */
+// Each inbox entry is resolved once: attached to an order (then a normal payment), refunded
+// outside this system, or dismissed with a reason.
 
-/**
- * The payment an entry stands for, when it is one: the internal event the edge or the payment
- * workflow kept (amount, and the provider's reference and currency when it had them). Refunds,
- * disputes and raw provider objects have no such top-level amount, or say what they are.
- */
+/** The internal payment event an entry kept, if any; refunds, disputes, raw objects have none. */
 const keptPayment = z.object({
   amount: z.number().int().positive().max(MAX_INTEGER_COLUMN),
   paymentRef: z.string().min(1).optional(),
@@ -30,7 +23,6 @@ export function attachedEventId(entry: Pick<UnmatchedDelivery, 'id'>): string {
 export type AttachResult =
   /** The payment workflow was started (or found started by an earlier run of the command). */
   | { kind: 'attached'; entry: UnmatchedDelivery; started: StartedPayment; first: boolean }
-  /** Nothing changed; `reason` says why, for the operator. */
   | { kind: 'refused'; reason: string };
 
 export interface AttachDeps {
@@ -41,10 +33,9 @@ export interface AttachDeps {
 }
 
 /**
- * Attaches an entry to an order, exactly once: the resolution is claimed in the inbox first (one
- * operator wins), then the payment workflow is started under `payment-unmatched~<id>`. A run that
- * died between the two, or a second run, finds the entry attached to that same order and starts
- * the same workflow ID, which the server dedups: nothing happens twice.
+ * The resolution is claimed in the inbox first (one operator wins), then the workflow starts
+ * under `payment-unmatched~<id>`: a run that died between the two, or a second run, starts the
+ * same workflow ID, which the server dedups.
  */
 export async function attachUnmatched(
   deps: AttachDeps,

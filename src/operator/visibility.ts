@@ -7,7 +7,6 @@ import type { History } from '@temporalio/common/lib/proto-utils';
 /** One event of a workflow history, as the gRPC API returns it (event IDs are Longs). */
 export type HistoryEvent = NonNullable<History['events']>[number];
 
-/** The statuses the inbox looks for, as visibility queries spell them. */
 export type QueriedStatus = 'Failed' | 'Running';
 
 /** gRPC NOT_FOUND: the server does not know the workflow (never existed, or deleted). */
@@ -16,10 +15,7 @@ const GRPC_NOT_FOUND = 5;
 /** How many describe calls run at once: quick for an operator, gentle on the server. */
 export const DESCRIBE_CONCURRENCY = 8;
 
-/**
- * A visibility query for one status and, optionally, one workflow type and runs closed at or
- * after a moment. The type is quoted, so any name works and none can widen the query.
- */
+/** The type is quoted, so any name works and none can widen the query. */
 export function visibilityQuery(
   status: QueriedStatus,
   workflowType?: string,
@@ -36,12 +32,9 @@ function quote(value: string): string {
 }
 
 /**
- * Runs that visibility shows in a status, grouped by workflow ID in the order first seen. One
- * workflow ID can have several: a reset leaves the old run Failed beside the new one, so what
- * visibility says about a run is not what the workflow is now; callers check the latest run.
- *
- * Reads the raw listing, not `client.workflow.list()`: that one decodes every memo on the way,
- * and one memo written with a key this process lacks would abort the whole listing.
+ * Grouped by workflow ID: a reset leaves the old run Failed beside the new one, so callers check
+ * the latest run. The raw listing, not `client.workflow.list()`, which decodes every memo and
+ * aborts the whole listing on one written with a key this process lacks.
  */
 export async function runsByWorkflowId(
   client: Client,
@@ -73,28 +66,19 @@ export async function runsByWorkflowId(
   return runs;
 }
 
-/** A workflow whose payloads (its memo) this process cannot decode, and why. */
 export interface UndecodablePayloads {
   /** The key the payloads were encrypted with, when the codec's error names it. */
   keyId: string | undefined;
-  /** What the codec said. */
   message: string;
 }
 
-/**
- * The latest run of a workflow ID, as the SDK's `describe()` gives it, and what of it could not
- * be decoded. A memo written with an encryption key this process lacks does not fail the
- * describe: the run is returned without its memo, and `undecodable` says why.
- */
+/** A memo written with a key this process lacks does not fail the describe: see `undecodable`. */
 export type LatestRun = Replace<
   Awaited<ReturnType<typeof executionInfoFromRaw>>,
   { raw: temporal.api.workflowservice.v1.IDescribeWorkflowExecutionResponse }
 > & { undecodable?: UndecodablePayloads };
 
-/**
- * The latest run of a workflow ID, read from the workflow itself rather than from visibility,
- * so it is never stale. Undefined when the server does not know the ID.
- */
+/** Read from the workflow, not visibility, so never stale. Undefined: unknown ID. */
 export async function describeLatestRun(
   client: Client,
   workflowId: string,
@@ -137,7 +121,6 @@ function undecodablePayloads(err: unknown): UndecodablePayloads {
   return { keyId, message };
 }
 
-/** One line for an operator: which workflow, and that its payloads cannot be read here. */
 export function describeUndecodable(
   workflow: { workflowId: string; type: string },
   undecodable: UndecodablePayloads,
@@ -160,7 +143,6 @@ export function isNotFound(err: unknown): boolean {
   return code === GRPC_NOT_FOUND;
 }
 
-/** `fn` over `items`, at most `concurrency` at a time, results in the order of `items`. */
 export async function mapConcurrently<T, R>(
   items: readonly T[],
   concurrency: number,
