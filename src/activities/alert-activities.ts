@@ -15,11 +15,7 @@ export interface AlertActivityDeps {
   /** Base URL of the Temporal Web UI, for the link in the alert; undefined: no link. */
   temporalUiUrl: string | undefined;
   timeoutMs?: number;
-  /**
-   * Stamps of the alerts the sink accepted, by alert workflow ID: a retry after a crash between
-   * the sink's answer and the activity's completion finds the stamp and posts nothing. Unset
-   * (unit tests): every attempt posts.
-   */
+  /** Stamps of accepted alerts: a retry after a crash past the sink's answer posts nothing. */
   deliveries?: AlertDeliveriesRepository;
   /** The failure digests' window and quiet period (ms); unset: DEFAULT_DIGEST_TIMING. */
   digestTiming?: { windowMs: number; quietMs: number };
@@ -27,7 +23,6 @@ export interface AlertActivityDeps {
   sla?: { fulfilmentMs: number; paymentMs: number };
 }
 
-/** Link to one run's history in the Temporal Web UI. */
 export function webUiLink(
   uiUrl: string,
   alert: Pick<Alert, 'namespace' | 'workflowId' | 'runId'>,
@@ -37,22 +32,14 @@ export function webUiLink(
   return `${base}/namespaces/${ns}/workflows/${encodeURIComponent(alert.workflowId)}/${encodeURIComponent(alert.runId)}/history`;
 }
 
-/**
- * Link to the failures of a digest in the Temporal Web UI: a visibility query for the runs that
- * failed since its incident began (the cause is read from each run's history, so it is not in
- * the query; the command's --root-cause narrows it).
- */
+/** The runs failed since the incident began (the cause is in no visibility field). */
 export function failedSinceUiLink(uiUrl: string, namespace: string, since: string): string {
   const base = uiUrl.replace(/\/+$/, '');
   const query = `ExecutionStatus="Failed" AND CloseTime>="${since}"`;
   return `${base}/namespaces/${encodeURIComponent(namespace)}/workflows?query=${encodeURIComponent(query)}`;
 }
 
-/**
- * Link to the work an SLA alert names in the Temporal Web UI: the listed workflows by ID (an
- * order's entity workflow, a payment workflow), or, with none listed, the running ones of the
- * cause's workflow type.
- */
+/** The listed workflows by ID or, with none listed, the running ones of the cause's type. */
 export function slaUiLink(uiUrl: string, namespace: string, sla: SlaCheck): string {
   const base = uiUrl.replace(/\/+$/, '');
   const query =
@@ -62,10 +49,7 @@ export function slaUiLink(uiUrl: string, namespace: string, sla: SlaCheck): stri
   return `${base}/namespaces/${encodeURIComponent(namespace)}/workflows?query=${encodeURIComponent(query)}`;
 }
 
-/**
- * The JSON posted to the sink (and logged without one): Slack reads `text` (with a link in its
- * <url|label> syntax); other receivers get every field under `alert`.
- */
+/** Slack reads `text` (<url|label> links); other receivers get every field under `alert`. */
 export function alertPayload(alert: Alert, uiUrl: string | undefined) {
   const digest = alert.digest;
   const sla = alert.sla;
@@ -93,8 +77,7 @@ export function alertPayload(alert: Alert, uiUrl: string | undefined) {
     sla_breached: `:hourglass: ${sla?.cause}: ${sla?.count} over the ${sla?.slaSeconds} s SLA${sla?.pausedPartners.length ? ` (paused: ${sla.pausedPartners.join(', ')})` : ''}`,
     sla_resolved: `:white_check_mark: ${sla?.cause} resolved: none over the ${sla?.slaSeconds} s SLA`,
   }[alert.kind];
-  // The top failure is often only a wrapper ("ActivityFailure: Activity task failed"): the root
-  // cause is what tells a person what went wrong, so it goes in the text when it differs.
+  // The top failure is often only a wrapper ("Activity task failed"): the root cause says more.
   const rootCause =
     alert.rootCauseMessage !== null &&
     (alert.rootCauseType !== alert.failureType || alert.rootCauseMessage !== alert.failureMessage)
@@ -160,30 +143,24 @@ export function alertPayload(alert: Alert, uiUrl: string | undefined) {
   };
 }
 
-/** Activities that deliver failure alerts (the seed's Queue::failing listener). */
 export function createAlertActivities(deps: AlertActivityDeps) {
   const timeoutMs = deps.timeoutMs ?? 5_000;
   return {
     /**
-     * POSTs one alert to the configured sink. The Idempotency-Key is the alert workflow's ID,
-     * which names what the alert reports (one failed run; one extra payment of an order), so a
-     * sink that deduplicates drops a repeat of this alert and never another alert. Slack does
-     * not deduplicate, so the delivery is stamped (alert_deliveries, by the same key) right after
-     * the sink's 2xx, and an attempt that finds the stamp posts nothing. Only a crash between the
-     * 2xx and the stamp repeats the alert (the crash point deliverAlert.post, after;
-     * docs/exactly-once.md).
+     * The Idempotency-Key is the alert workflow's ID, which names what the alert reports, so a
+     * deduplicating sink drops only a repeat. Slack does not deduplicate, so the delivery is
+     * stamped right after the 2xx: only a crash between the two repeats the alert
+     * (deliverAlert.post, after; docs/exactly-once.md).
      */
     async deliverAlert(alert: Alert): Promise<AlertDelivery> {
       const ctx = Context.current();
       if (!deps.alertWebhookUrl) {
-        // Log-only mode: the log line is the alert, so it carries what a post would (the link
-        // and the command), which the workflow's own line cannot know.
+        // Log-only mode: the line carries the link and command, which the workflow cannot know.
         const { text, alert: fields } = alertPayload(alert, deps.temporalUiUrl);
         ctx.log.error('alert (log only: ALERT_WEBHOOK_URL is unset)', { text, ...fields });
         return { delivered: false, skipped: 'no-sink-configured' };
       }
-      // One alert workflow per alert (its ID names the failed run, or the order and event of a
-      // refund review), so its ID names the delivery across attempts and to the sink.
+      // The alert workflow's ID names the delivery across attempts and to the sink.
       const key =
         ctx.info.workflowExecution?.workflowId ??
         failureAlertWorkflowId(alert.workflowId, alert.runId);
@@ -230,7 +207,6 @@ export function createAlertActivities(deps: AlertActivityDeps) {
     },
   };
 
-  /** One POST of the alert; every answer but a 2xx becomes a typed failure. */
   async function postAlert(
     alert: Alert,
     idempotencyKey: string,
@@ -279,7 +255,6 @@ export function createAlertActivities(deps: AlertActivityDeps) {
   }
 }
 
-/** What one delivery attempt leaves for the next in its heartbeat details. */
 interface AlertDeliveryProgress {
   exceptions?: number;
 }

@@ -22,14 +22,10 @@ export interface AlertDigestActivityDeps {
 /** Describes at once while a digest checks its runs: a few, so a storm's check is no storm. */
 const DESCRIBE_CONCURRENCY = 8;
 
-/** Activities of the per-cause failure digest (src/workflows/alert-digest.ts). */
 export function createAlertDigestActivities(deps: AlertDigestActivityDeps) {
   const timing = deps.timing ?? DEFAULT_DIGEST_TIMING;
   return {
-    /**
-     * Hands one failed run to the digest of its cause, starting the digest when none runs. A
-     * retry after a crash signals again; the digest counts each run once.
-     */
+    /** A retry after a crash signals again; the digest counts each run once. */
     async reportFailure(alert: Alert): Promise<{ digestWorkflowId: string }> {
       const cause = failureCause(alert);
       const workflowId = alertDigestWorkflowId(cause);
@@ -50,11 +46,7 @@ export function createAlertDigestActivities(deps: AlertDigestActivityDeps) {
       return { digestWorkflowId: workflowId };
     },
 
-    /**
-     * How many of an incident's failed runs are still failed: their workflow's latest run is
-     * Failed, or is the reported run itself, still closing. A run reset by `ops retry` (a new
-     * latest run) or deleted by `ops flush` no longer counts.
-     */
+    /** Still failed: the latest run is Failed or is the reported run, still closing. */
     async stillFailedRuns(input: { runs: DigestedRun[] }): Promise<number> {
       let still = 0;
       const queue = [...input.runs];

@@ -3,16 +3,11 @@ import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
- * Writes files so that readers only ever see a whole one: the bytes go to a temporary file in
- * the same directory (so the rename below never crosses file systems), are flushed to disk, and
- * the temporary file is renamed over the target in one step. The directory is flushed after the
- * rename (and the parent of each directory created): until then a power cut can undo the rename,
- * and the activity must not report a file that may vanish. An attempt that dies halfway leaves
- * at most a stray `.tmp` file, never a truncated target, and its retry simply writes the target
- * again: same path, same content.
+ * Readers only ever see a whole file: a temporary file in the same directory, flushed, renamed
+ * over the target, then the directory flushed (until then a power cut can undo the rename). A
+ * dead attempt leaves at most a stray `.tmp`; its retry writes the same path and content.
  */
 
-/** Writes `data` to `file` atomically, creating the directory when needed. */
 export async function writeFileAtomically(file: string, data: string | Uint8Array): Promise<void> {
   await writeAtomically(file, async (handle) => {
     await handle.writeFile(data);
@@ -65,7 +60,6 @@ export async function writeAtomically(
   }
 }
 
-/** Whether `name` is a temporary file left by `writeAtomically` (for clean-ups). */
 export function isTemporaryFile(name: string): boolean {
   return name.startsWith('.') && name.endsWith('.tmp');
 }

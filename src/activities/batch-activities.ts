@@ -29,7 +29,6 @@ export interface PlanOrderExportInput extends OrderIdRange {
 
 export interface ExportOrdersChunkInput {
   exportId: string;
-  /** 1-based chunk number: names the file. */
   chunk: number;
   /** The chunk holds orders with `afterOrderId < id <= toOrderId`, at most `limit` of them. */
   afterOrderId: number;
@@ -43,13 +42,11 @@ export interface ExportOrdersChunkResult {
   rows: number;
   firstOrderId: number | null;
   lastOrderId: number | null;
-  /** The attempt that succeeded (1 = first try): the workflow counts the failed ones. */
   attempt: number;
 }
 
 export interface FinishOrderExportInput {
   exportId: string;
-  /** Chunks 1..chunks must all be there. */
   chunks: number;
   /** Rows the chunks reported: the joined file must hold exactly these. */
   expectedRows: number;
@@ -64,7 +61,6 @@ export function chunkFileName(chunk: number): string {
   return `chunk-${String(chunk).padStart(5, '0')}.csv`;
 }
 
-/** Activities of the order export (batch work, task queue `heavy`). */
 export function createBatchActivities(deps: BatchActivityDeps) {
   const exportPath = (exportId: string, file = '') => {
     if (!EXPORT_ID_PATTERN.test(exportId)) {
@@ -78,10 +74,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
   };
 
   return {
-    /**
-     * Counts the orders to export and fixes the last order ID, so orders created meanwhile do
-     * not move the end. Clears chunk files a previous export under the same ID left behind.
-     */
+    /** Fixes the last order ID, so orders created meanwhile do not move the end; clears old chunks. */
     async planOrderExport(input: PlanOrderExportInput): Promise<OrderRangeSummary> {
       const dir = exportPath(input.exportId);
       const entries = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
@@ -103,11 +96,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
       return summary;
     },
 
-    /**
-     * Writes one chunk: up to `limit` orders after `afterOrderId` as CSV rows (no header) to
-     * `chunk-<n>.csv`, atomically. Idempotent: the same input reads the same orders and
-     * replaces the same file.
-     */
+    /** Idempotent: the same input reads the same orders and replaces the same file. */
     async exportOrdersChunk(input: ExportOrdersChunkInput): Promise<ExportOrdersChunkResult> {
       const file = exportPath(input.exportId, chunkFileName(input.chunk));
       const orders = await deps.orderExport.readPage({
@@ -129,10 +118,8 @@ export function createBatchActivities(deps: BatchActivityDeps) {
     },
 
     /**
-     * Joins chunks 1..n, in order, under one header line into `orders.csv`, and writes
-     * `index.json` (rows and order IDs of each chunk, size and sha256 of the whole), both
-     * atomically. Fails without retry (ExportIncomplete) when a chunk is missing or the rows
-     * do not add up: on several machines, EXPORT_DIR must be one shared directory.
+     * Both files written atomically. ExportIncomplete (no retry) when a chunk is missing or the
+     * rows do not add up: on several machines, EXPORT_DIR must be one shared directory.
      */
     async finishOrderExport(input: FinishOrderExportInput): Promise<FinishOrderExportResult> {
       const ctx = Context.current();
@@ -206,13 +193,11 @@ function incomplete(input: FinishOrderExportInput, what: string): ApplicationFai
 }
 
 /**
- * RFC 4180 with CRLF line ends. Text that a spreadsheet would run as a formula (leading `=`,
- * `+`, `-`, `@`, tab or CR: customer input such as an e-mail address) gets a leading `'`, so
- * opening the export never executes what a customer typed.
+ * RFC 4180 with CRLF. A field a spreadsheet would run as a formula (leading `=`, `+`, `-`, `@`,
+ * tab or CR) gets a leading `'`: opening the export never executes what a customer typed.
  */
 const CSV_OPTIONS = { record_delimiter: 'windows', escape_formulas: true } as const;
 
-/** One order as a CSV record, its fields in the order of `EXPORT_COLUMNS`. */
 export function csvRecord(order: ExportedOrder): string {
   return stringify(
     [
@@ -233,7 +218,6 @@ export function csvRecord(order: ExportedOrder): string {
   );
 }
 
-/** One field as `csvRecord` writes it: quoted when it needs to be, formulas defused. */
 export function csvField(value: string | number | null): string {
   return stringify([[value]], CSV_OPTIONS).slice(0, -'\r\n'.length);
 }

@@ -4,24 +4,17 @@ import type {
 } from '@temporalio/worker';
 
 /**
- * Every place where a worker crash could split an effect from its record, declared next to the
- * code that does the effect. Each effect of an activity (a database commit, a partner call, a
- * file written) runs inside `atCrashPoint(name, effect)`, so a crash can be placed right before
- * or right after it; and each activity's reply to the server (its result, on its way to
- * Temporal, or into the workflow task for a local activity) is a point of its own, given by the
- * worker interceptor below. `npm run crash-points` kills a worker at every one of them, in turn,
- * and judges what the run made of it (docs/chaos.md, "Every crash point, by list").
- * test/activities/crash-points.test.ts fails when an effect in src/activities has no point.
- *
- * Production never enables them: only a preload that tests start workers with
- * (dev/chaos/worker-hook.ts) installs the hook, on a global symbol, before this module loads. No
- * setting or environment variable can, and without the hook every point is one `if`.
+ * Every place a worker crash could split an effect from its record: each effect runs inside
+ * `atCrashPoint(name, effect)`, and each activity's reply is a point given by the interceptor
+ * below. `npm run crash-points` kills a worker at each (docs/chaos.md);
+ * test/activities/crash-points.test.ts fails when an effect has no point. Only a test preload
+ * (dev/chaos/worker-hook.ts) installs the hook, before this module loads; no setting can, and
+ * without it every point is one `if`.
  */
 
 export type CrashPointKind = 'db' | 'partner' | 'temporal' | 'file' | 'reply';
 
 export interface CrashPointDeclaration {
-  /** The activity (or local activity) that runs it. */
   activity: string;
   kind: CrashPointKind;
   description: string;
@@ -232,7 +225,6 @@ export type CrashPointHook = (point: CrashPointName, phase: CrashPhase) => void;
 export const CRASH_POINT_HOOK = Symbol.for('order-payments.crash-point-hook');
 const hook = (globalThis as { [CRASH_POINT_HOOK]?: CrashPointHook })[CRASH_POINT_HOOK];
 
-/** Runs one effect of an activity at its declared crash point. */
 export async function atCrashPoint<T>(point: CrashPointName, run: () => Promise<T>): Promise<T> {
   if (!hook) return run();
   hook(point, 'before');
@@ -241,11 +233,7 @@ export async function atCrashPoint<T>(point: CrashPointName, run: () => Promise<
   return result;
 }
 
-/**
- * The `<activity>.reply` points: after the activity function returned, before the worker sends
- * its completion (for a local activity: before the result goes into the workflow task's
- * completion). Empty without the hook, so production workers register no interceptor at all.
- */
+/** After the activity returned, before its completion is sent. Empty without the hook. */
 export const crashPointInterceptors: ActivityInterceptorsFactory[] = hook
   ? [
       (ctx) => {

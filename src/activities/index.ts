@@ -18,16 +18,10 @@ import { createSlaActivities, type SlaActivities } from './sla-activities';
 
 export interface ActivityDeps extends PaymentActivityDeps, OrderActivityDeps {
   alerts: AlertActivityDeps;
-  /**
-   * `pool`: SMTP connections reused across mails (createMailPool), at most `maxConnections`
-   * (SMTP_MAX_CONNECTIONS); unset, one per mail.
-   */
+  /** `pool`: SMTP connections reused across mails (SMTP_MAX_CONNECTIONS); unset, one per mail. */
   mail: { smtpUrl: string; from: string; maxConnections?: number; pool?: MailPool };
   loyalty: LoyaltyRepository;
-  /**
-   * For Stripe thin events: the client (absent without STRIPE_API_KEY), the unmatched inbox and
-   * the shop's currency. Their starts go through the worker's own Temporal client.
-   */
+  /** For Stripe thin events; their starts go through the worker's own Temporal client. */
   stripeApi: Omit<StripeApiActivityDeps, 'starter'>;
   refunds: RefundsRepository;
 }
@@ -35,10 +29,7 @@ export interface ActivityDeps extends PaymentActivityDeps, OrderActivityDeps {
 /** As long as a webhook waits for a start (TEMPORAL_START_TIMEOUT_MS's default). */
 const THIN_EVENT_START_TIMEOUT_MS = 5_000;
 
-/**
- * Every activity the payments worker registers, built from their dependencies. The stock
- * aggregation is not among them: it runs on the heavy worker (./heavy.ts).
- */
+/** The stock aggregation is not among them: it runs on the heavy worker (./heavy.ts). */
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createPaymentActivities(deps),
@@ -70,11 +61,7 @@ export function createActivities(deps: ActivityDeps) {
   };
 }
 
-/**
- * The type the order flow's workflows proxy against (`import type` only). The thin event
- * workflow and the SLA check proxy their own (StripeApiActivities, SlaActivities), so mocks of
- * the order flow need not list them.
- */
+/** The thin event workflow and SLA check proxy their own types, so mocks need not list them. */
 export type Activities = Omit<
   ReturnType<typeof createActivities>,
   keyof StripeApiActivities | keyof SlaActivities

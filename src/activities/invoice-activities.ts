@@ -11,18 +11,13 @@ import { atCrashPoint } from './crash-points';
 export interface InvoiceActivityDeps {
   orders: OrdersRepository;
   payments: PaymentsRepository;
-  /** Where invoices go: `<invoiceDir>/order-<id>.pdf`. */
   invoiceDir: string;
-  /**
-   * Extra time each invoice takes, in ms (default 0): tests and the demo use it to fill the
-   * heavy queue with slow jobs and watch user-facing work pass them by.
-   */
+  /** Extra ms per invoice: tests and the demo fill the heavy queue with slow jobs. */
   invoiceDelayMs?: number;
 }
 
 export interface GenerateInvoicePdfResult {
   orderId: number;
-  /** Absolute path of the PDF. */
   file: string;
   bytes: number;
   /** sha256 of the PDF: the same order and payments always render the same bytes. */
@@ -37,16 +32,13 @@ export function invoiceFile(invoiceDir: string, orderId: number): string {
   return path.resolve(invoiceDir, `order-${orderId}.pdf`);
 }
 
-/** Activities of PDF invoices (heavy work, task queue `heavy`). */
 export function createInvoiceActivities(deps: InvoiceActivityDeps) {
   const delayMs = deps.invoiceDelayMs ?? 0;
   return {
     /**
-     * Renders the order's invoice and writes it to `<invoiceDir>/order-<id>.pdf`, atomically
-     * (temporary file, then rename). Idempotent: every attempt writes the same path, and the
-     * same order renders the same bytes (the PDF's dates come from the order, not the clock).
-     * Heartbeats while it works, so a crashed worker is noticed within the heartbeat timeout
-     * and a cancelled run stops at its next step.
+     * Idempotent: every attempt writes the same path atomically, and the same order renders the
+     * same bytes (dates from the order, not the clock). Heartbeats, so a crashed worker is noticed
+     * within the heartbeat timeout and a cancelled run stops at its next step.
      */
     async generateInvoicePdf(input: { orderId: number }): Promise<GenerateInvoicePdfResult> {
       const ctx = Context.current();
@@ -86,10 +78,7 @@ export function invoiceNumber(orderId: number): string {
   return `INV-${String(orderId).padStart(8, '0')}`;
 }
 
-/**
- * Renders one invoice. Deterministic: the document's creation date (which pdfkit also hashes
- * into the file ID) is the invoice date, so the same order and payments give the same bytes.
- */
+/** Creation date (hashed into the PDF's ID) is the invoice date: same order, same bytes. */
 export function renderInvoicePdf(order: Order, payments: readonly Payment[]): Promise<Buffer> {
   // The invoice is dated by the payment that paid the order; an unpaid one by the order.
   const invoiceDate = payments[0]?.createdAt ?? order.createdAt;

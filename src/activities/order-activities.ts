@@ -29,16 +29,11 @@ export interface OrderActivityDeps {
   settlements: SettlementsRepository;
 }
 
-/** Whether the hand-over reached the order's workflow. */
 export interface HandOverResult {
-  /**
-   * False when an order workflow chain already finished with the event (done, or failed for
-   * good and waiting for `ops retry`): nothing was signalled and no run was started.
-   */
+  /** False: an order chain already finished with the event; nothing signalled or started. */
   handedOver: boolean;
 }
 
-/** Which event an order run checks or marks: its ID and kind; a settlement is its order's. */
 interface OrderEventRef {
   eventId: string;
   kind?: OrderEventKind;
@@ -46,13 +41,11 @@ interface OrderEventRef {
   orderId?: number;
 }
 
-/** A settlement's row is its order's (one per order). */
 function settledOrder(input: OrderEventRef): number {
   if (input.orderId === undefined) throw new TypeError('a settlement event names its order');
   return input.orderId;
 }
 
-/** Activities that feed and serve the order entity workflow. */
 export function createOrderActivities(deps: OrderActivityDeps) {
   /** Where the event's row records the chain that finished with it (a settlement: its own). */
   function ledgerOf(kind: OrderEventRef['kind']) {
@@ -63,12 +56,10 @@ export function createOrderActivities(deps: OrderActivityDeps) {
 
   return {
     /**
-     * Hands a recorded payment to the order's workflow: signal-with-start starts `order-<id>` if
-     * it is not running and delivers the event either way, atomically. Not when an order run
-     * already finished with the event: a hand-over repeated after that (its first attempt lost
-     * with its worker after the signal, an operator's retry of the payment, a redelivery) would
-     * start a new run beside a failed one and hide it from `ops failed`. A retry may still
-     * deliver the event twice to a running order workflow, which ignores event IDs it has seen.
+     * Signal-with-start: starts `order-<id>` if needed and delivers, atomically. Not when a chain
+     * already finished with the event: a repeated hand-over (lost worker, operator retry,
+     * redelivery) would start a run beside a failed one and hide it from `ops failed`. A running
+     * order workflow ignores event IDs it has seen.
      */
     async handOverToOrder(input: {
       orderId: number;
@@ -86,8 +77,7 @@ export function createOrderActivities(deps: OrderActivityDeps) {
       await atCrashPoint('handOverToOrder.signal', () =>
         deps.client.workflow.signalWithStart<OrderWorkflow, [OrderPaymentEvent]>('orderWorkflow', {
           workflowId: orderWorkflowId(input.orderId),
-          // The queue this payment runs on (`payments` in production): order work stays with the
-          // same pool of workers as the payments that feed it.
+          // Order work stays with the pool of workers whose payments feed it.
           taskQueue: Context.current().info.taskQueue,
           args: [{ orderId: input.orderId }],
           signal: paymentRecordedSignal,
@@ -101,7 +91,6 @@ export function createOrderActivities(deps: OrderActivityDeps) {
       return { handedOver: true };
     },
 
-    /** The order workflow chain that finished with an event, or null while none has. */
     async orderEventHandledBy(input: OrderEventRef): Promise<{ chain: string | null }> {
       const chain =
         input.kind === 'settlement'
@@ -110,10 +99,7 @@ export function createOrderActivities(deps: OrderActivityDeps) {
       return { chain: chain ?? null };
     },
 
-    /**
-     * Records that the order workflow chain `chain` (its first run ID) finished with the event:
-     * done, or failed for good. The first chain to finish with it stays.
-     */
+    /** The first chain (its first run ID) to finish with the event, done or failed, stays. */
     async markOrderEventHandled(input: OrderEventRef & { chain: string }): Promise<void> {
       await atCrashPoint('markOrderEventHandled.commit', () =>
         input.kind === 'settlement'
@@ -122,7 +108,6 @@ export function createOrderActivities(deps: OrderActivityDeps) {
       );
     },
 
-    /** Flags the order for a refund review; idempotent (the first flag stays). */
     async requestRefundReview(input: { orderId: number; eventId: string }): Promise<void> {
       const order = await deps.orders.findById(input.orderId);
       if (!order) {

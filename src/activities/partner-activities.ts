@@ -11,16 +11,11 @@ export interface PartnerActivityDeps {
 /** The steps the order workflow's hold (src/workflows/partner-hold.ts) runs around a partner call. */
 export function createPartnerActivities(deps: PartnerActivityDeps) {
   return {
-    /** Whether the partner is paused, or released at a rate: read before each call to it. */
     async partnerPauseState(input: { partner: Partner }): Promise<PartnerPauseState> {
       return deps.partnerPauses.state(input.partner);
     },
 
-    /**
-     * Takes a slot in the release schedule of a resume with `--rate`: how long to wait before
-     * calling. A retry after a crash past the commit takes a second slot: the release is then a
-     * slot slower, never faster than the rate.
-     */
+    /** A retry after a crash past the commit takes a second slot: slower, never faster. */
     async claimPartnerRelease(input: { partner: Partner }): Promise<ReleaseSlot> {
       return atCrashPoint('claimPartnerRelease.commit', () =>
         deps.partnerPauses.claimRelease(input.partner, Date.now()),
@@ -30,9 +25,8 @@ export function createPartnerActivities(deps: PartnerActivityDeps) {
 }
 
 /**
- * Throws the PartnerPaused failure when the partner is paused now: checked by a partner call
- * before it calls, and after it failed (the failure of a call in flight when the pause came is
- * not an attempt to count). Non-retryable: the workflow waits for the resume, then calls anew.
+ * Checked before a partner call and after it failed (a call in flight when the pause came is not
+ * an attempt to count). Non-retryable: the workflow waits for the resume, then calls anew.
  */
 export async function failIfPartnerPaused(
   pauses: PartnerPausesRepository,

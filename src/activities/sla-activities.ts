@@ -23,7 +23,6 @@ export interface SlaActivityDeps {
   sla?: { fulfilmentMs: number; paymentMs: number };
 }
 
-/** Activities of the SLA check (src/workflows/sla.ts). */
 export function createSlaActivities(deps: SlaActivityDeps) {
   const sla = deps.sla ?? DEFAULT_SLA;
   return {

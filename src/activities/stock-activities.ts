@@ -4,18 +4,12 @@ import { atCrashPoint } from './crash-points';
 
 export interface StockActivityDeps {
   stock: StockRepository;
-  /**
-   * Extra time the aggregation takes, in ms (default 0). The seed's AggregateStock may run for
-   * 7 minutes; tests and the demo set this to watch a run outlast its schedule interval.
-   */
+  /** Extra ms: the seed's AggregateStock may run 7 minutes; tests watch a run outlast its interval. */
   aggregationDelayMs?: number;
 }
 
 export interface AggregateStockInput {
-  /**
-   * The moment the snapshot stands for (ISO-8601): the scheduled time of the run. Absent, the
-   * time this activity was first scheduled, which stays the same across its retries.
-   */
+  /** The run's scheduled time; absent, this activity's first schedule time (same across retries). */
   scheduledAt?: string;
 }
 
@@ -29,21 +23,15 @@ export interface AggregateStockResult {
   shipmentsFailed: number;
 }
 
-/**
- * Heartbeat (and check for cancellation) this often while the aggregation runs: well inside
- * the 30 s heartbeat timeout the workflow gives it. The SDK batches heartbeats to the server.
- */
+/** Well inside the workflow's 30 s heartbeat timeout; the SDK batches heartbeats. */
 const HEARTBEAT_STEP_MS = 1_000;
 
-/** Activities of the scheduled stock aggregation (the seed's AggregateStock job). */
 export function createStockActivities(deps: StockActivityDeps) {
   const delayMs = deps.aggregationDelayMs ?? 0;
   return {
     /**
-     * Takes the stock snapshot for one scheduled run. Heartbeats throughout, so a worker that
-     * dies in minute 3 of a 7-minute run is noticed after the heartbeat timeout rather than the
-     * 10-minute start-to-close timeout, and a cancelled run stops at its next step. Idempotent:
-     * a retry for the same `scheduledAt` returns the snapshot already written.
+     * Heartbeats throughout, so a worker dying in minute 3 of 7 is noticed after the heartbeat
+     * timeout, not the 10-minute start-to-close. A retry returns the snapshot already written.
      */
     async aggregateStock(input: AggregateStockInput): Promise<AggregateStockResult> {
       const ctx = Context.current();

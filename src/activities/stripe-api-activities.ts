@@ -19,11 +19,7 @@ export interface StripeApiActivityDeps {
   shopCurrency: string;
 }
 
-/**
- * Stripe's client for thin events: STRIPE_API_KEY against Stripe, or a double at `baseUrl`. It
- * retries nothing itself: the activity's RetryPolicy schedules every attempt, where the Web UI
- * and `temporal activity` see it.
- */
+/** Retries nothing itself: the activity's RetryPolicy schedules attempts, visible in the Web UI. */
 export function createStripeClient(options: { apiKey: string; baseUrl?: string }): Stripe {
   const base = options.baseUrl ? new URL(options.baseUrl) : undefined;
   return new Stripe(options.apiKey, {
@@ -46,14 +42,9 @@ function refusedForGood(error: unknown): error is Stripe.errors.StripeError {
   return status >= 400 && status < 500 && status !== 409 && status !== 429;
 }
 
-/** Activities of the thin event workflow (src/workflows/thin-event.ts). */
 export function createStripeApiActivities(deps: StripeApiActivityDeps) {
   return {
-    /**
-     * Fetches the object a verified thin event names, through Stripe's official client (the
-     * notification's own `fetchRelatedObject`, in the event's account context). A read: a crash
-     * around it loses nothing.
-     */
+    /** Through the notification's own `fetchRelatedObject`. A read: a crash loses nothing. */
     async fetchThinEventObject(input: ThinEventWorkflowInput): Promise<{ object: unknown }> {
       const { stripe } = deps;
       if (!stripe) {
@@ -84,14 +75,12 @@ export function createStripeApiActivities(deps: StripeApiActivityDeps) {
     },
 
     /**
-     * Starts the payment, refund or dispute workflow the fetched object is, under the event's
-     * own key (a redelivered thin event, or its snapshot twin, finds it started); or keeps the
-     * event in the unmatched inbox, once by its key, when it cannot be acted on.
+     * Under the event's own key (a redelivery, or its snapshot twin, finds it started); or kept
+     * once in the unmatched inbox when it cannot be acted on.
      */
     async deliverThinEvent(input: {
       event: ThinEventWorkflowInput;
       object?: unknown;
-      /** Why the object could not be fetched. */
       unresolved?: string;
     }): Promise<ThinEventResult> {
       const { event } = input;
@@ -142,5 +131,4 @@ export function createStripeApiActivities(deps: StripeApiActivityDeps) {
   };
 }
 
-/** The type the thin event workflow proxies against (`import type` only). */
 export type StripeApiActivities = ReturnType<typeof createStripeApiActivities>;

@@ -2,17 +2,13 @@ import { ApplicationFailure } from '@temporalio/common';
 import { FailureType, type RateLimitDetails } from '../shared/errors';
 import { parseRetryAfterMs } from './retry-after';
 
-/** What the warehouse answered for one shipment request. */
 export interface ShipmentReceipt {
   shipmentId: string;
   /** True when the warehouse had already seen this idempotency key (a retry of an earlier call). */
   replayed: boolean;
 }
 
-/**
- * What the warehouse answered to a cancel: `cancelled` (now, or by an earlier call: cancelling
- * twice is not an error), or `already_shipped` (409): the parcel left, only a return can undo it.
- */
+/** `cancelled` (now or earlier: not an error), or `already_shipped` (409): only a return undoes it. */
 export interface CancelReceipt {
   outcome: 'cancelled' | 'already_shipped';
   replayed: boolean;
@@ -33,11 +29,7 @@ export interface WarehouseClient {
   }): Promise<CancelReceipt>;
 }
 
-/**
- * HTTP client for the warehouse partner API. It turns every answer into either a receipt or an
- * ApplicationFailure whose type says how to retry: rejected requests are non-retryable, 429
- * carries the partner's Retry-After in its details, everything else is a retryable outage.
- */
+/** Rejected requests are non-retryable, 429 carries Retry-After, everything else is an outage. */
 export function createWarehouseClient(options: {
   baseUrl: string;
   timeoutMs: number;
@@ -149,7 +141,6 @@ function failureFrom(
   });
 }
 
-/** The `error` code of a JSON error body, if it has one. */
 function errorCodeOf(text: string): string | undefined {
   try {
     const body = JSON.parse(text) as { error?: unknown };
