@@ -1,9 +1,5 @@
-/**
- * POSTs one alert to the Slack-compatible sink (ALERT_WEBHOOK_URL) the way the alert activities
- * do (src/activities/alert-activities.ts): JSON with a `text` for chat and the details under
- * `alert`, and an Idempotency-Key for sinks that deduplicate. Used where no worker can deliver
- * it: the alert is that the workers are gone.
- */
+// As the alert activities post (src/activities/alert-activities.ts), for where no worker can
+// deliver it: the alert is that the workers are gone.
 export async function postAlert(
   url: string,
   body: { text: string; alert: Record<string, unknown> },
@@ -20,7 +16,6 @@ export async function postAlert(
   if (!response.ok) throw new Error(`alert sink answered ${response.status}`);
 }
 
-/** Link to a task queue's page (its pollers) in the Temporal Web UI. */
 export function taskQueueUiLink(uiUrl: string, namespace: string, taskQueue: string): string {
   const base = uiUrl.replace(/\/+$/, '');
   return `${base}/namespaces/${encodeURIComponent(namespace)}/task-queues/${encodeURIComponent(taskQueue)}`;

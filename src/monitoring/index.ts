@@ -22,10 +22,7 @@ export { startWorkerHealthServer, type WorkerHealthServer } from './worker-healt
 /** Every task queue this system needs a worker on: the doctor and the watchdog check each. */
 export const WATCHED_TASK_QUEUES: readonly string[] = [PAYMENTS_TASK_QUEUE, HEAVY_TASK_QUEUE];
 
-/**
- * The no-poller watchdog as configured, started; undefined when TASK_QUEUE_NO_POLLER_ALERT_SECONDS
- * is 0. Stop it before closing the client.
- */
+/** Undefined when TASK_QUEUE_NO_POLLER_ALERT_SECONDS is 0. Stop it before closing the client. */
 export function startWatchdogFromConfig(
   config: Pick<
     Config,

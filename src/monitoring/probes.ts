@@ -10,10 +10,7 @@ export class DeadlineExceededError extends Error {
   }
 }
 
-/**
- * Settles with `work`, or rejects after `ms`. The work itself goes on (a lazy Temporal connection
- * keeps trying to connect for 20 s); its late outcome is ignored.
- */
+/** The work goes on (a lazy Temporal connection retries for 20 s); its late outcome is ignored. */
 export async function withDeadline<T>(
   what: string,
   ms: number,
@@ -34,7 +31,6 @@ export async function withDeadline<T>(
   }
 }
 
-/** One round trip to the database: the connection (or the pool's) works. */
 export async function pingDatabase(db: Kysely<Database>): Promise<void> {
   await sql`select 1`.execute(db);
 }
@@ -47,7 +43,6 @@ export async function pingTemporal(
   return info.serverVersion ?? undefined;
 }
 
-/** An error's message for a log field or a probe's answer, never its stack. */
 export function errorMessage(error: unknown): string {
   const text = (error as { message?: unknown } | null)?.message;
   return typeof text === 'string' ? text : String(error);

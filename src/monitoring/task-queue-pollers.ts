@@ -4,8 +4,7 @@ import { temporal } from '@temporalio/proto';
 const { TaskQueueType, WorkerVersioningMode } = temporal.api.enums.v1;
 
 /**
- * The part of a Temporal connection these checks use (tests may pass a fake). Every call runs
- * under a gRPC deadline: without one, a call to a server that is down keeps retrying for 20 s,
+ * Every call runs under a gRPC deadline: without one, a call to a down server retries for 20 s,
  * and closing the connection meanwhile crashes the process from the retry's timer.
  */
 export interface TaskQueueConnection {
@@ -17,11 +16,9 @@ export interface TaskQueueConnection {
   };
 }
 
-/** A worker process that polled the queue recently, as the server remembers it. */
 export interface PollerSighting {
   /** The SDK's default identity is `<pid>@<host>`. */
   identity: string;
-  /** When its latest poll started. */
   lastPollAt: Date | undefined;
   /** The build a versioned worker declared (`WORKER_DEPLOYMENT_NAME` and build ID); none: unversioned. */
   build: { deploymentName: string; buildId: string } | undefined;
@@ -46,7 +43,6 @@ export interface TaskQueueBacklog {
  */
 export const POLLER_FRESH_MS = 2 * 60_000;
 
-/** The pollers of both task types of a queue, as the server lists them. */
 export async function describePollers(
   connection: TaskQueueConnection,
   namespace: string,
@@ -106,10 +102,8 @@ export async function describeBacklog(
 }
 
 /**
- * Only the pollers of one build. The server sends a PINNED run's tasks only to its own build's
- * workers, and new runs only to the current or ramping build's: a poller of another build is no
- * help to them, however fresh (a rollback to a build whose workers were stopped strands new runs
- * while the other build polls on).
+ * A PINNED run's tasks go only to its build's workers, new runs only to the current or ramping
+ * build's: another build's poller is no help (a rollback to a stopped build strands new runs).
  */
 export function pollersOfBuild(
   pollers: TaskQueuePollers,
@@ -120,12 +114,10 @@ export function pollersOfBuild(
   return { workflow: pollers.workflow.filter(mine), activity: pollers.activity.filter(mine) };
 }
 
-/** Whether a sighting is recent enough to count as a worker that still polls. */
 export function isLive(p: PollerSighting, now: number, freshMs = POLLER_FRESH_MS): boolean {
   return p.lastPollAt !== undefined && now - p.lastPollAt.getTime() <= freshMs;
 }
 
-/** The most recent poll of either task type, if the server remembers any. */
 export function latestPoll(pollers: TaskQueuePollers): Date | undefined {
   let latest: Date | undefined;
   for (const p of [...pollers.workflow, ...pollers.activity]) {

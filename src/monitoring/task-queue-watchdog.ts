@@ -1,7 +1,8 @@
 import type { AlertDeliveriesRepository } from '../db/repositories/alert-deliveries';
 import type { Logger } from '../logger';
-import { postAlert, taskQueueUiLink } from './alert-webhook';
+import { postAlert } from './alert-webhook';
 import { errorMessage } from './probes';
+import { noPollerPayload, recoveryPayload } from './task-queue-alerts';
 import {
   describePollers,
   latestPoll,
@@ -10,14 +11,9 @@ import {
 } from './task-queue-pollers';
 
 /**
- * Notices that a task queue has lost its workers (the seed's "the worker died and nobody
- * noticed"): Temporal keeps accepting work for a queue nobody polls, and it waits there,
- * silently. Runs in the HTTP process, never in a worker: a dead worker cannot report itself.
- *
- * Every interval it asks Temporal when a worker last polled each queue. Once no poll has been
- * seen for longer than the threshold it logs one structured error and POSTs one alert to the
- * sink, once per outage (the POST is retried on later checks if the sink fails); when polls
- * resume it logs a recovery line, and tells the sink if it had told it about the outage.
+ * Temporal keeps accepting work for a queue nobody polls, silently (the seed's "the worker died
+ * and nobody noticed"). Runs in the HTTP process: a dead worker cannot report itself. One log
+ * line and one alert per outage (the POST retried on later checks), and a recovery notice.
  */
 export interface TaskQueueWatchdogOptions {
   connection: TaskQueueConnection;
@@ -25,27 +21,19 @@ export interface TaskQueueWatchdogOptions {
   taskQueues: readonly string[];
   /** Alert once no poll has been seen for longer than this. */
   noPollerAlertMs: number;
-  /** Between two checks. */
   checkIntervalMs: number;
   logger: Pick<Logger, 'error' | 'warn' | 'info'>;
   /** Slack-compatible incoming webhook; unset: the log line is the alert. */
   alertWebhookUrl?: string;
-  /** Base URL of the Temporal Web UI, for a link to the queue's pollers. */
   temporalUiUrl?: string;
-  /** Milliseconds since the epoch; tests pass a fake clock. */
   now?: () => number;
-  /** Per call to Temporal and to the sink. */
   requestTimeoutMs?: number;
   /**
-   * The builds that get new runs (Worker Versioning): the current one and the ramping one, each
-   * judged by its own workers' polls, since another build's workers never take its tasks.
-   * Undefined, or an empty answer (no deployment yet, WORKER_VERSIONING=off): any poll counts.
+   * The current and ramping builds, each judged by its own workers' polls (another build's
+   * workers never take its tasks). Undefined or empty (WORKER_VERSIONING=off): any poll counts.
    */
   routedBuilds?: () => Promise<RoutedBuild[] | undefined>;
-  /**
-   * Where delivered alerts are stamped by Idempotency-Key (the alert_deliveries table), so a
-   * restarted HTTP process does not post an outage the sink already has. Without it: memory only.
-   */
+  /** Delivered alerts' stamps, so a restarted process does not post an outage again. */
   deliveries?: Pick<AlertDeliveriesRepository, 'wasDelivered' | 'markDelivered'>;
 }
 
@@ -60,13 +48,10 @@ export interface RoutedBuild {
 export interface TaskQueueWatchdog {
   /** One round of checks (what the timer runs); for tests and for a first check at start-up. */
   check(): Promise<void>;
-  /** Checks every interval until stopped. */
   start(): void;
-  /** Stops the timer and waits for a check in progress. */
   stop(): Promise<void>;
 }
 
-/** Tries to deliver one alert (or recovery notice) this many times, one try per check. */
 const MAX_DELIVERY_ATTEMPTS = 5;
 
 interface Outage {
@@ -280,68 +265,4 @@ export function createTaskQueueWatchdog(options: TaskQueueWatchdogOptions): Task
       await running;
     },
   };
-}
-
-function noPollerPayload(
-  options: TaskQueueWatchdogOptions,
-  taskQueue: string,
-  { build, othersPolling }: { build: RoutedBuild | undefined; othersPolling: number },
-  lastPollAt: Date | undefined,
-  silentMs: number,
-) {
-  const link = options.temporalUiUrl
-    ? taskQueueUiLink(options.temporalUiUrl, options.namespace, taskQueue)
-    : null;
-  const last = lastPollAt ? `last poll ${lastPollAt.toISOString()}` : 'no poll on record';
-  const who = build ? `no worker of the ${build.role} build ${build.buildId}` : 'no worker';
-  const text = [
-    `:rotating_light: ${who} is polling task queue ${taskQueue} (namespace ${options.namespace}) for ${formatDuration(silentMs)} (${last})`,
-    build
-      ? `Runs sent to that build wait until one of its workers polls${othersPolling > 0 ? ` (${othersPolling} worker(s) of other builds poll, and take none of them)` : ''}: start its workers, or make a build with workers current (npm run ops -- deployment describe).`
-      : 'Workflows and activities on it wait until a worker polls again: check the worker processes.',
-    link ? `<${link}|Open the task queue in Temporal Web UI>` : undefined,
-  ]
-    .filter((line) => line !== undefined)
-    .join('\n');
-  return {
-    text,
-    alert: {
-      kind: 'task_queue_no_poller',
-      namespace: options.namespace,
-      task_queue: taskQueue,
-      ...(build ? { build_id: build.buildId, build_role: build.role } : {}),
-      last_poll_at: lastPollAt?.toISOString() ?? null,
-      silent_seconds: Math.round(silentMs / 1000),
-      threshold_seconds: Math.round(options.noPollerAlertMs / 1000),
-      web_ui_url: link,
-    },
-  };
-}
-
-function recoveryPayload(
-  options: TaskQueueWatchdogOptions,
-  taskQueue: string,
-  build: RoutedBuild | undefined,
-  lastPollAt: Date,
-  downMs: number,
-) {
-  const by = build ? ` by build ${build.buildId}` : '';
-  return {
-    text: `:white_check_mark: task queue ${taskQueue} (namespace ${options.namespace}) is polled again${by}, after ${formatDuration(downMs)} without a worker`,
-    alert: {
-      kind: 'task_queue_poller_recovered',
-      namespace: options.namespace,
-      task_queue: taskQueue,
-      ...(build ? { build_id: build.buildId } : {}),
-      last_poll_at: lastPollAt.toISOString(),
-      down_seconds: Math.round(downMs / 1000),
-    },
-  };
-}
-
-function formatDuration(ms: number): string {
-  const seconds = Math.max(0, Math.round(ms / 1000));
-  if (seconds < 120) return `${seconds} s`;
-  const minutes = Math.round(seconds / 60);
-  return minutes < 120 ? `${minutes} min` : `${(minutes / 60).toFixed(1)} h`;
 }

@@ -5,19 +5,12 @@ import { parseListenAddress } from '../net/addresses';
 import { errorMessage, withDeadline } from './probes';
 
 /**
- * The worker's health endpoints, for Kubernetes probes. The SDK's Prometheus endpoint serves
- * /metrics only, so this small server sits beside it.
- *
- * - `/healthz` (liveness): 200 while every worker runs or is draining. A worker that is shutting
- *   down gracefully is finishing activities: restarting it would cut them short. 503 once a
- *   worker has failed or stopped, so the orchestrator replaces the process.
- * - `/readyz` (readiness): 200 only while every worker polls (RUNNING).
- * - Before any worker exists (the process waits for Temporal), live but not ready.
- * - `readiness` checks (the Temporal set-up: search attributes registered) must pass too; the
- *   answer then gives their reasons, which name configuration problems only.
+ * Beside the SDK's Prometheus endpoint, which serves /metrics only. `/healthz` is 200 while every
+ * worker runs or drains (restarting a draining worker would cut its activities short), 503 once
+ * one failed or stopped. `/readyz` is 200 only while every worker polls and the `readiness`
+ * checks pass. Before any worker exists: live, not ready.
  */
 export interface WorkerHealthServer {
-  /** http://host:port of the server. */
   url: string;
   close(): Promise<void>;
 }
@@ -25,7 +18,7 @@ export interface WorkerHealthServer {
 export interface WorkerHealthOptions {
   /** host:port to listen on; port 0 picks a free one. */
   address: string;
-  /** May be empty at first and filled once the workers exist: the server reads it per request. */
+  /** Read per request: may be filled once the workers exist. */
   workers: ReadonlyArray<Pick<Worker, 'getState'>>;
   /** Also read per request, so it may be filled once connected. */
   readiness?: ReadonlyArray<{ name: string; check: (deadline: number) => Promise<unknown> }>;
@@ -90,7 +83,6 @@ export async function startWorkerHealthServer(
   };
 }
 
-/** The readiness checks that failed or did not answer in time, each with its reason. */
 async function failedChecks(options: WorkerHealthOptions): Promise<Record<string, string>> {
   const timeoutMs = options.readinessTimeoutMs ?? 2_000;
   const failed = await Promise.all(
