@@ -4,28 +4,19 @@ import type { WorkerOptions } from '@temporalio/worker';
 import type { Config } from '../config';
 
 /**
- * Worker Versioning (Worker Deployments): every worker says which build of the workflow code it
- * runs, as a version `<deployment name>:<build ID>`. The server sends a new run to the current
- * version (or to the ramping one, for a share of new runs), and keeps a PINNED run on the
- * version that started it until it closes, so old and new builds run side by side during a
- * rollout and no workflow code has to replay a history written by another build
- * (docs/deploys.md). The payments and heavy workers of one build load one bundle and so share
- * one version: a pinned order's invoice child on `heavy` runs on the order's build.
+ * Every worker declares its build as `<deployment name>:<build ID>`; the server keeps a PINNED
+ * run on the build that started it (docs/deploys.md). The payments and heavy workers of one build
+ * share one bundle and one version, so a pinned order's invoice child runs on the order's build.
  */
 export interface WorkerDeployment extends WorkerDeploymentVersion {
-  /**
-   * Off: the worker polls unversioned and takes any task of its queue (a server without Worker
-   * Deployments; the time-skipping test server, which has none). The version is still reported.
-   */
+  /** Off: unversioned, takes any task (servers without Worker Deployments, the test server). */
   useWorkerVersioning: boolean;
 }
 
 /**
- * What a workflow does when a newer build becomes current, unless it says otherwise with
- * `setWorkflowOptions`: every workflow here finishes on the build that started it. They all end
- * within hours (the longest wait is the warehouse's 30-minute retry deadline, or an hour of
- * alert delivery), so an old build's workers run a little longer instead of the new code
- * carrying `patched()` branches for the old runs.
+ * Every workflow here ends within hours (the longest: the warehouse's 30-minute deadline, an
+ * hour of alert delivery), so an old build's workers run a little longer instead of the new
+ * code carrying `patched()` branches.
  */
 export const DEFAULT_VERSIONING_BEHAVIOR: VersioningBehavior = 'PINNED';
 
@@ -34,11 +25,7 @@ export function buildIdOf(bundleCode: string): string {
   return createHash('sha256').update(bundleCode).digest('hex').slice(0, 12);
 }
 
-/**
- * The version a worker with this bundle declares: WORKER_DEPLOYMENT_NAME and WORKER_BUILD_ID,
- * or the bundle's hash, so that two workers with the same code always declare the same build
- * and any change to the code is a new one.
- */
+/** WORKER_DEPLOYMENT_NAME and WORKER_BUILD_ID, or the bundle's hash: same code, same build. */
 export function deploymentFromConfig(
   config: Pick<Config, 'WORKER_DEPLOYMENT_NAME' | 'WORKER_BUILD_ID' | 'WORKER_VERSIONING'>,
   bundleCode: string,
@@ -50,7 +37,6 @@ export function deploymentFromConfig(
   };
 }
 
-/** The WorkerOptions that declare `deployment`. */
 export function workerDeploymentOptions(
   deployment: WorkerDeployment,
 ): NonNullable<WorkerOptions['workerDeploymentOptions']> {

@@ -27,70 +27,73 @@ import { workerDeploymentOptions, type WorkerDeployment } from './deployment';
 export type WorkerActivityDeps = Omit<ActivityDeps, 'client'>;
 
 /**
- * The longest start-to-close timeout of any activity the `payments` worker runs: the confirmation
- * mail (RetryPolicies.confirmationMail in src/shared/retry-policies.ts, 15 s). Only one attempt
- * counts: the grace time protects the attempt in flight, and a retry is scheduled by the server,
- * on whichever worker polls, so schedule-to-close deadlines do not matter here. The stock
- * aggregation (10 minutes) runs on `heavy`, not here (src/workflows/stock.ts). Raise this with
- * any longer activity on this queue; test/operations/worker-settings.test.ts compares it with
- * the presets.
+ * The confirmation mail's 15 s (RetryPolicies.confirmationMail). Only the attempt in flight
+ * counts: a retry is the server's, on any worker. Raise it with any longer activity on this
+ * queue; test/operations/worker-settings.test.ts compares it with the presets.
  */
 export const LONGEST_PAYMENTS_ACTIVITY_TIMEOUT_MS = 15_000;
 
 /**
- * On SIGTERM the worker stops polling and lets in-flight activities finish for this long before
- * it cancels them: the longest activity timeout, plus time to report the result. Within it no
- * attempt is cut short by a deploy, so none is retried beside a half-done original. Process
- * managers must wait longer still (deploy/: TimeoutStopSec, terminationGracePeriodSeconds).
+ * On SIGTERM in-flight activities get this long: no attempt is cut short by a deploy and retried
+ * beside a half-done original. Process managers must wait longer (deploy/: TimeoutStopSec).
  */
 export const PAYMENTS_WORKER_SHUTDOWN_GRACE_MS = LONGEST_PAYMENTS_ACTIVITY_TIMEOUT_MS + 30_000;
 
 /**
- * Past the grace time, cancelled activities get this long to acknowledge before `run()` gives up
- * (GracefulShutdownPeriodExpiredError, exit 1) rather than hang the process forever. Counted
- * from the shutdown, like the grace time: the worker has drained within a minute of SIGTERM.
+ * Then cancelled activities get this long to acknowledge before `run()` gives up (exit 1) rather
+ * than hang; counted from the shutdown, so the worker drains within a minute of SIGTERM.
  */
 export const PAYMENTS_WORKER_SHUTDOWN_FORCE_MS = PAYMENTS_WORKER_SHUTDOWN_GRACE_MS + 15_000;
 
 /** Where `npm run build` writes the workflow bundle: next to the compiled worker, dist/. */
 export const WORKFLOW_BUNDLE_FILENAME = 'workflow-bundle.js';
 
-/** The workflow code of this worker: what the bundle build packs and what the worker loads. */
 export const PAYMENT_WORKFLOW_MODULES = {
   workflowsPath: require.resolve('../workflows'),
   // One alert for every workflow that ends Failed, whatever its type (src/workflows/interceptors.ts).
   interceptorModules: [require.resolve('../workflows/interceptors')],
 };
 
-export interface PaymentWorkerOptions {
+/** What every worker of a process shares: connection, bundle, build, payload encryption. */
+export interface SharedWorkerOptions {
   connection: NativeConnection;
   namespace: string;
-  /** Everything but the Temporal client, which is made on the worker's own connection. */
-  activities: WorkerActivityDeps;
   taskQueue?: string;
   /** A bundle built by `npm run build` (no webpack at start-up); unset: bundled from source. */
   workflowBundlePath?: string;
-  /** The bundle's code, already loaded (loadVersionedWorkflowCode); wins over workflowBundlePath. */
   workflowCode?: string;
-  /**
-   * The build this worker declares (Worker Versioning, ./deployment.ts). Every process entry sets
-   * it; unset, the worker is unversioned (tests on the time-skipping server, which has none).
-   */
+  /** Worker Versioning (./deployment.ts); unset: unversioned (the time-skipping test server). */
   deployment?: WorkerDeployment;
+  /** Payload encryption (src/temporal/data-converter.ts); unset: payloads in clear. */
+  dataConverter?: DataConverter;
+  overrides?: Partial<WorkerOptions>;
+}
+
+export interface PaymentWorkerOptions extends SharedWorkerOptions {
+  activities: WorkerActivityDeps;
   /** Activity slots (default: the SDK's, 100). */
   maxConcurrentActivities?: number;
   /** Workflow task slots (default: the SDK's, 40). */
   maxConcurrentWorkflowTasks?: number;
-  /** Payload encryption (src/temporal/data-converter.ts); unset: payloads in clear. */
-  dataConverter?: DataConverter;
-  /** Extra Worker options (tests: a prebuilt bundle, shorter shutdown grace time…). */
-  overrides?: Partial<WorkerOptions>;
 }
 
-/**
- * The worker of task queue `payments`: every payment workflow and its activities. Built from its
- * dependencies so tests and the all-in-one dev stack create it the same way as production.
- */
+export function sharedWorkerOptions(options: SharedWorkerOptions) {
+  return {
+    connection: options.connection,
+    namespace: options.namespace,
+    ...workflowCodeOptions(options.workflowBundlePath, options.workflowCode),
+    workerDeploymentOptions: options.deployment && workerDeploymentOptions(options.deployment),
+    dataConverter: options.dataConverter,
+  };
+}
+
+/** The activities' Temporal client, on the worker's own connection. */
+export function workerClient(options: SharedWorkerOptions): Client {
+  const { connection, namespace, dataConverter } = options;
+  return new Client({ connection, namespace, dataConverter });
+}
+
+/** Built from its dependencies so tests and the dev stack create it as production does. */
 export async function createPaymentWorker(options: PaymentWorkerOptions): Promise<Worker> {
   // The worker's SMTP connections, reused across confirmations; it opens none until a mail.
   const { smtpUrl, maxConnections } = options.activities.mail;
@@ -98,20 +101,12 @@ export async function createPaymentWorker(options: PaymentWorkerOptions): Promis
   let worker: Worker;
   try {
     worker = await Worker.create({
-      connection: options.connection,
-      namespace: options.namespace,
+      ...sharedWorkerOptions(options),
       taskQueue: options.taskQueue ?? PAYMENTS_TASK_QUEUE,
-      ...workflowCodeOptions(options.workflowBundlePath, options.workflowCode),
-      workerDeploymentOptions: options.deployment && workerDeploymentOptions(options.deployment),
-      dataConverter: options.dataConverter,
       activities: createActivities({
         ...options.activities,
         mail: { ...options.activities.mail, pool: mailPool },
-        client: new Client({
-          connection: options.connection,
-          namespace: options.namespace,
-          dataConverter: options.dataConverter,
-        }),
+        client: workerClient(options),
       }),
       maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities,
       maxConcurrentWorkflowTaskExecutions: options.maxConcurrentWorkflowTasks,
@@ -123,17 +118,15 @@ export async function createPaymentWorker(options: PaymentWorkerOptions): Promis
     mailPool.close();
     throw error;
   }
-  // Once the worker has stopped (its activities finished), its idle connections would only keep
-  // the process alive. run() is what runUntil() and every entry point await.
+  // Once stopped, idle connections would only keep the process alive.
   const run = worker.run.bind(worker);
   worker.run = () => run().finally(() => mailPool.close());
   return worker;
 }
 
 /**
- * A prebuilt bundle already holds the interceptors (src/workers/workflow-bundle.ts); without
- * one, the worker bundles the workflows from source at start-up, which takes seconds. The
- * activity interceptors are the crash points' (none in production: src/activities/crash-points.ts).
+ * A prebuilt bundle already holds the interceptors; without one the worker bundles from source
+ * (seconds). The activity interceptors are the crash points' (none in production).
  */
 export function workflowCodeOptions(
   bundlePath: string | undefined,
@@ -148,14 +141,11 @@ export function workflowCodeOptions(
   };
 }
 
-/** Where the process entries are (src/worker.ts, src/heavy-worker.ts), compiled: dist/. */
 const ENTRY_DIR = path.resolve(__dirname, '..');
 
 /**
- * The bundle to load: WORKFLOW_BUNDLE_PATH when set (it must exist), else `workflow-bundle.js`
- * next to the worker entries when there is one. Compiled, that is dist/workflow-bundle.js from
- * `npm run build`; run from src/ (npm start, tests), there is none, so a stale bundle in dist/
- * never stands in for the source being edited.
+ * WORKFLOW_BUNDLE_PATH (must exist), else `workflow-bundle.js` beside the compiled entries; run
+ * from src/ there is none, so a stale bundle in dist/ never stands in for the edited source.
  */
 export function resolveWorkflowBundlePath(
   setting: string | undefined,
@@ -174,7 +164,6 @@ export function resolveWorkflowBundlePath(
   return existsSync(beside) ? beside : undefined;
 }
 
-/** Wires the activities' dependencies from configuration and the URLs the process resolved. */
 export function activityDepsFromConfig(
   config: Config,
   db: DatabaseHandle,

@@ -10,10 +10,8 @@ import { connectWorker } from '../temporal/worker-connection';
 import { startWorkerRuntime, type WorkerQueue } from './runtime';
 
 /**
- * A standalone worker process (`npm run worker`, `npm run heavy-worker`, dist/ in production):
- * runs the given queues' workers until SIGTERM / SIGINT. The metrics and health endpoints
- * (WORKER_METRICS_ADDRESS, WORKER_HEALTH_ADDRESS) belong to the payments worker: a heavy worker
- * beside it on one host would otherwise take the same ports.
+ * The metrics and health endpoints belong to the payments worker: a heavy worker beside it on
+ * one host would otherwise take the same ports.
  */
 export async function runWorkerProcess(name: string, queue: WorkerQueue): Promise<void> {
   const config = loadConfig();

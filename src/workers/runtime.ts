@@ -18,15 +18,11 @@ import { createHeavyWorker, heavyActivityDepsFromConfig } from './heavy';
 import { activityDepsFromConfig, createPaymentWorker } from './payments';
 import { loadVersionedWorkflowCode } from './workflow-bundle';
 
-/** The task queues a process can serve (docs/task-queues.md). */
 export type WorkerQueue = 'payments' | 'heavy';
 
 /**
- * When the process's build becomes current (docs/deploys.md):
- * - `always`: before the process takes work; `npm start` runs the code being edited;
- * - `if-none`: once its workers have polled, if the deployment has no current build yet (the
- *   first start on a fresh server); later builds wait for the operator;
- * - `never`: the operator decides (`npm run ops -- deployment current`).
+ * When the build becomes current (docs/deploys.md): `always` before taking work (npm start),
+ * `if-none` once polled if the deployment has none, `never`: the operator decides.
  */
 export type CurrentBuildPolicy = 'always' | 'if-none' | 'never';
 
@@ -45,25 +41,19 @@ export interface WorkerRuntimeOptions {
 
 export interface WorkerRuntime {
   deployment: WorkerDeployment;
-  /** The bundle file, or "(bundled from source)". */
   origin: string;
   workers: Worker[];
   /** Settles when the first queue's worker stops; a failure of another is only logged. */
   done: Promise<void>;
   /** Stops every worker (in-flight activities get their grace time) and waits for them. */
   stop: () => Promise<void>;
-  /**
-   * Settles once the current-build policy is applied: already for `always`; for `if-none` the
-   * workers run meanwhile (a failure is logged: the operator sets the current build).
-   */
+  /** `if-none`: the workers run meanwhile; a failure is logged (the operator decides). */
   current: Promise<void>;
 }
 
 /**
- * The workers of one process, decided in one place for every process that runs them (the worker
- * entries, `npm start`, the crash-point stack through them): one bundle loaded once, so every
- * queue of the process declares the same build; the workers on the given connection; and the
- * build made current by the process's policy.
+ * Every process's workers are decided here: one bundle loaded once (every queue declares the
+ * same build), the workers on the given connection, the build made current by policy.
  */
 export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise<WorkerRuntime> {
   const { config, logger, connection, db } = options;
@@ -145,7 +135,6 @@ function required(url: string | undefined): string {
   return url;
 }
 
-/** Applies the process's current-build policy once its workers poll. */
 async function claimCurrentBuild(
   { config, connection, logger, currentBuild }: WorkerRuntimeOptions,
   deployment: WorkerDeployment,

@@ -11,13 +11,9 @@ import {
 import { runMain } from '../process/run-main';
 
 /**
- * Writes the workflow bundle that production workers load instead of running webpack at every
- * start: `npm run build` puts it at dist/workflow-bundle.js, beside the compiled worker, which
- * picks it up by itself (see resolveWorkflowBundlePath in ./payments.ts). The interceptors are
- * packed in: a worker ignores its `interceptors.workflowModules` when it loads a bundle.
- *
- * The bundle must be built with the same @temporalio/worker version that loads it; the project
- * pins the SDK, so one `npm ci && npm run build` in the image gives a matching pair.
+ * Built once (`npm run build`) so production workers skip webpack at start; the interceptors are
+ * packed in, since a worker ignores `interceptors.workflowModules` with a bundle. It must match
+ * the loading @temporalio/worker version: the SDK is pinned, so `npm ci && npm run build` does.
  */
 export const DEFAULT_BUNDLE_PATH = path.resolve(
   __dirname,
@@ -36,7 +32,6 @@ export async function buildWorkflowBundle(
   return { path: outFile, bytes: Buffer.byteLength(code), buildId: buildIdOf(code) };
 }
 
-/** The workflows and the failure-alert interceptor, bundled now from src/. */
 async function bundleFromSource(): Promise<string> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: PAYMENT_WORKFLOW_MODULES.workflowsPath,
@@ -47,19 +42,13 @@ async function bundleFromSource(): Promise<string> {
   return code;
 }
 
-/** The workflow code a process's workers run, and the build they declare for it. */
 export interface VersionedWorkflowCode {
   code: string;
   deployment: WorkerDeployment;
-  /** The bundle file, or "(bundled from source)". */
   origin: string;
 }
 
-/**
- * Loads the bundle a worker runs (WORKFLOW_BUNDLE_PATH, else dist/workflow-bundle.js beside a
- * compiled worker, else bundled from src/ now) and names its build (./deployment.ts). A process
- * loads it once for all its workers: the same code, the same build.
- */
+/** One load per process for all its workers: the same code, the same build. */
 export async function loadVersionedWorkflowCode(
   config: Pick<
     Config,
