@@ -13,12 +13,9 @@ export interface AdminAppDeps {
 }
 
 /**
- * The admin listener of the HTTP process (ADMIN_ADDRESS, loopback by default): /metrics,
- * /readyz with its per-dependency checks, and /healthz. What these reveal (traffic by route and
- * status, which dependency is down, the process's memory) is for operators and probes, so it is
- * served on a socket of its own that the internet-facing port and its Ingress never reach,
- * rather than behind a token a Prometheus or a kubelet would have to carry. Built without
- * listening, like buildApp.
+ * ADMIN_ADDRESS, loopback by default: what these reveal is for operators and probes, so it is a
+ * socket the internet-facing port and its Ingress never reach, not a token a Prometheus or a
+ * kubelet would have to carry.
  */
 export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance> {
   const app = Fastify({ loggerInstance: deps.logger.child({ listener: 'admin' }) });
@@ -28,10 +25,7 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
   return app;
 }
 
-/**
- * Listens on ADMIN_ADDRESS (host:port) and returns the URL to reach it. A port already taken
- * fails the start: a process whose probes and metrics are missing is not one to run.
- */
+/** A port already taken fails the start: a process without probes and metrics is not one to run. */
 export async function listenAdmin(app: FastifyInstance, address: string): Promise<string> {
   const { host, port } = parseListenAddress(address);
   await app.listen({ host, port });

@@ -24,7 +24,6 @@ import { ordersRoutes } from './routes/orders';
 import { configuredProviders, type ProvidersConfig } from './providers';
 import { paymentWebhookRoutes } from './routes/payment-webhook';
 
-/** Webhook hardening settings; each falls back to its config default when left out. */
 type WebhookSecurityConfig = Pick<
   Config,
   | 'PAYMENT_WEBHOOK_SECRET_PREVIOUS'
@@ -37,10 +36,7 @@ type WebhookSecurityConfig = Pick<
 >;
 
 export interface AppDeps {
-  /**
-   * Settings left out fall back to loadConfig's defaults, which for the orders API means a
-   * development process on loopback: open, as `npm start` serves it.
-   */
+  /** Left out: loadConfig's defaults, an open development API on loopback as `npm start` serves. */
   config: Pick<Config, 'PAYMENT_WEBHOOK_SECRET' | 'WEBHOOK_BODY_LIMIT_BYTES'> &
     Partial<WebhookSecurityConfig> &
     ProvidersConfig &
@@ -49,13 +45,11 @@ export interface AppDeps {
   /** Our pino logger; typed as Fastify's logger interface so routes see plain FastifyInstance. */
   logger: FastifyBaseLogger;
   payments: ProviderEventStarter;
-  /** Where signed deliveries that no workflow can act on as sent are kept (the unmatched inbox). */
   unmatchedRepository: UnmatchedInbox;
   /** Starts the fetch of Stripe thin events; unset (no STRIPE_API_KEY): they are kept as unmatched. */
   thinEvents?: ThinEventStarter;
   ordersRepository: ReturnType<typeof createOrdersRepository>;
   paymentsRepository: ReturnType<typeof createPaymentsRepository>;
-  /** Milliseconds since the epoch, for the signature's tolerance window and the rate limiter. */
   now?: () => number;
   /** Where the app's requests are counted (served by the admin app); default: a registry of its own. */
   metrics?: HttpMetrics;
@@ -66,9 +60,7 @@ export interface AppDeps {
 }
 
 /**
- * Builds the public HTTP app without listening, so tests can inject requests into it: the
- * signed webhook, /healthz, the orders API behind its keys (or not at all), and the codec
- * endpoint when configured. /metrics and /readyz are the admin app's (src/http/admin.ts).
+ * Without listening, so tests can inject requests. /metrics and /readyz are the admin app's;
  * docs/security.md lists every endpoint and who may call it.
  */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

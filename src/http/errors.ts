@@ -17,10 +17,8 @@ export class HttpError extends Error {
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 /**
- * The one error policy of the HTTP layer: client errors carry a reason, server errors carry no
- * internals (the details go to the log, with the request ID to find them). A database that is
- * down or too slow to answer is an outage, not a bug: 503 with Retry-After, so clients and load
- * balancers retry instead of reporting a failure.
+ * Client errors carry a reason, server errors no internals (the log has them, by request ID). A
+ * database down or too slow is an outage: 503 with Retry-After, so clients and balancers retry.
  */
 export function registerErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {

@@ -17,40 +17,26 @@ export interface ReadinessCheck {
   name: string;
   /** Settles by `deadline` (epoch ms) if it can; the probe answers by then either way. */
   check: (deadline: number) => Promise<unknown>;
-  /**
-   * Its error message is a configuration problem safe to show in the answer (no addresses, no
-   * secrets), e.g. "search attributes not registered …: run npm run temporal:setup".
-   */
+  /** Its error message is a configuration problem safe to show (no addresses, no secrets). */
   explain?: boolean;
-  /**
-   * Reported, with its reason, but not a reason to take this process out of the load balancer:
-   * what it checks is not this process's to fix, and intake still durably queues the work.
-   */
+  /** Reported, but no reason to leave the load balancer: not ours to fix, and intake still queues. */
   advisory?: boolean;
 }
 
 export interface HealthRoutesOptions {
-  /** What /readyz checks; none: ready whenever the process answers. */
   readiness: readonly ReadinessCheck[];
   /** Per check; a probe must answer well within the orchestrator's own probe timeout. */
   timeoutMs?: number;
 }
 
-/**
- * Ample for a healthy PostgreSQL or Temporal, even across zones; below the 3 s probe timeout of
- * deploy/kubernetes, so a hung dependency gets a 503 with its name rather than a probe timeout.
- */
+/** Below deploy/kubernetes' 3 s probe timeout: a hung dependency gets a 503 with its name. */
 export const READINESS_TIMEOUT_MS = 2_000;
 
-/** The database answers a query (the pool hands out a working connection). */
 export function databaseReadiness(db: Kysely<Database>): ReadinessCheck {
   return { name: 'database', check: () => pingDatabase(db) };
 }
 
-/**
- * Temporal answers on the client's connection: the webhook can start workflows. Under a gRPC
- * deadline: without one, the client retries an unreachable server for 20 s.
- */
+/** Under a gRPC deadline: without one, the client retries an unreachable server for 20 s. */
 export function temporalReadiness(
   connection: Pick<Connection, 'workflowService' | 'withDeadline'>,
 ): ReadinessCheck {
@@ -61,9 +47,8 @@ export function temporalReadiness(
 }
 
 /**
- * The builds that get new runs have live workers on every task queue (advisory: a stranded
- * rollback shows here, and in `npm run ops -- doctor`, while webhooks are still accepted and queued).
- * Passes when the deployment does not exist yet or workers are unversioned.
+ * Advisory: a stranded rollback shows here and in `ops doctor` while webhooks are still queued.
+ * Passes without a deployment or with unversioned workers.
  */
 export function workersReadiness(
   client: Client,
@@ -100,22 +85,17 @@ export function workersReadiness(
   };
 }
 
-/**
- * `/healthz` alone, for the public listener: a load balancer may ask whether the process
- * answers, and learns nothing else (no dependency names, no versions, no timings).
- */
+/** For the public listener: a load balancer learns nothing else (no dependency names, versions). */
 export async function livenessRoutes(app: FastifyInstance) {
   // Probes come every few seconds: their request lines would drown the log.
   app.get('/healthz', { logLevel: quietLogLevel(app) }, async () => ({ status: 'ok' }));
 }
 
 /**
- * `/healthz` (liveness): the process answers; nothing else is checked, so a Temporal outage
- * never gets healthy processes restarted. `/readyz` (readiness): every dependency answered
- * within the deadline, else 503, so a load balancer sends webhooks elsewhere and the provider's
- * retries land on a process that can take them. The answer names which check failed, not why:
- * the why (addresses, errors) goes to the log, once per change. Served on the admin listener
- * only (src/http/admin.ts): which dependency is down is for operators, not for the internet.
+ * `/healthz` checks nothing, so a Temporal outage never gets healthy processes restarted.
+ * `/readyz` is 503 unless every dependency answered in time, so webhooks and the provider's
+ * retries go to a process that can take them; it names the check, the log says why. Admin
+ * listener only: which dependency is down is for operators, not for the internet.
  */
 export async function healthRoutes(app: FastifyInstance, options: HealthRoutesOptions) {
   const timeoutMs = options.timeoutMs ?? READINESS_TIMEOUT_MS;
@@ -180,10 +160,7 @@ function isTimeout(error: unknown): boolean {
 
 const LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
-/**
- * The log level for routes that scrapers and probes call every few seconds: `warn`, or the app's
- * own level when that is quieter (a route's level replaces the app's, it does not add to it).
- */
+/** `warn`, or the app's own level when quieter (a route's level replaces the app's). */
 export function quietLogLevel(app: FastifyInstance): LogLevel {
   const current = LEVELS.find((level) => level === app.log.level);
   return current && LEVELS.indexOf(current) > LEVELS.indexOf('warn') ? current : 'warn';

@@ -3,10 +3,8 @@ import secureJsonParse from 'secure-json-parse';
 import { HttpError } from './errors';
 
 /**
- * The JSON body parser of the app's JSON routes (the webhook reads its raw bytes instead).
- * Fastify's own parser refuses `__proto__` and `constructor` keys (prototype poisoning) but
- * reports them as "not valid JSON", which sends a client looking for a syntax error that is not
- * there. This one refuses the same keys and says which rule the body broke.
+ * Fastify's parser refuses `__proto__` and `constructor` keys but calls them "not valid JSON",
+ * sending a client after a syntax error that is not there; this one says which rule broke.
  */
 export function registerJsonBodyParser(app: FastifyInstance): void {
   // Every body this app reads is JSON: a text/plain one is answered 415, not parsed as a string

@@ -7,40 +7,19 @@ import type { ProviderEventStarter } from './providers/delivery';
 import { quietLogLevel } from './health';
 import { WEBHOOKS_PATH_PREFIX } from './routes/payment-webhook';
 
-/**
- * Prometheus metrics of the HTTP process, served at GET /metrics of the admin listener:
- *
- * - `order_payments_webhook_deliveries_total{outcome}`: every webhook delivery by what became of
- *   it: `accepted` (a workflow started), `duplicate` (already started: a provider retry),
- *   `ignored` (an event type we do not handle), `unmatched` (signed, kept in the unmatched
- *   inbox for an operator), or the status code of a refusal (`400`, `401`,
- *   `413`, `429`, `503`…). A rise in `401` is a wrong secret or an attack; any `503` is Temporal
- *   out of reach.
- * - `order_payments_webhook_duration_seconds{outcome}`: how long the provider waited.
- * - `order_payments_http_request_duration_seconds{method,route,status_code}`: every route.
- * - `order_payments_partner_paused{partner}`: 1 while an operator has the partner paused (`ops
- *   partner pause`), else 0; read from the database at each scrape, so every HTTP process
- *   reports the same fleet-wide state. Absent when the read fails (no stale 0 during an outage).
- * - with `defaultMetrics`, Node's process metrics (CPU, memory, event-loop lag, GC).
- */
+// The HTTP process's Prometheus metrics (docs/operations.md lists them), at GET /metrics of the
+// admin listener. The partner gauge is read from the database at each scrape, so every process
+// reports the fleet-wide state; it is absent when the read fails (no stale 0 during an outage).
 export interface HttpMetrics {
   readonly registry: Registry;
-  /**
-   * Wraps the starter the webhook route uses, so the metrics can tell a first delivery from a
-   * duplicate: both answer 200 `accepted`, only the starter knows.
-   */
+  /** Wraps the webhook's starter: only the starter can tell a first delivery from a duplicate. */
   instrumentPaymentStarter(starter: ProviderEventStarter): ProviderEventStarter;
-  /** Wraps the unmatched inbox the route records in, so such deliveries count as `unmatched`. */
   instrumentUnmatched(unmatched: UnmatchedInbox): UnmatchedInbox;
 }
 
 export interface HttpMetricsOptions {
-  /**
-   * Node's process metrics too. Once per process: the HTTP entries turn it on; tests and
-   * scripts that build many apps leave it off.
-   */
+  /** Once per process: the HTTP entries turn it on; tests that build many apps leave it off. */
   defaultMetrics?: boolean;
-  /** The pause table, for `order_payments_partner_paused`; without it the gauge is not served. */
   partnerPauses?: Pick<PartnerPausesRepository, 'list'>;
 }
 
@@ -132,11 +111,7 @@ export function createHttpMetrics(options: HttpMetricsOptions = {}): HttpMetrics
   return metrics;
 }
 
-/**
- * Adds the measuring hooks to the (public) app. Call it on the root instance before any route
- * is registered, so its hooks reach every route. GET /metrics is served elsewhere, on the admin
- * listener (metricsRoutes).
- */
+/** Call on the root instance before any route is registered, so its hooks reach every route. */
 export function registerHttpMetrics(app: FastifyInstance, metrics: HttpMetrics): void {
   const m = internals.get(metrics);
   if (!m) throw new Error('registerHttpMetrics needs metrics made by createHttpMetrics');
@@ -165,10 +140,7 @@ export function registerHttpMetrics(app: FastifyInstance, metrics: HttpMetrics):
   });
 }
 
-/**
- * GET /metrics: Prometheus text of `metrics`. For the admin listener only: request counts by
- * route and status, and the process's memory and CPU, tell an attacker what works.
- */
+/** Admin listener only: counts by route and the process's memory tell an attacker what works. */
 export async function metricsRoutes(app: FastifyInstance, options: { metrics: HttpMetrics }) {
   const { registry } = options.metrics;
   app.get('/metrics', { logLevel: quietLogLevel(app) }, async (_request, reply) =>

@@ -5,7 +5,6 @@ import { API_KEYS_FORMAT, type ApiKey, findApiKey, type OrderScope } from '../co
 import { HttpError } from './errors';
 import { headerLines } from './header-lines';
 
-/** How the orders API is served, decided once at start-up from the configuration. */
 export type OrdersApiAccess =
   | { readonly kind: 'off' }
   /** Development on loopback without keys: as before, every caller may do everything. */
@@ -15,10 +14,8 @@ export type OrdersApiAccess =
 export type OrdersApiConfig = Pick<Config, 'ORDERS_API' | 'ORDERS_API_KEYS' | 'NODE_ENV' | 'HOST'>;
 
 /**
- * The orders API's access rule, or a ConfigError naming what to set. Checked by the process
- * that serves the API (the HTTP entries), not by loadConfig: workers never serve it and need no
- * keys. Keys, when configured, are required in every mode; without keys the API is open only in
- * development and only on loopback, where nobody but this machine can call it.
+ * Checked by the process that serves the API, not loadConfig: workers need no keys. Without keys
+ * the API is open only in development and only on loopback.
  */
 export function ordersApiAccess(config: Partial<OrdersApiConfig>): OrdersApiAccess {
   if (config.ORDERS_API === 'off') return { kind: 'off' };
@@ -38,7 +35,6 @@ export function ordersApiAccess(config: Partial<OrdersApiConfig>): OrdersApiAcce
   return { kind: 'open' };
 }
 
-/** Who called, as far as the orders routes need to know. */
 export interface OrdersCaller {
   /** The key's ID (safe to log), or null on the open development API. */
   readonly keyId: string | null;
@@ -59,9 +55,8 @@ export interface OrdersAuth {
 }
 
 /**
- * Authentication of the orders API, as route hooks. They run at onRequest, before the body is
- * read and before the route looks anything up, so a caller without the right key learns
- * nothing: every order ID, existing or not, gets the same 401 or 403.
+ * At onRequest, before the body is read or anything looked up: every order ID, existing or not,
+ * gets the same 401 or 403.
  */
 export function createOrdersAuth(access: Exclude<OrdersApiAccess, { kind: 'off' }>): OrdersAuth {
   const callers = new WeakMap<FastifyRequest, OrdersCaller>();

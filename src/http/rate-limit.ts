@@ -6,26 +6,19 @@ export interface FailureLimiterOptions {
   windowMs: number;
   /** Clients tracked at most; past it, the one whose last failure is oldest is forgotten. */
   maxClients: number;
-  /** Milliseconds since the epoch; injectable for tests. */
   now?: () => number;
 }
 
 export interface FailureLimiter {
-  /** Seconds until this client may try again (0: it is within its budget). */
   retryAfterSeconds(ip: string): number;
-  /** Counts one failed attempt by this client; true when that used up its budget. */
   recordFailure(ip: string): boolean;
-  /** How many clients are tracked right now (bounded by `maxClients`). */
   trackedClients(): number;
 }
 
 /**
- * A sliding-window log of failed attempts per client, in memory. Only failures are recorded,
- * so a client that only sends valid requests is never refused, however fast it sends them.
- * Memory is bounded: at most `limit` timestamps for each of at most `maxClients` clients. The
- * map is kept in order of last failure, so eviction forgets the client quiet for longest.
- * State is per process: N replicas allow N times the budget, which is fine for a brake on
- * guessing and noise, not a quota.
+ * Only failures are recorded, so a client sending valid requests is never refused. Bounded
+ * memory; eviction forgets the client quiet for longest. Per process: N replicas allow N times
+ * the budget, fine for a brake on guessing, not a quota.
  */
 export function createFailureLimiter(options: FailureLimiterOptions): FailureLimiter {
   const { limit, windowMs, maxClients } = options;
@@ -88,7 +81,6 @@ export function clientKey(ip: string): string {
   return `${expandIPv6(ip).slice(0, 4).join(':')}::/64`;
 }
 
-/** The eight 16-bit groups of a valid IPv6 address, in lowercase hex without leading zeros. */
 function expandIPv6(ip: string): string[] {
   const address = ip.split('%')[0]!; // drop a zone index (fe80::1%eth0)
   const [head = '', tail] = address.split('::');

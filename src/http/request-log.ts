@@ -1,10 +1,8 @@
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 
 /**
- * Fastify writes two lines per request by default: "incoming request" and "request completed".
- * The first says nothing the second does not, and logging is the largest cost of a webhook
- * delivery after the Temporal start itself (docs/benchmarks.md, intake): so one line per request,
- * written when it completes, with the method and URL the first line used to carry.
+ * One line per request, at completion: Fastify's "incoming request" line says nothing more, and
+ * logging is a webhook's largest cost after the Temporal start (docs/benchmarks.md, intake).
  */
 export class CompletedRequestLog extends LogController {
   override incomingRequest(): void {}

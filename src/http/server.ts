@@ -25,10 +25,7 @@ import { databaseReadiness, temporalReadiness, workersReadiness } from './health
 import { createHttpMetrics } from './metrics';
 import { ordersApiAccess } from './orders-auth';
 
-/**
- * Production entry of the HTTP process: `node dist/http/server.js` (or `npm run http`). It needs
- * a Temporal address; `npm start` runs the embedded dev stack instead.
- */
+/** `npm start` runs the embedded dev stack instead. */
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config, 'http');

@@ -20,12 +20,7 @@ const bodySchema = z.object({
     .max(1000),
 });
 
-/**
- * The codec server the Temporal Web UI and CLI call to show encrypted payloads in clear
- * (POST /codec/decode) and to encode what an operator types (POST /codec/encode). Only for
- * the Web UI's origin, and behind a bearer token when one is configured: anyone who can call
- * it can read the data.
- */
+/** For the Web UI's origin only, behind a bearer token when set: whoever calls it reads the data. */
 export async function codecRoutes(fastify: FastifyInstance, options: CodecRouteOptions) {
   const app = withZodSchemas(fastify);
   const cors = (request: FastifyRequest, reply: FastifyReply) => {

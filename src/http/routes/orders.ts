@@ -15,7 +15,6 @@ import { withZodSchemas } from '../validation';
 export interface OrdersRouteOptions {
   orders: ReturnType<typeof createOrdersRepository>;
   payments: ReturnType<typeof createPaymentsRepository>;
-  /** Each route's key and scope check, run before the route reads a body or an order. */
   auth: OrdersAuth;
 }
 
@@ -30,8 +29,7 @@ const idempotencyKeySchema = z
   .string()
   .regex(/^[\x21-\x7e]{1,255}$/, 'Idempotency-Key must be 1-255 printable ASCII characters');
 
-// An ID is written the one way the database issues it, as plain decimal digits: a coercing
-// parse would read 1e3 as order 1000 and 0x10 as order 16, and answer about another order.
+// Plain decimal digits only: a coercing parse would read 1e3 as order 1000 and 0x10 as order 16.
 // Beyond the database's range it names no order (and PostgreSQL would fail the query).
 const INVALID_ORDER_ID = 'order id must be a positive integer';
 const orderIdSchema = z
@@ -40,23 +38,18 @@ const orderIdSchema = z
   .transform(Number)
   .pipe(z.number().max(MAX_ROW_ID, INVALID_ORDER_ID));
 
-/** What POST /api/v1/orders takes, checked by Fastify before the handler runs. */
 const createOrderRoute = {
   body: createOrderSchema,
-  // The other headers stay as they came; only the key is checked (its line count is not for a
-  // schema to see: a preValidation hook counts the raw header lines).
+  // Only the key is checked here; a preValidation hook counts its raw header lines.
   headers: z.looseObject({ 'idempotency-key': idempotencyKeySchema.optional() }),
 };
 
-/** What GET /api/v1/orders/:id takes. */
 const getOrderRoute = { params: z.object({ id: orderIdSchema }) };
 
 /**
- * Orders, so a user can run the whole flow. Creating needs a key with `orders:write`, reading
- * `orders:read`; the customer's e-mail address is in an answer only for a key with
- * `orders:read:pii` (docs/security.md). Creation honours an Idempotency-Key header: the same
- * key with the same request returns the first order (no second row), the same key with a
- * different request is refused with 422 rather than silently returning someone else's order.
+ * Keys need `orders:write` / `orders:read`; the e-mail address only with `orders:read:pii`. The
+ * same Idempotency-Key with the same request returns the first order, with a different request a
+ * 422 rather than someone else's order.
  */
 export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRouteOptions) {
   const app = withZodSchemas(fastify);
@@ -67,9 +60,8 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
       bodyLimit: 16 * 1024,
       schema: createOrderRoute,
       onRequest: auth.require('orders:write'),
-      // Two keys are ambiguous (which one names the request?): refused with that reason, before
-      // the schema would report a format error about the ", " Node joins them with. Header lines
-      // are counted, so one key that contains a comma is still one key.
+      // Two keys are ambiguous: refused as such, before the schema reports a format error about
+      // the ", " Node joins them with. Lines are counted: a key with a comma is still one key.
       preValidation: async (request) => {
         if (headerLines(request.raw.rawHeaders, 'idempotency-key').length > 1) {
           throw new HttpError(400, 'exactly one Idempotency-Key header is allowed');
@@ -129,10 +121,7 @@ export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRout
 
 type Order = NonNullable<Awaited<ReturnType<OrdersRouteOptions['orders']['findById']>>>;
 
-/**
- * The order as the API shows it. Without `orders:read:pii` the e-mail address is left out, not
- * masked: a caller that may not have it gets no part of it, and its absence is unambiguous.
- */
+/** Without `orders:read:pii` the address is left out, not masked: no part of it, unambiguous. */
 function orderToWire(order: Order, caller: OrdersCaller) {
   return {
     id: order.id,
@@ -142,17 +131,13 @@ function orderToWire(order: Order, caller: OrdersCaller) {
     total_amount: order.totalAmount,
     shipment_status: order.shipmentStatus,
     confirmation_sent_at: order.confirmationSentAt,
-    // Set on a double charge or a payment that is not the total: without it such an order
-    // would look like any other paid (or pending) order through the API.
+    // Set on a double charge or a payment that is not the total.
     refund_review_requested_at: order.refundReviewRequestedAt,
-    // What the succeeded refunds of its payment add up to; a full refund after the warehouse
-    // took the order also sets return_review_requested_at.
+    // A full refund after the warehouse took the order also sets return_review_requested_at.
     refunded_amount: order.refundedAmount,
     return_review_requested_at: order.returnReviewRequestedAt,
-    // `opened` while one of its payment's disputes is open, then `won` or `lost`; null: none.
     dispute_status: order.disputeStatus,
     dispute_closed_at: order.disputeClosedAt,
-    // An operator paid it with the payments it had (`ops settle`): who, when, why, which.
     settlement: order.settlement && {
       settled_by: order.settlement.settledBy,
       settled_at: order.settlement.settledAt,
@@ -164,7 +149,6 @@ function orderToWire(order: Order, caller: OrdersCaller) {
   };
 }
 
-/** Canonical fingerprint of a validated request: key order and whitespace do not matter. */
 function fingerprintOf(body: z.infer<typeof createOrderSchema>): string {
   const canonical = JSON.stringify([body.user_id, body.customer_email, body.total_amount]);
   return createHash('sha256').update(canonical).digest('hex');
