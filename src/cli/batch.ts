@@ -13,10 +13,7 @@ import { addCommand, addGroup, atMost, type Run, UsageError } from './command-li
 import { type CliIo, EXIT_OK, EXIT_PROBLEM } from './io';
 import { withTemporalClient } from './temporal-session';
 
-/**
- * Batch work from the command line: `npm run ops -- batch <command>`. Starts an order export on
- * task queue `heavy` and shows its progress as a bar. See docs/batch.md.
- */
+// `npm run ops -- batch <command>`: see docs/batch.md.
 
 const DEFAULT_WATCH_INTERVAL_MS = 1_000;
 /** `--watch` gives up after this many failed polls in a row (Temporal gone for good). */
@@ -108,10 +105,7 @@ function orderId(name: string, value: string | undefined): number | undefined {
   return Number(value);
 }
 
-/**
- * `1000-5000`, `first-5000`, `first-last`: the same command names the same export, so a `start`
- * run again (after it was killed, or by mistake) finds the export it started instead of a second.
- */
+/** The same range names the same export, so a `start` run again finds the one it started. */
 function rangeExportId(fromOrderId: number | undefined, toOrderId: number | undefined): string {
   return `${fromOrderId ?? 'first'}-${toOrderId ?? 'last'}`;
 }

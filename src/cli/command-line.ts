@@ -1,10 +1,8 @@
 import { Command, CommanderError } from 'commander';
 
 /**
- * The command line of the CLIs, on commander: a tree of command groups and commands, generated
- * help and usage errors, parsed in-process (no `process.exit`, output through the CLI's own `io`)
- * so tests run a CLI as a function. A command's action only returns the work it stands for; the
- * CLI runs that work after parsing, once it has its connections.
+ * Parsed in-process (no `process.exit`, output through the CLI's `io`) so tests run a CLI as a
+ * function. An action only returns its work; the CLI runs it after parsing, once connected.
  */
 
 /** A wrong command line: reported with the help of the command it concerns, exit code 2. */
@@ -21,20 +19,15 @@ export type Parsed<Work> =
 
 type Parse<Work> = (args: string[], options: Record<string, unknown>) => Work;
 
-/** A program whose help lists each command with its usage (`start [--from ID] …`). */
 export function createProgram(name: string, description: string): Command {
   return asGroup(configure(new Command(name)).description(description));
 }
 
-/** A group of commands under `parent` (`npm run ops -- deployment <command>`). */
 export function addGroup(parent: Command, name: string, summary: string): Command {
   return asGroup(configure(parent.command(name)).summary(summary));
 }
 
-/**
- * A command of `parent`: `parse` reads its arguments and options (throwing `UsageError` for a
- * wrong one) and returns its work.
- */
+/** `parse` reads its arguments and options (throwing `UsageError`) and returns its work. */
 export function addCommand<Work>(
   parent: Command,
   name: string,
@@ -44,7 +37,6 @@ export function addCommand<Work>(
   return onProgram(configure(parent.command(name)).usage(usage), parse);
 }
 
-/** The action of a command without subcommands, e.g. a program of one command. */
 export function onProgram<Work>(command: Command, parse: Parse<Work>): Command {
   return command.action(() => {
     works.set(command, parse(command.args, command.opts()));
@@ -73,10 +65,7 @@ function configure(command: Command): Command {
 // The same help on a terminal of any width and in a log.
 const HELP_WIDTH = 100;
 
-/**
- * Parses `argv` with `program`, down its groups to one command. Help goes to `io.out`. A usage
- * error goes to `io.err`, followed by the help of the command or group it concerns.
- */
+/** A usage error goes to `io.err`, followed by the help of the command or group it concerns. */
 export async function parseCommandLine<Work>(
   program: Command,
   argv: readonly string[],
@@ -122,7 +111,6 @@ export async function parseCommandLine<Work>(
   return { kind: 'work', work: works.get(command) as Work };
 }
 
-/** Refuses arguments beyond the first `max`: `Unexpected argument "x".` */
 export function atMost(args: string[], max: number): string[] {
   if (args.length > max) throw new UsageError(`Unexpected argument "${args[max]}".`);
   return args;
@@ -136,7 +124,6 @@ function descendants(command: Command): Command[] {
   return command.commands.flatMap((c) => [c, ...descendants(c)]);
 }
 
-/** The help of `command` as `--help` shows it, with the text added after it. */
 function help(command: Command): string {
   let text = '';
   command.configureOutput({ writeOut: (chunk: string) => (text += chunk) });

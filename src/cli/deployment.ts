@@ -18,10 +18,8 @@ import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 import { POLLER_FRESH_MS } from '../monitoring/task-queue-pollers';
 
 /**
- * `npm run ops -- deployment <command>`: a rollout with Worker Versioning (docs/deploys.md). The
- * builds of WORKER_DEPLOYMENT_NAME, which one takes new runs, a ramp, and the drain check that
- * says when an old build's workers may stop. The same operations as `temporal worker deployment
- * describe / set-current-version / set-ramping-version`, plus the count of open runs per build.
+ * A rollout with Worker Versioning (docs/deploys.md): as `temporal worker deployment describe /
+ * set-current-version / set-ramping-version`, plus the open runs per build and the drain check.
  */
 
 type Work = (client: Client, deploymentName: string) => Promise<number>;
@@ -147,7 +145,6 @@ In a script: until npm run ops -- deployment drain <build-id>; do sleep 60; done
     );
 }
 
-/** Runs `work` against WORKER_DEPLOYMENT_NAME. */
 function onDeployment(io: CliIo, command: string, work: Work): Run {
   return async () => {
     const config = loadConfigOrReport(io);

@@ -1,35 +1,24 @@
 import { userInfo } from 'node:os';
 import { createInterface } from 'node:readline/promises';
 
-/**
- * The operator program's conventions, for every command (docs/operator.md, "Exit codes and
- * output"): results on standard output, diagnostics (refusals, failures, warnings) on standard
- * error, and one meaning per exit code.
- */
+// One meaning per exit code for every command (docs/operator.md, "Exit codes and output");
+// results on stdout, diagnostics on stderr.
 
-/** Done, or the thing checked is fine. */
 export const EXIT_OK = 0;
-/**
- * The thing checked is not fine (a doctor FAIL, a build not drained), or the work was refused or
- * failed; also a configuration or a Temporal that cannot be used. The message says which.
- */
+/** Not fine (a doctor FAIL, a build not drained), refused, failed, or unusable config/Temporal. */
 export const EXIT_PROBLEM = 1;
 /** The command line itself is wrong; nothing was read or sent. */
 export const EXIT_USAGE = 2;
 /** `ops stuck` found work that keeps failing: cron and monitoring act on this code. */
 export const EXIT_STUCK = 3;
 
-/** Where a command reads and writes, so tests run the program in-process. */
 export interface CliIo {
-  /** Writes one line (or several) to standard output. */
   out(text: string): void;
-  /** Writes one line (or several) to standard error. */
   err(text: string): void;
   /** Environment to read the configuration from; the process's own when undefined. */
   env?: NodeJS.ProcessEnv;
   /** Whether a person can answer `ask` (standard input is a terminal); false when undefined. */
   interactive?: boolean;
-  /** Asks a question on the terminal and returns the answer. */
   ask?: (question: string) => Promise<string>;
   /** Who runs the command (a retry's reason, who paused or settled); the OS user when undefined. */
   user?: string;

@@ -2,12 +2,7 @@ import { loadConfig } from '../config';
 import { createDatabase, migrateToLatest } from '../db';
 import { runMain } from '../process/run-main';
 
-/**
- * Applies pending migrations to the database named by DATABASE_URL (default
- * sqlite:./data/app.db): `npx tsx src/cli/migrate.ts`. Safe to run again, beside another one, or
- * after one that was killed (src/db/migrate.ts); prints what it applied and exits with 1, naming
- * the failed migration, when one fails.
- */
+// Safe to run again, beside another, or after a killed one (src/db/migrate.ts).
 async function main(): Promise<void> {
   // Only DATABASE_URL is passed on: a migration job must not need the app's other settings
   // (e.g. the production-only Temporal and warehouse addresses) to run.

@@ -12,11 +12,7 @@ import { addStuckCommand } from './stuck';
 import { DEFAULT_TEMPORAL_ADDRESS } from './temporal-session';
 import { addUnmatchedGroup } from './unmatched';
 
-/**
- * The operator program, `npm run ops -- <command>`: every command an operator runs against a
- * live installation, with one output and exit-code convention (./io.ts). Each command or group
- * lives in its own module; docs/operator.md is its reference.
- */
+// Each command or group lives in its own module; docs/operator.md is the reference.
 
 export { type CliIo, EXIT_OK, EXIT_PROBLEM, EXIT_STUCK, EXIT_USAGE } from './io';
 

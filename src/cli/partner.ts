@@ -13,9 +13,8 @@ import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 
 /**
- * `npm run ops -- partner <command>`: pause and resume a partner during its outage. The pause
- * lives in the database (partner_pauses), so `pause` and `status` work while Temporal is down;
- * `resume` also wakes the held workflows through Temporal. See docs/operations.md.
+ * The pause lives in the database, so `pause` and `status` work while Temporal is down; `resume`
+ * also wakes the held workflows (docs/operations.md).
  */
 
 type Step = (pauses: PartnerPausesRepository) => Promise<number>;
@@ -72,7 +71,6 @@ minute.`,
   }).summary('which partners are paused, by whom and since when');
 }
 
-/** The work of a command: `step` with the partner_pauses table, whether Temporal is up or not. */
 function withPauses(io: CliIo, step: Step): Run {
   return async () => {
     const config = loadConfigOrReport(io);

@@ -6,10 +6,7 @@ import { UsageError } from './command-line';
 import { type CliIo, userOf } from './io';
 import { withTemporalClient } from './temporal-session';
 
-/**
- * What the workflow commands (failed, retry, flush, stuck) share: their connection, how they
- * write a failure and a time, and how they read a number or an age.
- */
+// What the workflow commands (failed, retry, flush, stuck) share.
 
 /** Runs `work` with a client whose identity names the operator, as the server records it. */
 export function asOperator(
@@ -26,11 +23,7 @@ export const typeOption = [
   'only workflows of this type, e.g. paymentWorkflow',
 ] as const;
 
-/**
- * One line per workflow whose payloads cannot be decoded with the configured key(s), after a
- * listing. Such a workflow is listed like any other as far as it can be read; the listing itself
- * succeeded, so these lines do not change the exit code.
- */
+/** After a listing that otherwise succeeded, so these lines do not change the exit code. */
 export function reportUndecodable(
   io: CliIo,
   workflows: readonly { workflowId: string; type: string; undecodable?: UndecodablePayloads }[],

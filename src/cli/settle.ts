@@ -6,11 +6,8 @@ import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 
 /**
- * `npm run ops -- settle <orderId> --reason <text> [--by <who>]`: pays a pending order with the
- * payments it has and has its workflow fulfil it, once. The database is written first and alone
- * (the settlement stands even while Temporal is down); the hand-over follows, and running the
- * command again after any failure (or a crash) hands the same settlement over again, never a
- * second one. See docs/operator.md.
+ * The database is written first and alone (the settlement stands while Temporal is down); running
+ * it again after any failure hands the same settlement over, never a second (docs/operator.md).
  */
 
 /** Enough for a sentence and a ticket number; the order workflow shows it in its details. */

@@ -12,10 +12,7 @@ import { addCommand, addGroup, atMost, type Run, UsageError } from './command-li
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 
-/**
- * `npm run ops -- unmatched <command>`: the unmatched inbox. Only `attach` needs Temporal; the
- * others read and write the database alone, so the inbox stays usable while Temporal is down.
- */
+// Only `attach` needs Temporal: the inbox stays usable while Temporal is down.
 
 interface Session {
   inbox: UnmatchedRepository;
@@ -101,7 +98,6 @@ twice. Only a payment in the shop's currency can be attached.`,
     .option('-r, --reason <text>', 'why it needs nothing (kept with the entry)');
 }
 
-/** The work of a command: `step` with the inbox and, when it needs Temporal, a payment starter. */
 function inSession(io: CliIo, command: string, temporal: boolean, step: Step): Run {
   return async () => {
     const config = loadConfigOrReport(io);
