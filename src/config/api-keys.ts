@@ -1,10 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 
-/**
- * What an orders API key may do. `orders:read:pii` widens `orders:read` (it implies it): the
- * order as read, plus the customer's e-mail address. A shop front-end that shows an order's
- * status needs `orders:read` only; a support tool that writes to the customer needs the other.
- */
+/** `orders:read:pii` implies `orders:read` and adds the customer's e-mail address. */
 export const ORDER_SCOPES = ['orders:read', 'orders:read:pii', 'orders:write'] as const;
 export type OrderScope = (typeof ORDER_SCOPES)[number];
 
@@ -16,9 +12,8 @@ export interface ApiKey {
 }
 
 /**
- * 32 characters: `openssl rand -hex 16`, 128 bits. Shorter keys are refused everywhere, not
- * only in production, so a development key never becomes the production key by accident
- * without at least being a real one.
+ * `openssl rand -hex 16`. Shorter keys are refused everywhere, so a development key that ever
+ * becomes the production key is at least a real one.
  */
 export const MIN_API_KEY_LENGTH = 32;
 // token68 of RFC 7235, what a Bearer credential may contain; ':' and ',' are also the
@@ -79,9 +74,8 @@ function sha256(value: string): Buffer {
 }
 
 /**
- * The key a presented credential belongs to, if any. Both sides are SHA-256 digests of the same
- * length, compared in constant time against every key with no early exit, so neither the
- * response time nor its length tells how close a guess was or which key it was near.
+ * Constant-time comparison of equal-length digests against every key, no early exit: neither
+ * time nor length tells how close a guess was or which key it was near.
  */
 export function findApiKey(keys: readonly ApiKey[], presented: string): ApiKey | undefined {
   if (presented.length > MAX_TOKEN_LENGTH) return undefined;

@@ -1,10 +1,7 @@
 import { z } from 'zod';
 
-/**
- * Field builders shared by the slices, and the documentation every field carries: the generated
- * reference (docs/configuration.md, `npm run docs:config`) reads it from here, so a variable and
- * its description change in one place.
- */
+// The generated reference (docs/configuration.md) reads each field's documentation from here,
+// so a variable and its description change in one place.
 
 export type NodeEnv = 'development' | 'test' | 'production';
 
@@ -25,7 +22,6 @@ export function doc<T extends z.ZodType>(schema: T, description: string, default
 export const port = (fallback: number) =>
   z.coerce.number().int().min(0).max(65535).default(fallback);
 
-/** A whole number within bounds; the caller adds its default. */
 export const integer = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 /** Unset and empty both mean "not configured" (an empty line in a .env file is common). */
@@ -54,10 +50,8 @@ export function toleranceSeconds(fallback: number) {
 }
 
 /**
- * A comma-separated list of secrets or keys, each read by `parse` (which throws an Error naming
- * the problem); unset or blank: undefined. Each entry is parsed here and only here: the result
- * keeps the text beside what it parsed to, for the rules that look inside. A value listed twice
- * is refused: a rotation lists two different ones. Messages name the position, never the value.
+ * Each entry parsed here only, the text kept beside what it parsed to. A value listed twice is
+ * refused (a rotation lists two different ones); messages name the position, never the value.
  */
 export function secretList<T>(parse: (value: string) => T) {
   return blankToUndefined.transform((v, ctx) => {
@@ -83,7 +77,6 @@ export function secretList<T>(parse: (value: string) => T) {
   });
 }
 
-/** The texts of a parsed secret list, what the rest of the app is given. */
 export function texts(list: readonly { text: string }[] | undefined): string[] | undefined {
   return list?.map((e) => e.text);
 }

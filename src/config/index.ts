@@ -25,10 +25,9 @@ export {
 export { WEBHOOK_SECURITY_DEFAULTS } from './webhook';
 
 /**
- * The only reader of process.env, composed of one slice per concern (each its own module). Every
- * setting has a default that works on a laptop; each slice's production rules refuse
- * configurations that would quietly lose or fake work (the seed's `QUEUE_CONNECTION=sync`).
- * The slices in the order the reference (docs/configuration.md) lists them.
+ * The only reader of process.env. Every setting has a laptop default; each slice's production
+ * rules refuse configurations that would quietly lose or fake work (the seed's
+ * `QUEUE_CONNECTION=sync`). In the reference's order (docs/configuration.md).
  */
 export const CONFIG_SLICES = [
   { title: 'Process', summary: 'What every process reads.', fields: processFields },
@@ -102,11 +101,7 @@ const schema = z
 
 export type Config = Readonly<
   z.infer<typeof schema> & {
-    /**
-     * TLS, API key and profile of the Temporal connection (src/temporal/connection.ts). Its
-     * address and namespace are TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE above, which hold the
-     * values in force: the variable's, else the temporal.toml profile's.
-     */
+    /** TLS, API key and profile; the address and namespace in force are those above. */
     temporalConnection: TemporalConnectionSettings;
   }
 >;
@@ -119,7 +114,6 @@ export class ConfigError extends Error {
   }
 }
 
-/** Parses and freezes the configuration; `env` is injectable so tests never touch process.env. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = [];
   // Temporal's settings are read as the Temporal CLI reads them (temporal.toml profile, then

@@ -29,7 +29,6 @@ function stripeSecret(value: string): string {
   throw new Error("must be the endpoint's signing secret, whsec_… (not an API key, sk_…)");
 }
 
-/** Stripe and Standard Webhooks senders, and the currency their payments must be in. */
 export const providerFields = {
   STRIPE_WEBHOOK_SECRETS: doc(
     secretList(stripeSecret),
