@@ -25,11 +25,7 @@ export const LOG_REDACTION = {
     EMAIL_FIELDS.includes(path.at(-1) ?? '') ? maskEmail(value) : '[redacted]',
 };
 
-/**
- * One structured logger for the whole process (HTTP, worker, SDK). Secrets and raw bodies are
- * redacted by path so a careless log call cannot leak them; customers' e-mail addresses are
- * masked the same way (docs/security.md).
- */
+/** Secrets and raw bodies redacted by path, e-mail addresses masked (docs/security.md). */
 export function createLogger(
   config: Pick<Config, 'LOG_LEVEL'> & Partial<Pick<Config, 'NODE_ENV'>>,
   name = 'order-payments',

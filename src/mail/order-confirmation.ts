@@ -1,13 +1,8 @@
-/**
- * The order confirmation mail (the seed's SendOrderConfirmation / OrderConfirmed), as plain
- * data: who sends it to whom, what it says, and its Message-ID. No I/O here.
- */
+// Plain data, no I/O.
 
-/** What the confirmation needs to know about an order. */
 export interface ConfirmedOrder {
   id: number;
   customerEmail: string;
-  /** In the smallest currency unit. */
   totalAmount: number;
 }
 
@@ -21,10 +16,8 @@ export interface OrderConfirmationMessage {
 }
 
 /**
- * Message-ID of an order's confirmation. Derived from the order alone, never from a random
- * value or the attempt: when a retry sends the mail a second time (the gap between the server
- * accepting it and `confirmation_sent_at` being stamped), both copies carry the same ID, so mail
- * servers and clients that deduplicate by Message-ID show it once.
+ * From the order alone: a retry that sends the mail again (between the server's acceptance and
+ * `confirmation_sent_at`) carries the same ID, and deduplicating clients show it once.
  */
 export function confirmationMessageId(orderId: number, from: string): string {
   if (!Number.isSafeInteger(orderId) || orderId <= 0) {
@@ -54,10 +47,7 @@ export function buildOrderConfirmation(
   };
 }
 
-/**
- * The domain of the sender's address: the right-hand side of a Message-ID should be a domain
- * the sender controls, so IDs from different senders never collide.
- */
+/** A Message-ID's right-hand side is a domain the sender controls, so senders never collide. */
 export function senderDomain(from: string): string {
   const bracketed = /<([^<>]*)>\s*$/.exec(from);
   const address = (bracketed ? bracketed[1]! : from).trim();

@@ -1,19 +1,9 @@
 /**
- * The one way every process of this project starts and ends, from the workers to the CLIs: each
- * entry file is a short composition root, `runMain(main)` at its foot.
- *
- * - `main` resolves: with an exit code (a CLI's verdict) or nothing (a long-running process that
- *   has stopped). It becomes `process.exitCode`, and Node exits once the last handle is closed,
- *   so piped output is never cut short.
- * - `main` throws: what fails at start-up (invalid configuration, a port in use, a server that
- *   cannot be reached) is a message for a person, not a stack trace, on stderr, and the process
- *   exits with `failureExitCode` (1 unless the CLI documents another) at once, whatever is still
- *   open. CLIs, which report what they expect themselves, show the stack of what they did not
- *   (`stack: true`).
- *
- * Signals are the other half: long-running processes drain on the first SIGINT or SIGTERM
- * through `onShutdownSignal` / `abortOnShutdownSignal` (./shutdown.ts), and exit 130 on a later
- * one.
+ * Every entry file ends in `runMain(main)`. What `main` resolves to becomes `process.exitCode`,
+ * so Node exits once the last handle closes and piped output is never cut short. What it throws
+ * at start-up (invalid config, a port in use) is a message for a person on stderr, and the
+ * process exits at once with `failureExitCode`; CLIs show the stack of the unexpected
+ * (`stack: true`). Signals: ./shutdown.ts.
  */
 export function runMain(
   main: () => Promise<number | void>,

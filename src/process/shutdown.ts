@@ -2,11 +2,8 @@
 const ECHO_WINDOW_MS = 2_000;
 
 /**
- * Calls `handler` once on the first SIGINT or SIGTERM. Ctrl-C in a terminal reaches every
- * process of the foreground group, and npm and tsx relay it to their child as well, so the same
- * press arrives two or three times within milliseconds: those echoes are ignored. A signal that
- * comes later, while shutdown is still running, exits at once, so a stuck shutdown can always
- * be broken with another Ctrl-C.
+ * Ctrl-C reaches every process of the foreground group, and npm and tsx relay it: echoes within
+ * the window are ignored. A later signal exits at once, so a stuck shutdown can be broken.
  */
 export function onShutdownSignal(handler: (signal: NodeJS.Signals) => void | Promise<void>): void {
   let firstAt: number | undefined;
@@ -24,11 +21,7 @@ export function onShutdownSignal(handler: (signal: NodeJS.Signals) => void | Pro
   process.on('SIGTERM', listener);
 }
 
-/**
- * An AbortSignal that aborts on the first SIGINT or SIGTERM (with the signal's name as its
- * reason), for processes whose shutdown depends on how far start-up got: a worker still waiting
- * for Temporal just stops waiting, a running one drains.
- */
+/** For processes whose shutdown depends on start-up: a worker waiting for Temporal just stops. */
 export function abortOnShutdownSignal(): AbortSignal {
   const controller = new AbortController();
   onShutdownSignal((signal) => controller.abort(signal));
