@@ -74,7 +74,7 @@ export function createBatchActivities(deps: BatchActivityDeps) {
   };
 
   return {
-    /** Fixes the last order ID, so orders created meanwhile do not move the end; clears old chunks. */
+    /** Fixes the last order ID (orders created meanwhile do not move the end); clears old chunks. */
     async planOrderExport(input: PlanOrderExportInput): Promise<OrderRangeSummary> {
       const dir = exportPath(input.exportId);
       const entries = await readdir(dir).catch((err: NodeJS.ErrnoException) => {

@@ -15,9 +15,7 @@ export interface HeavyActivityDeps {
   orders: OrdersRepository;
   payments: PaymentsRepository;
   orderExport: OrderExportRepository;
-  /** Where invoices go: `<invoiceDir>/order-<id>.pdf`. */
   invoiceDir: string;
-  /** Where exports go: `<exportDir>/<exportId>/`. */
   exportDir: string;
   /** Makes each invoice take at least this long (tests and demo of a saturated heavy queue). */
   invoiceDelayMs?: number;
@@ -30,10 +28,8 @@ export interface HeavyActivityDeps {
 }
 
 /**
- * Every activity the heavy worker (task queue `heavy`) registers: PDF invoices, order exports,
- * the stock aggregation (whose workflow runs on `payments`: src/workflows/stock.ts), and the
- * alert delivery and digest, because a heavy workflow that fails raises its alert as a child on
- * its own task queue.
+ * The stock aggregation's workflow runs on `payments`; the alert delivery and digest are here
+ * because a failed heavy workflow raises its alert as a child on its own task queue.
  */
 export function createHeavyActivities(deps: HeavyActivityDeps) {
   return {

@@ -1,12 +1,11 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import PDFDocument from 'pdfkit';
 import type { Order, OrdersRepository, Payment, PaymentsRepository } from '../db';
-import { FailureType } from '../shared/errors';
 import { writeFileAtomically } from './atomic-file';
 import { atCrashPoint } from './crash-points';
+import { findOrderOrFail } from './order-lookup';
 
 export interface InvoiceActivityDeps {
   orders: OrdersRepository;
@@ -42,15 +41,7 @@ export function createInvoiceActivities(deps: InvoiceActivityDeps) {
      */
     async generateInvoicePdf(input: { orderId: number }): Promise<GenerateInvoicePdfResult> {
       const ctx = Context.current();
-      const order = await deps.orders.findById(input.orderId);
-      if (!order) {
-        throw ApplicationFailure.create({
-          type: FailureType.OrderNotFound,
-          message: `order ${input.orderId} does not exist`,
-          details: [{ orderId: input.orderId }],
-          nonRetryable: true,
-        });
-      }
+      const order = await findOrderOrFail(deps.orders, input.orderId);
       const payments = await deps.payments.listByOrder(order.id);
 
       const started = Date.now();

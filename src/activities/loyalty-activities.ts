@@ -1,42 +1,27 @@
-import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import type { LoyaltyRepository, OrdersRepository } from '../db';
-import { FailureType } from '../shared/errors';
 import { ORDER_CONFIRMED_REASON, POINTS_PER_CONFIRMED_ORDER } from '../shared/loyalty';
 import { atCrashPoint } from './crash-points';
+import { findOrderOrFail } from './order-lookup';
 
 export interface LoyaltyActivityDeps {
   loyalty: LoyaltyRepository;
   orders: OrdersRepository;
 }
 
-/** Outcome of awarding the points of one order. */
 export interface AwardLoyaltyPointsResult {
   /** True only for the call that awarded them; a retry or a second call gets false. */
   awarded: boolean;
   /** The points this order is worth (whether awarded by this call or an earlier one). */
   points: number;
-  /** The user's balance afterwards. */
   balance: number;
 }
 
-/** Activities of the loyalty programme. */
 export function createLoyaltyActivities(deps: LoyaltyActivityDeps) {
   return {
-    /**
-     * Awards the points for a confirmed order, once per order however often it runs: the
-     * ledger's UNIQUE (order_id, reason) decides, and the balance moves only with a new row.
-     */
+    /** Once per order: the ledger's UNIQUE (order_id, reason) decides; the balance follows a row. */
     async awardLoyaltyPoints(input: { orderId: number }): Promise<AwardLoyaltyPointsResult> {
-      const order = await deps.orders.findById(input.orderId);
-      if (!order) {
-        throw ApplicationFailure.create({
-          type: FailureType.OrderNotFound,
-          message: `order ${input.orderId} does not exist`,
-          details: [{ orderId: input.orderId }],
-          nonRetryable: true,
-        });
-      }
+      const order = await findOrderOrFail(deps.orders, input.orderId);
       const points = POINTS_PER_CONFIRMED_ORDER;
       const result = await atCrashPoint('awardLoyaltyPoints.commit', () =>
         deps.loyalty.awardForOrder({

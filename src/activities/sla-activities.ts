@@ -34,10 +34,8 @@ export function createSlaActivities(deps: SlaActivityDeps) {
     },
 
     /**
-     * Hands one check to the incident workflow of its cause: a breach starts the incident when
-     * none runs; a clean check only tells a running one (none running: nothing to resolve). A
-     * retry after a crash signals the same check again; the incident takes the newest check,
-     * so a repeat changes nothing.
+     * A breach starts the incident when none runs; a clean check only tells a running one. The
+     * incident takes the newest check, so a retry's repeat changes nothing.
      */
     async reportSlaCheck(check: SlaCheck): Promise<void> {
       const workflowId = slaIncidentWorkflowId(check.cause);

@@ -4,7 +4,7 @@ import { atCrashPoint } from './crash-points';
 
 export interface StockActivityDeps {
   stock: StockRepository;
-  /** Extra ms: the seed's AggregateStock may run 7 minutes; tests watch a run outlast its interval. */
+  /** Extra ms: the seed's AggregateStock may run 7 minutes; tests watch a run outlast its slot. */
   aggregationDelayMs?: number;
 }
 
