@@ -36,7 +36,7 @@ const POSTGRES_QUERY_TIMEOUT_MS = POSTGRES_STATEMENT_TIMEOUT_MS + 1_000;
 const POSTGRES_KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 const SQLITE_MEMORY = ':memory:';
 
-/** `sqlite:./data/app.db` (relative to the cwd), `sqlite:/abs.db`, `sqlite::memory:`, `postgres://…`. */
+/** `sqlite:./data/app.db` (cwd-relative), `sqlite:/abs.db`, `sqlite::memory:`, `postgres://…`. */
 export function parseDatabaseUrl(databaseUrl: string): DatabaseLocation {
   if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
     return { dialect: 'postgres', connectionString: databaseUrl };

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import { partnerPauseChangedSignal, type Partner } from '../shared/partner';
 import { mapConcurrently, DESCRIBE_CONCURRENCY } from './visibility';
 
-/** Reads the raw listing, as the other operator lists do, so an undecodable memo cannot abort it. */
+/** The raw listing, as the other operator lists read it: an undecodable memo cannot abort it. */
 export async function heldWorkflowIds(client: Client, partner: Partner): Promise<string[]> {
   const ids = new Set<string>();
   let nextPageToken: Uint8Array | undefined;

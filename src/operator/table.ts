@@ -1,15 +1,10 @@
-/** A column of a plain-text table: its heading and, optionally, how wide a cell may grow. */
 export interface Column {
   header: string;
   /** Longer cells are cut and end in "…". Default: no limit. */
   maxWidth?: number;
 }
 
-/**
- * Formats rows as an aligned plain-text table (two spaces between columns, no trailing blanks),
- * the way `kubectl get` or `temporal workflow list` print theirs: readable in a terminal and
- * easy to grep or cut. Line breaks inside a cell become spaces so each row stays one line.
- */
+/** Aligned like `kubectl get`: readable in a terminal, easy to grep; line breaks become spaces. */
 export function formatTable(
   columns: readonly Column[],
   rows: readonly (readonly string[])[],

@@ -45,7 +45,6 @@ export const PAYMENTS_WORKER_SHUTDOWN_GRACE_MS = LONGEST_PAYMENTS_ACTIVITY_TIMEO
  */
 export const PAYMENTS_WORKER_SHUTDOWN_FORCE_MS = PAYMENTS_WORKER_SHUTDOWN_GRACE_MS + 15_000;
 
-/** Where `npm run build` writes the workflow bundle: next to the compiled worker, dist/. */
 export const WORKFLOW_BUNDLE_FILENAME = 'workflow-bundle.js';
 
 export const PAYMENT_WORKFLOW_MODULES = {
@@ -71,9 +70,7 @@ export interface SharedWorkerOptions {
 
 export interface PaymentWorkerOptions extends SharedWorkerOptions {
   activities: WorkerActivityDeps;
-  /** Activity slots (default: the SDK's, 100). */
   maxConcurrentActivities?: number;
-  /** Workflow task slots (default: the SDK's, 40). */
   maxConcurrentWorkflowTasks?: number;
 }
 
@@ -87,7 +84,6 @@ export function sharedWorkerOptions(options: SharedWorkerOptions) {
   };
 }
 
-/** The activities' Temporal client, on the worker's own connection. */
 export function workerClient(options: SharedWorkerOptions): Client {
   const { connection, namespace, dataConverter } = options;
   return new Client({ connection, namespace, dataConverter });
@@ -95,7 +91,7 @@ export function workerClient(options: SharedWorkerOptions): Client {
 
 /** Built from its dependencies so tests and the dev stack create it as production does. */
 export async function createPaymentWorker(options: PaymentWorkerOptions): Promise<Worker> {
-  // The worker's SMTP connections, reused across confirmations; it opens none until a mail.
+  // Reused across confirmations; none opened until a mail.
   const { smtpUrl, maxConnections } = options.activities.mail;
   const mailPool = createMailPool(smtpUrl, { maxConnections });
   let worker: Worker;

@@ -45,7 +45,6 @@ export interface WorkerRuntime {
   workers: Worker[];
   /** Settles when the first queue's worker stops; a failure of another is only logged. */
   done: Promise<void>;
-  /** Stops every worker (in-flight activities get their grace time) and waits for them. */
   stop: () => Promise<void>;
   /** `if-none`: the workers run meanwhile; a failure is logged (the operator decides). */
   current: Promise<void>;

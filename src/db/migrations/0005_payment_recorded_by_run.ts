@@ -1,10 +1,8 @@
 import type { Kysely } from 'kysely';
 
 /**
- * Who recorded a payment, and whether it won the order. An activity attempt can commit its
- * row and die before reporting back; the retry (same workflow run) must then learn that the
- * row is its own, and whether it owns the fulfilment, instead of mistaking it for someone
- * else's and dropping the order.
+ * An attempt can commit its row and die before reporting; the retry (same run) must learn the row
+ * is its own, and whether it owns the fulfilment, instead of dropping the order.
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,10 +1,8 @@
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 
 /**
- * Alerts the sink has accepted, by their Idempotency-Key (`alert-<workflow>-<run>`, or the refund
- * review's). Slack's incoming webhooks keep no key: an attempt that posted and died before
- * reporting would post the alert again on retry. With the key stamped after the sink's 2xx, only
- * a crash between that answer and the stamp can (docs/exactly-once.md, Alerts).
+ * Slack's incoming webhooks keep no Idempotency-Key: stamped after the sink's 2xx, only a crash
+ * between that answer and the stamp posts an alert twice (docs/exactly-once.md, Alerts).
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

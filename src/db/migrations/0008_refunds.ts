@@ -1,11 +1,8 @@
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 
 /**
- * Refunds, recorded once per provider event (UNIQUE provider_event_id, like payments) and
- * matched to their payment by the provider's payment reference, now stored on the payment. A
- * refund whose payment is not recorded yet is kept with no order and claimed by the payment when
- * it arrives. The order carries what they add up to, and when a refunded order that had already
- * gone to the warehouse was flagged for a return review.
+ * Once per provider event (UNIQUE provider_event_id), matched by the payment reference now stored
+ * on the payment; one arriving first has no order until its payment claims it.
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,10 +1,8 @@
 import type { Kysely } from 'kysely';
 
 /**
- * Which workflow run kept an unmatched entry, as payments.recorded_by_run_id (0005) does for a
- * payment. The payment workflow keeps a payment for an unknown order here; its step can commit
- * and die before reporting, and the retry (same run) must learn that the entry is its own
- * (`created`, not counted as a second delivery) rather than a provider's redelivery.
+ * As payments.recorded_by_run_id (0005): a step that committed and died before reporting learns
+ * on retry that the entry is its own, not a provider's redelivery.
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

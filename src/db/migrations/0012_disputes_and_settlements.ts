@@ -1,15 +1,10 @@
 import { PostgresAdapter, sql, type ColumnDefinitionBuilder, type Kysely } from 'kysely';
 
 /**
- * Disputes, recorded once per provider event (UNIQUE provider_event_id, like payments and
- * refunds) and matched to their payment by the provider's payment reference; one kept before its
- * payment has no order until the payment claims it. The order carries where its disputes stand
- * (`dispute_status`, `dispute_closed_at`), written by its workflow from every recorded event, so
- * any arrival order gives the same columns. Stored rather than derived on read so that the order
- * row alone (GET /orders/:id, exports, SQL by hand) says it, as `refunded_amount` does.
- *
- * Settlements: an operator paying a pending order with the payments it has (short, partial or
- * split). One per order (UNIQUE order_id): who, why, when, and which payments it counted.
+ * Disputes are recorded once per provider event and matched by payment reference, as refunds
+ * (0008). The order's `dispute_status` and `dispute_closed_at` are written by its workflow from
+ * every recorded event (any arrival order gives the same columns), stored rather than derived so
+ * the order row alone says it, as `refunded_amount` does. One settlement per order.
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
