@@ -2,7 +2,6 @@ import { Worker } from '@temporalio/worker';
 import { createHeavyActivities, type HeavyActivityDeps } from '../activities/heavy';
 import type { Config } from '../config';
 import {
-  createAlertDeliveriesRepository,
   createOrderExportRepository,
   createOrdersRepository,
   createPaymentsRepository,
@@ -10,7 +9,12 @@ import {
   type DatabaseHandle,
 } from '../db';
 import { HEAVY_TASK_QUEUE } from '../shared/constants';
-import { sharedWorkerOptions, workerClient, type SharedWorkerOptions } from './payments';
+import {
+  alertDepsFromConfig,
+  sharedWorkerOptions,
+  workerClient,
+  type SharedWorkerOptions,
+} from './payments';
 
 /** HEAVY_WORKER_MAX_CONCURRENT_ACTIVITIES's default. */
 export const DEFAULT_HEAVY_MAX_CONCURRENT_ACTIVITIES = 2;
@@ -56,14 +60,6 @@ export function heavyActivityDepsFromConfig(
     invoiceDelayMs: config.INVOICE_DELAY_MS,
     stock: createStockRepository(db.db),
     stockAggregationDelayMs: config.STOCK_AGGREGATION_DELAY_MS,
-    alerts: {
-      alertWebhookUrl: config.ALERT_WEBHOOK_URL,
-      temporalUiUrl: urls.temporalUiUrl,
-      deliveries: createAlertDeliveriesRepository(db.db),
-      digestTiming: {
-        windowMs: config.ALERT_DIGEST_WINDOW_SECONDS * 1000,
-        quietMs: config.ALERT_DIGEST_QUIET_SECONDS * 1000,
-      },
-    },
+    alerts: alertDepsFromConfig(config, db, urls),
   };
 }

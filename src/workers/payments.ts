@@ -183,13 +183,7 @@ export function activityDepsFromConfig(
       timeoutMs: config.WAREHOUSE_TIMEOUT_MS,
     }),
     alerts: {
-      alertWebhookUrl: config.ALERT_WEBHOOK_URL,
-      temporalUiUrl: urls.temporalUiUrl,
-      deliveries: createAlertDeliveriesRepository(db.db),
-      digestTiming: {
-        windowMs: config.ALERT_DIGEST_WINDOW_SECONDS * 1000,
-        quietMs: config.ALERT_DIGEST_QUIET_SECONDS * 1000,
-      },
+      ...alertDepsFromConfig(config, db, urls),
       sla: {
         fulfilmentMs: config.FULFILMENT_SLA_SECONDS * 1000,
         paymentMs: config.PAYMENT_SLA_SECONDS * 1000,
@@ -201,6 +195,23 @@ export function activityDepsFromConfig(
         : undefined,
       unmatched: createUnmatchedRepository(db.db),
       shopCurrency: config.SHOP_CURRENCY,
+    },
+  };
+}
+
+/** The alert delivery and digest settings, the same on every worker that raises alerts. */
+export function alertDepsFromConfig(
+  config: Config,
+  db: DatabaseHandle,
+  urls: { temporalUiUrl: string | undefined },
+) {
+  return {
+    alertWebhookUrl: config.ALERT_WEBHOOK_URL,
+    temporalUiUrl: urls.temporalUiUrl,
+    deliveries: createAlertDeliveriesRepository(db.db),
+    digestTiming: {
+      windowMs: config.ALERT_DIGEST_WINDOW_SECONDS * 1000,
+      quietMs: config.ALERT_DIGEST_QUIET_SECONDS * 1000,
     },
   };
 }

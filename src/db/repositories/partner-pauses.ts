@@ -1,10 +1,10 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import {
   PARTNER_RELEASE_HEADROOM_MS,
   type Partner,
   type PartnerPauseState,
 } from '../../shared/partner';
-import type { Database } from '../schema';
+import type { Database, PartnerPausesTable } from '../schema';
 
 /** The last pause of a partner, as the CLI, the doctor and `ops stuck` show it. */
 export interface PartnerPause {
@@ -157,14 +157,7 @@ export function createPartnerPausesRepository(db: Kysely<Database>): PartnerPaus
   };
 }
 
-function toPause(row: {
-  partner: string;
-  paused_at: string;
-  paused_by: string;
-  reason: string | null;
-  resumed_at: string | null;
-  resume_rate: number | null;
-}): PartnerPause {
+function toPause(row: Omit<Selectable<PartnerPausesTable>, 'release_cursor_ms'>): PartnerPause {
   return {
     partner: row.partner,
     pausedAt: row.paused_at,
