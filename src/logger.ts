@@ -4,7 +4,6 @@ import { maskEmail } from './shared/pii';
 
 export type { Logger };
 
-/** Fields that hold a customer's e-mail address, wherever a log call puts the order. */
 const EMAIL_FIELDS = ['customerEmail', 'customer_email', 'email'];
 
 /** What every log line is stripped of, by path; exported so tests check the logger's own rules. */

@@ -12,7 +12,6 @@ import { retryAfter } from './retry-by-cause';
 export interface AlertActivityDeps {
   /** Slack-compatible incoming-webhook URL; undefined: alerts go to the log only. */
   alertWebhookUrl: string | undefined;
-  /** Base URL of the Temporal Web UI, for the link in the alert; undefined: no link. */
   temporalUiUrl: string | undefined;
   timeoutMs?: number;
   /** Stamps of accepted alerts: a retry after a crash past the sink's answer posts nothing. */

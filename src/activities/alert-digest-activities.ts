@@ -13,9 +13,7 @@ import {
 import { atCrashPoint } from './crash-points';
 
 export interface AlertDigestActivityDeps {
-  /** Temporal client on the worker's own connection, for signal-with-start and describes. */
   client: Client;
-  /** ALERT_DIGEST_WINDOW_SECONDS and ALERT_DIGEST_QUIET_SECONDS, in ms; unset: the defaults. */
   timing?: { windowMs: number; quietMs: number };
 }
 

@@ -222,7 +222,7 @@ export function csvField(value: string | number | null): string {
   return stringify([[value]], CSV_OPTIONS).slice(0, -'\r\n'.length);
 }
 
-/** Counts the records of CSV data (line breaks inside quotes do not end one) and reads the first and last order ID. */
+/** Line breaks inside quotes do not end a record; also reads the first and last order ID. */
 function scanRecords(data: Buffer): Omit<ExportIndexChunk, 'chunk' | 'file'> {
   const LF = 0x0a;
   const QUOTE = 0x22;

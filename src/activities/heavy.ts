@@ -49,5 +49,4 @@ export function createHeavyActivities(deps: HeavyActivityDeps) {
   };
 }
 
-/** The type heavy workflows proxy against (`import type` only). */
 export type HeavyActivities = ReturnType<typeof createHeavyActivities>;

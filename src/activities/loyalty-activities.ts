@@ -12,7 +12,6 @@ export interface LoyaltyActivityDeps {
 export interface AwardLoyaltyPointsResult {
   /** True only for the call that awarded them; a retry or a second call gets false. */
   awarded: boolean;
-  /** The points this order is worth (whether awarded by this call or an earlier one). */
   points: number;
   balance: number;
 }

@@ -20,7 +20,6 @@ import { OrderIdSearchAttribute } from '../shared/search-attributes';
 import { atCrashPoint } from './crash-points';
 
 export interface OrderActivityDeps {
-  /** Temporal client on the worker's own connection, for signal-with-start. */
   client: Client;
   orders: OrdersRepository;
   payments: PaymentsRepository;

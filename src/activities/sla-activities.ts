@@ -19,7 +19,6 @@ export interface SlaActivityDeps {
   client: Client;
   orders: Pick<OrdersRepository, 'paidAwaitingShipment'>;
   partnerPauses: Pick<PartnerPausesRepository, 'get'>;
-  /** FULFILMENT_SLA_SECONDS and PAYMENT_SLA_SECONDS, in ms; unset: DEFAULT_SLA. */
   sla?: { fulfilmentMs: number; paymentMs: number };
 }
 

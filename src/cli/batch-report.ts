@@ -17,7 +17,6 @@ export type ExportStatus =
   | { kind: 'completed'; result: ExportOrdersResult }
   | { kind: 'closed'; status: string; reason: string };
 
-/** Where an export stands: its progress while it runs, its result or failure once it ended. */
 export async function exportStatus(client: Client, workflowId: string): Promise<ExportStatus> {
   const handle = client.workflow.getHandle<typeof exportOrdersWorkflow>(workflowId);
   const description = await handle.describe();

@@ -137,5 +137,4 @@ function sentence(message: string): string {
   return `${text.charAt(0).toUpperCase()}${text.slice(1)}${/[.!?]$/.test(text) ? '' : '.'}`;
 }
 
-/** The work of an operator command: runs it and resolves to its exit code (./io.ts). */
 export type Run = () => Promise<number>;

@@ -238,7 +238,6 @@ async function checkWorkers(
   return `${identity(io)} --force (${missing})`;
 }
 
-/** Who made a build current or ramped it, as the server records it. */
 function identity(io: CliIo): string {
   return `deployment:${userOf(io)}@${hostname()}`;
 }

@@ -15,7 +15,6 @@ export const EXIT_STUCK = 3;
 export interface CliIo {
   out(text: string): void;
   err(text: string): void;
-  /** Environment to read the configuration from; the process's own when undefined. */
   env?: NodeJS.ProcessEnv;
   /** Whether a person can answer `ask` (standard input is a terminal); false when undefined. */
   interactive?: boolean;
@@ -24,7 +23,6 @@ export interface CliIo {
   user?: string;
   /** A poll older than this no longer counts as a live worker; tests on a fast-polling server shorten it. */
   pollerFreshMs?: number;
-  /** Waits between polls of a `--watch` (tests pass a shorter one). */
   sleep?(ms: number): Promise<void>;
 }
 

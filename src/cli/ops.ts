@@ -47,7 +47,6 @@ PAYLOAD_ENCRYPTION_KEY is listed with a line saying so, and does not change the 
   return program;
 }
 
-/** Runs one command and resolves to the process exit code; problems are reported on `io.err`. */
 export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
   const parsed = await parseCommandLine<Run>(commandLine(io), argv, io);
   if (parsed.kind === 'help') return EXIT_OK;

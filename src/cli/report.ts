@@ -8,7 +8,6 @@ import { withTemporalClient } from './temporal-session';
 
 // What the workflow commands (failed, retry, flush, stuck) share.
 
-/** Runs `work` with a client whose identity names the operator, as the server records it. */
 export function asOperator(
   io: CliIo,
   command: string,

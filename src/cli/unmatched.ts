@@ -17,7 +17,6 @@ import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 interface Session {
   inbox: UnmatchedRepository;
   shopCurrency: string;
-  /** Set for the commands that need Temporal (`temporal: true`). */
   payments?: PaymentStarter;
 }
 type Step = (session: Session) => Promise<number>;

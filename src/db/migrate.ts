@@ -202,7 +202,6 @@ function providerFor(
   return { getMigrations: () => Promise.resolve(Object.fromEntries(entries)) };
 }
 
-/** Reports `<migration>#<n>` after the migration's n-th statement has returned. */
 class PointReporter implements KyselyPlugin {
   #statements = 0;
 

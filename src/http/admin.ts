@@ -8,7 +8,6 @@ export interface AdminAppDeps {
   logger: FastifyBaseLogger;
   /** What GET /readyz checks (database, Temporal); none: ready whenever the process answers. */
   readiness?: readonly ReadinessCheck[];
-  /** The public app's metrics (the same object passed to buildApp), served at GET /metrics. */
   metrics: HttpMetrics;
 }
 

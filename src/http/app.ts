@@ -51,9 +51,7 @@ export interface AppDeps {
   ordersRepository: ReturnType<typeof createOrdersRepository>;
   paymentsRepository: ReturnType<typeof createPaymentsRepository>;
   now?: () => number;
-  /** Where the app's requests are counted (served by the admin app); default: a registry of its own. */
   metrics?: HttpMetrics;
-  /** Who may call the orders API; default: derived from `config` (ordersApiAccess). */
   ordersApi?: OrdersApiAccess;
   /** The codec endpoint for the Web UI (POST /codec/decode, /codec/encode), when payloads are encrypted. */
   codec?: CodecRouteOptions;

@@ -13,7 +13,6 @@ export class HttpError extends Error {
   }
 }
 
-/** Seconds a client is asked to wait after a 503 for an unreachable database. */
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 /**

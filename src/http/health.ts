@@ -12,7 +12,6 @@ import {
 import { describeBuildPollers } from '../temporal/build-pollers';
 import { describeDeployment } from '../temporal/deployments';
 
-/** One dependency the process needs before it can take traffic. */
 export interface ReadinessCheck {
   name: string;
   /** Settles by `deadline` (epoch ms) if it can; the probe answers by then either way. */

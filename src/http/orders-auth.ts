@@ -50,7 +50,6 @@ const REALM = 'Bearer realm="orders"';
 export interface OrdersAuth {
   /** A route's onRequest hook: 401 without a valid key, 403 when the key lacks `scope`. */
   require(scope: OrderScope): onRequestAsyncHookHandler;
-  /** The caller of a request that passed `require`. */
   callerOf(request: FastifyRequest): OrdersCaller;
 }
 

@@ -26,7 +26,7 @@ export function confirmationMessageId(orderId: number, from: string): string {
   return `<order-${orderId}-confirmation@${senderDomain(from)}>`;
 }
 
-/** Builds the confirmation of one order, sent from `from` (`shop@example.com` or `Shop <shop@example.com>`). */
+/** Sent from `from`: `shop@example.com` or `Shop <shop@example.com>`. */
 export function buildOrderConfirmation(
   order: ConfirmedOrder,
   from: string,

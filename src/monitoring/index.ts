@@ -58,7 +58,6 @@ export function startWatchdogFromConfig(
   return watchdog;
 }
 
-/** The current and ramping builds of a deployment, as the watchdog judges them. */
 export async function routedBuilds(
   client: Client,
   deploymentName: string,

@@ -19,7 +19,6 @@ export interface TaskQueueWatchdogOptions {
   connection: TaskQueueConnection;
   namespace: string;
   taskQueues: readonly string[];
-  /** Alert once no poll has been seen for longer than this. */
   noPollerAlertMs: number;
   checkIntervalMs: number;
   logger: Pick<Logger, 'error' | 'warn' | 'info'>;

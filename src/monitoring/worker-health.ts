@@ -20,7 +20,6 @@ export interface WorkerHealthOptions {
   address: string;
   /** Read per request: may be filled once the workers exist. */
   workers: ReadonlyArray<Pick<Worker, 'getState'>>;
-  /** Also read per request, so it may be filled once connected. */
   readiness?: ReadonlyArray<{ name: string; check: (deadline: number) => Promise<unknown> }>;
   /** Per readiness check; below the usual 3 s probe timeout. */
   readinessTimeoutMs?: number;

@@ -22,7 +22,6 @@ export async function heldWorkflowIds(client: Client, partner: Partner): Promise
 }
 
 export interface WakeOutcome {
-  /** Held workflows told to look again now. */
   signalled: number;
   /** Held workflows the signal missed (closed meanwhile, or an error): they look within a minute. */
   missed: number;

@@ -17,7 +17,6 @@ export type RetryOutcome =
   /** It completed without doing the work: the retry changed nothing. */
   | { kind: 'did-nothing'; reason: string };
 
-/** True for an outcome the operator must act on: the retry did not (yet) do the work. */
 export function isProblem(outcome: RetryOutcome): boolean {
   return outcome.kind === 'closed' || outcome.kind === 'did-nothing';
 }

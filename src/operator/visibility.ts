@@ -67,7 +67,6 @@ export async function runsByWorkflowId(
 }
 
 export interface UndecodablePayloads {
-  /** The key the payloads were encrypted with, when the codec's error names it. */
   keyId: string | undefined;
   message: string;
 }
@@ -135,7 +134,6 @@ export function describeUndecodable(
   );
 }
 
-/** True for the SDK's and the server's ways of saying "no such workflow". */
 export function isNotFound(err: unknown): boolean {
   if (err instanceof WorkflowNotFoundError) return true;
   if (!isGrpcServiceError(err)) return false;

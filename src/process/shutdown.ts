@@ -28,7 +28,6 @@ export function abortOnShutdownSignal(): AbortSignal {
   return controller.signal;
 }
 
-/** Runs `stop` once `signal` aborts, or at once when it already has. */
 export function whenAborted(signal: AbortSignal, stop: () => void): void {
   if (signal.aborted) stop();
   else signal.addEventListener('abort', stop, { once: true });

@@ -44,7 +44,6 @@ export function retryAllCommand(cause: string, since: string): string {
 /** The signature of `alertDigestWorkflow`, for the typed signal-with-start of its activity. */
 export type AlertDigestWorkflow = (input: AlertDigestInput) => Promise<void>;
 
-/** One failed run, as its alert workflow reports it to the digest of its cause. */
 export const failureReportedSignal = defineSignal<[Alert]>('failureReported');
 
 export interface AlertDigestInput {
@@ -148,7 +147,6 @@ export interface Alert {
   rootCauseMessage: string | null;
   attempts: number | null;
   failedAt: string;
-  /** The ready command that deals with it, when there is one. */
   command?: string;
   digest?: FailureDigest;
   sla?: SlaCheck;

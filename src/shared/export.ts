@@ -10,7 +10,6 @@ export function exportWorkflowId(exportId: string): string {
   return `export-orders-${exportId}`;
 }
 
-/** Columns of `orders.csv`, in order (its header line). */
 export const EXPORT_COLUMNS = [
   'id',
   'user_id',
@@ -55,7 +54,6 @@ export interface ExportState {
   totalChunks: number;
   doneChunks: number;
   exportedOrders: number;
-  /** Chunk attempts that failed and were retried, over all runs. */
   failedAttempts: number;
   run: number;
 }

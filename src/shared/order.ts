@@ -10,7 +10,6 @@ export function orderWorkflowId(orderId: number): string {
   return `order-${orderId}`;
 }
 
-/** A payment that was just recorded for the order, handed over by its payment workflow. */
 export interface OrderPaymentEvent {
   eventId: string;
   paymentId: number;

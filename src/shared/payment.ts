@@ -1,6 +1,5 @@
 import type { PaymentRef } from './payment-events';
 
-/** One provider event, already authenticated and validated. */
 export interface PaymentWorkflowInput {
   eventId: string;
   orderId: number;

@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema';
 
-/** Which alerts the sink has accepted, by Idempotency-Key. */
 export interface AlertDeliveriesRepository {
   wasDelivered(idempotencyKey: string): Promise<boolean>;
   /** Stamps the key; true only for the call that stamped it first. */

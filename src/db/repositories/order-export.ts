@@ -29,7 +29,6 @@ export interface OrderIdRange {
 
 export interface OrderRangeSummary {
   count: number;
-  /** Lowest and highest order ID in the range; null when it holds no orders. */
   firstOrderId: number | null;
   lastOrderId: number | null;
 }

@@ -9,7 +9,6 @@ export interface CodecRouteOptions {
   codec: PayloadCodec;
   /** Origins allowed to call from a browser: the Temporal Web UI's. */
   allowedOrigins: readonly string[];
-  /** When set, callers must send `Authorization: Bearer <token>`. */
   authToken: string | undefined;
 }
 
