@@ -37,14 +37,10 @@ const { stillFailedRuns } = proxyActivities<Activities>({
 const CONTINUE_AS_NEW_AFTER_EVENTS = 5_000;
 
 /**
- * The alerts of one failure cause (issue 27): the first failure of an incident is posted at
- * once ("opened"), the failures that follow are collected and posted at most once a window
- * ("digest": count, affected orders, the one `ops retry all` command), and one "resolved" post
- * ends the incident when its failed runs were retried or deleted, or no failure came for the
- * quiet period. A storm of 500 failures is three posts. Each post is an alertWorkflow child
- * whose ID (the Idempotency-Key) names the cause, the incident and the post. Started and fed by
- * signal-with-start (the reportFailure activity); it completes once its incident is resolved, so
- * the next failure of the cause opens a new incident in a new run.
+ * "opened" at an incident's first failure, a "digest" at most once a window, "resolved" when its
+ * failed runs were retried or deleted or the cause went quiet: a storm of 500 failures is three
+ * posts. Each post's child workflow ID (the Idempotency-Key) names cause, incident and post. It
+ * completes once resolved, so the next failure opens a new incident in a new run.
  */
 export async function alertDigestWorkflow(input: AlertDigestInput): Promise<void> {
   const { cause, windowMs, quietMs } = input;

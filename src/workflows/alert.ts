@@ -17,13 +17,10 @@ const { reportFailure } = proxyActivities<Activities>({
 });
 
 /**
- * Raises one alert: one structured error log line, always, and then, for a failed run, a report
- * to the digest of its cause (./alert-digest.ts), which posts for the whole cause; for anything
- * else (a refund or return review, a dispute, a digest's own post), a delivery to the alert sink
- * under its own retry policy. Started as an abandoned child with a workflow ID derived from what
- * it reports, so there is exactly one per failed run, extra payment or digest post. Whoever
- * starts it does not wait for it (but a digest, which posts in order), so a sink that is down
- * never holds anything up. It never fails itself: an undeliverable alert stays in the log.
+ * Always one error log line; then a failed run reports to its cause's digest, anything else is
+ * delivered to the sink. An abandoned child whose ID derives from what it reports, so exactly one
+ * per failed run, extra payment or post; nobody waits for it but a digest, so a sink that is down
+ * holds nothing up. It never fails: an undeliverable alert stays in the log.
  */
 export async function alertWorkflow(alert: Alert): Promise<AlertDelivery> {
   const headline = {

@@ -17,12 +17,8 @@ import {
   type ExportPhase,
 } from '../shared/export';
 
-/** Orders per chunk: one activity, one file. */
 export const EXPORT_CHUNK_SIZE = 100;
-/**
- * Chunks per run before continue-as-new. Each chunk adds about 6 events to the history, so a
- * run stays near 300 events however many orders there are (the server's limit is 51,200).
- */
+/** Each chunk adds about 6 events: a run stays near 300 events (the server's limit is 51,200). */
 export const EXPORT_CHUNKS_PER_RUN = 50;
 
 // Planning and chunks read the database and write one small file: milliseconds. One minute
@@ -61,12 +57,9 @@ const { finishOrderExport } = proxyActivities<HeavyActivities>({
 });
 
 /**
- * Exports orders to CSV in chunks: one activity per chunk of 100 orders, each writing
- * `<EXPORT_DIR>/<exportId>/chunk-<n>.csv`, then one that joins them into `orders.csv` with an
- * `index.json`. Runs on task queue `heavy`. Chunks follow the order ID (a keyset cursor), so
- * each chunk is defined by where the previous one ended, and a retried chunk rewrites the same
- * file. Progress is answered by the `progress` query; the history stays bounded by continuing
- * as new every 50 chunks, carrying the progress over.
+ * Chunks follow the order ID (a keyset cursor), so each is defined by where the previous one
+ * ended and a retried chunk rewrites the same file. Continues as new every 50 chunks, carrying
+ * the progress over.
  */
 export async function exportOrdersWorkflow(input: ExportOrdersInput): Promise<ExportOrdersResult> {
   checkInput(input);

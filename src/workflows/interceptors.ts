@@ -25,9 +25,8 @@ import type { alertWorkflow } from './alert';
 const ALERTING_TYPES = new Set([ALERT_WORKFLOW_TYPE, ALERT_DIGEST_WORKFLOW_TYPE]);
 
 /**
- * The seed's Queue::failing, for every workflow type the workers run: when a workflow is about
- * to end Failed, start its alert workflow first. A plain Error does not fail a workflow (it
- * retries the workflow task), and a cancellation ends it Cancelled, so neither raises an alert.
+ * The seed's Queue::failing: the alert starts before a workflow ends Failed. A plain Error retries
+ * the workflow task and a cancellation ends it Cancelled, so neither raises an alert.
  */
 class FailureAlertInterceptor implements WorkflowInboundCallsInterceptor {
   async execute(

@@ -36,11 +36,7 @@ export interface InvoiceWorkflowInput {
 
 export type InvoiceWorkflowResult = GenerateInvoicePdfResult;
 
-/**
- * Writes the PDF invoice of one order (`<INVOICE_DIR>/order-<id>.pdf`). Runs on task queue
- * `heavy` under workflow ID `invoice-order-<id>`, so a backlog of invoices never holds up
- * payments or mail.
- */
+/** On `heavy` under `invoice-order-<id>`, so a backlog of invoices never holds up payments. */
 export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<InvoiceWorkflowResult> {
   try {
     return await generateInvoicePdf({ orderId: input.orderId });
@@ -57,10 +53,8 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<Invo
 }
 
 /**
- * Starts the invoice of an order from another workflow and returns once the server has it: the
- * caller never waits for the PDF (ABANDON: it lives on when the caller completes). A second
- * start for the same order, while the first runs or after it completed, is refused by the
- * server and ignored here; only a failed invoice may be started again.
+ * Returns once the server has it (ABANDON: it outlives the caller). A second start for the same
+ * order is refused by the server and ignored here; only a failed invoice may start again.
  */
 export async function startInvoiceWorkflow(orderId: number): Promise<void> {
   const workflowId = invoiceWorkflowId(orderId);

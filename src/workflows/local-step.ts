@@ -11,15 +11,10 @@ import { NON_RETRYABLE_FAILURE_TYPES } from '../shared/errors';
 import { LOCAL_RETRY_THRESHOLD } from '../shared/retry-policies';
 
 /**
- * One step of a workflow as a local activity: it runs in the worker, inside the workflow task,
- * and is recorded as a marker that names its activity type (no activity task, no workflow task of
- * its own). Its retry preset is the one it had as an activity, applied by the SDK; waits longer
- * than LOCAL_RETRY_THRESHOLD become durable timers.
- *
- * A scheduled activity's failure reaches the workflow wrapped by the server in an ActivityFailure
- * that names the step; a local activity's arrives bare (SDK 1.24). It is wrapped here the same
- * way, so compensation, `eventFailure`, the failure alert and `ops failed` see one failure chain
- * whichever way the step ran.
+ * Recorded as a marker naming its activity type; its preset applies, and waits longer than
+ * LOCAL_RETRY_THRESHOLD become durable timers. A local activity's failure arrives bare (SDK
+ * 1.24), so it is wrapped in an ActivityFailure as the server wraps an activity's: compensation,
+ * `eventFailure`, the alert and `ops failed` see one failure chain whichever way the step ran.
  */
 export function localStep<K extends keyof Activities>(
   activityType: K,

@@ -26,10 +26,7 @@ export function countCompensation(details: FulfilmentFailedDetails): void {
     .add(1, { cause: details.lastFailureType ?? 'unknown', reason: details.reason });
 }
 
-/**
- * The warehouse took the order: counts it, and the time since the webhook accepted the payment
- * (events handed over by an older build carry no such time, and are only counted).
- */
+/** Events handed over by an older build carry no acceptance time, and are only counted. */
 export function countShipment(event: Pick<OrderPaymentEvent, 'paidAt'>): void {
   countFulfilment('shipped');
   if (event.paidAt === undefined) return;

@@ -38,18 +38,15 @@ const steps = {
 };
 
 /**
- * How often a held call looks at the table again. The resume signals the held workflows at once;
- * this bounds the wait of one the signal missed (visibility lags a second or so behind, and a
- * lost signal is never retried). Two hours held cost 120 short checks in its history.
+ * The resume signals held workflows at once; this bounds the wait of one the signal missed
+ * (visibility lags, a lost signal is not retried). Two hours held cost 120 short checks.
  */
 export const PARTNER_PAUSE_RECHECK = '1 minute';
 
 /**
- * Runs a call to the partner; while an operator has the partner paused, holds it and calls again
- * after the resume, with a fresh retry policy: the call's attempts and deadline are not spent
- * during the pause, and it is never compensated for it. The activity refuses to call while
- * paused (FailureType.PartnerPaused); a failure of another kind that ends while paused (the last
- * attempt timed out, say) is held too. Any other failure is the caller's.
+ * While the partner is paused, holds the call and calls again after the resume with a fresh
+ * retry policy: no attempt or deadline is spent, nothing compensated. The activity refuses to
+ * call while paused; another failure that ends while paused is held too; any other is the caller's.
  */
 export async function unlessPartnerPaused<T>(
   partner: Partner,

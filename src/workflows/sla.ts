@@ -29,11 +29,7 @@ const { findSlaBreaches, reportSlaCheck } = proxyActivities<SlaActivities>({
   summary: 'Check the fulfilment and payment SLAs',
 });
 
-/**
- * One SLA check (issue 27 point 3), started every minute by the `sla-check` schedule: reads the
- * breaches of both SLAs and hands each cause's result to its incident workflow, which decides
- * what is posted. Short and stateless: the incident keeps what was posted.
- */
+/** Short and stateless: each cause's incident workflow decides what is posted. */
 export async function slaCheckWorkflow(): Promise<void> {
   const checks = await findSlaBreaches();
   for (const check of checks) await reportSlaCheck(check);
@@ -43,11 +39,9 @@ export async function slaCheckWorkflow(): Promise<void> {
 const CONTINUE_AS_NEW_AFTER_EVENTS = 5_000;
 
 /**
- * The alerts of one SLA cause: one "opened" post at the first breach (count, orders, link,
- * command), nothing while later checks still find breaches, one "resolved" post when a check
- * finds none; then it completes, so the next breach opens a new incident in a new run. Each post
- * is an alertWorkflow child whose ID (the Idempotency-Key) names the cause, the incident (the
- * opening check's time) and the post. Fed by reportSlaCheck's signal(-with-start).
+ * One "opened" post at the first breach, nothing while later checks still breach, one
+ * "resolved" post when a check finds none; then it completes, so the next breach is a new run.
+ * Each post's child workflow ID (the Idempotency-Key) names cause, incident and post.
  */
 export async function slaIncidentWorkflow(input: SlaIncidentInput): Promise<void> {
   let latest: SlaCheck | undefined = input.opened;

@@ -3,17 +3,12 @@ import type { HeavyActivities } from '../activities/heavy';
 import type { AggregateStockResult } from '../activities/stock-activities';
 import { HEAVY_TASK_QUEUE } from '../shared/constants';
 
-/**
- * How `aggregateStock` is run. Exported so test/operations/worker-settings.test.ts can see which
- * queue it runs on: the payments worker's shutdown grace time covers it only while it is there.
- */
+/** Exported for worker-settings.test.ts: the payments worker's grace time covers it only there. */
 export const AGGREGATE_STOCK_ACTIVITY_OPTIONS = {
-  // The workflow stays on `payments` (the Schedule starts it there, and runs in flight replay
-  // unchanged: the task queue of a scheduled activity is not checked on replay), but the activity
-  // runs in the heavy worker's pool. A 7-minute activity on `payments` made that worker's
-  // shutdown grace time 10.5 minutes; the heavy worker waits 10 s, then cancels it at its next
-  // heartbeat (every second), and another heavy worker retries it. That loses nothing but the
-  // time spent: the activity is idempotent, keyed by the run's scheduled time.
+  // The workflow stays on `payments` (a scheduled activity's queue is not checked on replay), the
+  // activity runs on `heavy`: a 7-minute activity made the payments worker's grace time 10.5
+  // minutes; the heavy worker cancels it after 10 s and another retries it (idempotent, keyed by
+  // the run's scheduled time).
   taskQueue: HEAVY_TASK_QUEUE,
   // The seed's AggregateStock may take 7 minutes, so start-to-close is 10: room for a slow run,
   // while a hung attempt is abandoned after two 5-minute slots rather than hours.
@@ -41,10 +36,8 @@ export interface AggregateStockWorkflowInput {
 const SCHEDULED_START_TIME = { name: 'TemporalScheduledStartTime', type: 'DATETIME' } as const;
 
 /**
- * Takes one stock snapshot; started every 5 minutes by the `aggregate-stock` Schedule, never two
- * at a time (see src/temporal/schedules.ts), on task queue `payments`; its one activity runs on
- * `heavy`. The snapshot is keyed by the run's scheduled time, so retries and a re-run of the same
- * slot all name one snapshot.
+ * Started every 5 minutes by the `aggregate-stock` Schedule, never two at a time
+ * (src/temporal/schedules.ts). Keyed by the scheduled time: retries and a re-run name one snapshot.
  */
 export async function aggregateStockWorkflow(
   input: AggregateStockWorkflowInput = {},
