@@ -1,17 +1,13 @@
 import {
   continueAsNew,
   condition,
-  executeChild,
-  log,
   proxyActivities,
   setHandler,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../activities';
 import {
-  ALERT_WORKFLOW_TYPE,
   digestPostWorkflowId,
   failureReportedSignal,
   MAX_DIGESTED_RUNS,
@@ -24,7 +20,7 @@ import {
   type FailureDigestKind,
 } from '../shared/alert';
 import { RetryPolicies } from '../shared/retry-policies';
-import type { alertWorkflow } from './alert';
+import { raiseIncidentPost } from './alert';
 
 // Up to MAX_DIGESTED_RUNS describes, a few at a time: a minute, not the 10 s of one call.
 const { stillFailedRuns } = proxyActivities<Activities>({
@@ -135,18 +131,7 @@ export async function alertDigestWorkflow(input: AlertDigestInput): Promise<void
       digest,
     };
     const workflowId = digestPostWorkflowId(cause, first.runId, name);
-    try {
-      await executeChild<typeof alertWorkflow>(ALERT_WORKFLOW_TYPE, {
-        workflowId,
-        args: [alert],
-        // One post per ID for as long as the server remembers it; the delivery's stamp after.
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        parentClosePolicy: 'ABANDON',
-      });
-    } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      log.info('digest post already raised', { workflowId });
-    }
+    await raiseIncidentPost(workflowId, alert, 'digest post');
   }
 }
 

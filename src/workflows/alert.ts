@@ -1,6 +1,13 @@
-import { ActivityFailure, isCancellation, log, proxyActivities } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  executeChild,
+  isCancellation,
+  log,
+  proxyActivities,
+} from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../activities';
-import type { AlertDelivery, Alert } from '../shared/alert';
+import { ALERT_WORKFLOW_TYPE, type AlertDelivery, type Alert } from '../shared/alert';
 import { RetryPolicies } from '../shared/retry-policies';
 
 // Tries(25) + MaxExceptions(3), within an hour: the server schedules the attempts, the activity
@@ -53,5 +60,23 @@ export async function alertWorkflow(alert: Alert): Promise<AlertDelivery> {
       retryState: err.retryState,
     });
     return { delivered: false };
+  }
+}
+
+/**
+ * One post of an incident (a digest's or an SLA cause's) as an abandoned child: one per ID for as
+ * long as the server remembers it, the delivery's stamp after that; a repeat is only logged.
+ */
+export async function raiseIncidentPost(workflowId: string, alert: Alert, what: string) {
+  try {
+    await executeChild<typeof alertWorkflow>(ALERT_WORKFLOW_TYPE, {
+      workflowId,
+      args: [alert],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      parentClosePolicy: 'ABANDON',
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    log.info(`${what} already raised`, { workflowId });
   }
 }

@@ -1,15 +1,12 @@
 import {
   condition,
   continueAsNew,
-  executeChild,
-  log,
   proxyActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { SlaActivities } from '../activities/sla-activities';
-import { ALERT_WORKFLOW_TYPE, type Alert } from '../shared/alert';
+import type { Alert } from '../shared/alert';
 import { RetryPolicies } from '../shared/retry-policies';
 import {
   slaCheckedSignal,
@@ -18,7 +15,7 @@ import {
   type SlaCheck,
   type SlaIncidentInput,
 } from '../shared/sla';
-import type { alertWorkflow } from './alert';
+import { raiseIncidentPost } from './alert';
 
 // A check runs every minute: a read that does not answer within one is better skipped (the
 // schedule starts the next one) than left to pile up.
@@ -109,15 +106,5 @@ async function post(opened: SlaCheck, check: SlaCheck, name: 'opened' | 'resolve
         : { ...check, orderIds: opened.orderIds, workflowIds: opened.workflowIds },
   };
   const workflowId = slaPostWorkflowId(opened.cause, opened.checkedAt, name);
-  try {
-    await executeChild<typeof alertWorkflow>(ALERT_WORKFLOW_TYPE, {
-      workflowId,
-      args: [alert],
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      parentClosePolicy: 'ABANDON',
-    });
-  } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-    log.info('SLA post already raised', { workflowId });
-  }
+  await raiseIncidentPost(workflowId, alert, 'SLA post');
 }
