@@ -4,7 +4,7 @@ import { Client } from '@temporalio/client';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
 import { embeddedTemporalAddress, loadConfig } from '../src/config';
 import { orderWorkflowId } from '../src/shared/order';
-import { connectOrDiagnose } from '../src/temporal/connection-diagnosis';
+import { connectClient } from '../src/temporal/client';
 import { localHttpUrl } from '../src/net/addresses';
 import {
   type DeliveryOptions,
@@ -110,7 +110,7 @@ async function warehouseProgress(orderId: number) {
   const state = { retrying: false, last: '' };
   let client: Client | undefined;
   try {
-    const connection = await connectOrDiagnose(config.temporalConnection, {
+    const connection = await connectClient(config.temporalConnection, {
       address: config.TEMPORAL_ADDRESS ?? embeddedTemporalAddress(config),
       timeoutMs: 3_000,
     });

@@ -1,6 +1,6 @@
 import { Client, type Connection } from '@temporalio/client';
 import { ConfigError, embeddedTemporalAddress, loadConfig, type Config } from '../config';
-import { connectOrDiagnose, TemporalConnectionError } from '../temporal/connection-diagnosis';
+import { connectClient } from '../temporal/client';
 import { dataConverterFor } from '../temporal/data-converter';
 import { EXIT_PROBLEM } from './io';
 
@@ -8,8 +8,6 @@ import { EXIT_PROBLEM } from './io';
 export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:$TEMPORAL_DEV_PORT (7233)';
 // A person waits for an answer at the terminal: fail within seconds when Temporal is down.
 const CONNECT_TIMEOUT_MS = 5_000;
-
-/** Exit code for a problem (configuration, connection, a failed command), as the CLIs use it. */
 
 /**
  * The part every operator CLI shares: read the configuration, connect to Temporal with the
@@ -27,19 +25,15 @@ export async function withTemporalClient(
   const address = config.TEMPORAL_ADDRESS ?? embeddedTemporalAddress(config);
   let connection: Connection;
   try {
-    connection = await connectOrDiagnose(config.temporalConnection, {
+    connection = await connectClient(config.temporalConnection, {
       address,
       timeoutMs: CONNECT_TIMEOUT_MS,
     });
   } catch (err) {
-    if (!(err instanceof TemporalConnectionError)) throw err;
     const hint = config.TEMPORAL_ADDRESS
-      ? err.diagnosis.hint
+      ? 'npm run ops -- doctor checks the whole connection and says what to change'
       : 'set TEMPORAL_ADDRESS, or start the dev stack with npm start';
-    io.err(
-      `Cannot reach Temporal at ${address} (${err.diagnosis.problem}).\n` +
-        `${hint[0]!.toUpperCase()}${hint.slice(1)}; npm run ops -- doctor checks the whole connection.`,
-    );
+    io.err(`Cannot reach Temporal at ${address} (${errorMessage(err)}).\n${hint}.`);
     return EXIT_PROBLEM;
   }
   try {

@@ -2,15 +2,16 @@ import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { clientConnectionOptions, type TemporalConnectionSettings } from './connection';
 
+type Settings = Pick<TemporalConnectionSettings, 'security'>;
+
 /**
- * A client whose connection is opened lazily: the HTTP process starts (and answers 503) even
- * while Temporal is down, and reconnects by itself when it comes back.
+ * Lazy, so the HTTP process starts (and answers 503) while Temporal is down, and reconnects by
+ * itself when it comes back.
  */
 export function createLazyClient(options: {
   address: string;
   namespace: string;
-  /** TLS, API key, gRPC headers (config.temporalConnection); none: plain text. */
-  settings?: Pick<TemporalConnectionSettings, 'tls' | 'apiKey' | 'metadata'>;
+  settings?: Settings;
   dataConverter?: DataConverter;
 }): Client {
   const connection = Connection.lazy(
@@ -21,4 +22,20 @@ export function createLazyClient(options: {
     namespace: options.namespace,
     dataConverter: options.dataConverter,
   });
+}
+
+/**
+ * For a person at a terminal (operator commands, set-up, doctor): fails within `timeoutMs`. Why
+ * it failed beyond the SDK's message is the doctor's job (src/doctor/connection.ts).
+ */
+export function connectClient(
+  settings: Settings | undefined,
+  options: { address: string; timeoutMs: number },
+): Promise<Connection> {
+  return Connection.connect(
+    clientConnectionOptions(settings, {
+      address: options.address,
+      connectTimeout: options.timeoutMs,
+    }),
+  );
 }

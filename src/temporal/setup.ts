@@ -1,41 +1,26 @@
 import type { Client, Connection } from '@temporalio/client';
-import type { SearchAttributeType } from '@temporalio/common';
 import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
+import { errorMessage } from '../monitoring/probes';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../shared/search-attributes';
-import { grpcCode } from './connection-diagnosis';
+import { grpcCode } from './grpc-status';
 import { ensureSlaCheckSchedule, ensureStockAggregationSchedule } from './schedules';
 
 /**
- * What this app needs registered on a Temporal cluster before it can take a payment, and the one
- * idempotent routine that registers it (`npm run temporal:setup`, and `npm start` on every
- * start): the namespace (where the cluster lets us create one), the custom search attributes the
- * starter and the workflows set (a start that sets an unknown one is refused with
- * INVALID_ARGUMENT: every webhook would get 503), and the stock aggregation schedule.
+ * What a cluster needs before the app can take a payment (`npm run temporal:setup`, and `npm
+ * start` on every start): a start that sets an unregistered search attribute is refused with
+ * INVALID_ARGUMENT, so every webhook would get 503.
  */
 
 const { IndexedValueType } = temporal.api.enums.v1;
 
-/** gRPC statuses that mean "this cluster does not let this client do that" (Temporal Cloud). */
 const NOT_FOUND = 5;
 const ALREADY_EXISTS = 6;
-const PERMISSION_DENIED = 7;
-const UNIMPLEMENTED = 12;
-const NOT_ALLOWED = new Set([PERMISSION_DENIED, UNIMPLEMENTED]);
+/** PERMISSION_DENIED, UNIMPLEMENTED: this cluster does not let this client do it (Temporal Cloud). */
+const NOT_ALLOWED = new Set([7, 12]);
 
-/** Retention of a namespace this routine creates; see docs/operations.md, "Production Temporal". */
+/** See docs/operations.md, "Production Temporal". */
 export const DEFAULT_RETENTION_DAYS = 30;
-
-/** How `temporal operator search-attribute create --type` names each type. */
-export const CLI_TYPE_NAMES: Record<SearchAttributeType, string> = {
-  TEXT: 'Text',
-  KEYWORD: 'Keyword',
-  INT: 'Int',
-  DOUBLE: 'Double',
-  BOOL: 'Bool',
-  DATETIME: 'Datetime',
-  KEYWORD_LIST: 'KeywordList',
-};
 
 type Services = Pick<Connection, 'workflowService' | 'operatorService' | 'withDeadline'>;
 
@@ -50,28 +35,21 @@ export interface SetupStep {
 }
 
 export interface SetupOptions {
-  /** The connection's services (a client Connection or a worker's NativeConnection). */
+  /** A client Connection or a worker's NativeConnection. */
   connection: Services;
-  /** A client on that connection and namespace, for the schedule; none: the schedule is skipped. */
+  /** None: the schedules are skipped. */
   client?: Client;
   namespace: string;
-  /** Retention of a namespace created here, in days. */
   retentionDays?: number;
-  /**
-   * How long to wait for a namespace or search attribute just registered to be usable: a cluster
-   * refreshes its namespace cache every few seconds.
-   */
+  /** A cluster refreshes its namespace cache every few seconds: how long to wait for it. */
   settleTimeoutMs?: number;
-  /** Each step as it completes (the CLI prints them). */
   onStep?: (step: SetupStep) => void;
 }
 
 /**
- * Registers what is missing and leaves what exists alone: safe to run on every start, from
- * several processes at once, and on a cluster that forbids some of it (Temporal Cloud creates
- * namespaces and may register search attributes only through its own console or `tcld`): those
- * steps come back `not allowed` with what to do instead. Never throws for a step; the result
- * lists each step and `ok` says whether the app can run.
+ * Registers what is missing and leaves what exists alone: safe on every start, from several
+ * processes at once, and on a cluster that forbids some of it (Temporal Cloud): those steps come
+ * back `not allowed` with what to do instead. Never throws for a step.
  */
 export async function ensureTemporalSetup(
   options: SetupOptions,
@@ -90,23 +68,18 @@ export async function ensureTemporalSetup(
     return { ok: false, steps };
   }
   const attributes = record(await ensureSearchAttributes(options));
-  if (!options.client) {
-    record({ step: 'schedule', outcome: 'skipped', detail: 'no client given' });
-  } else {
-    for (const ensure of [ensureStockAggregationSchedule, ensureSlaCheckSchedule]) {
-      try {
-        const schedule = await ensure(options.client);
-        record({
-          step: 'schedule',
-          outcome: schedule.created ? 'created' : 'present',
-          detail: `${schedule.scheduleId}${schedule.created ? '' : ' (brought up to date)'}`,
-        });
-      } catch (error) {
-        record({ step: 'schedule', outcome: 'failed', detail: messageOf(error) });
-      }
+  const client = options.client;
+  if (!client) record({ step: 'schedule', outcome: 'skipped', detail: 'no client given' });
+  for (const ensure of client ? [ensureStockAggregationSchedule, ensureSlaCheckSchedule] : []) {
+    try {
+      const { scheduleId, created } = await ensure(client!);
+      const detail = `${scheduleId}${created ? '' : ' (brought up to date)'}`;
+      record({ step: 'schedule', outcome: created ? 'created' : 'present', detail });
+    } catch (error) {
+      record({ step: 'schedule', outcome: 'failed', detail: errorMessage(error) });
     }
   }
-  // Search attributes that may not be registered here (Cloud) can still exist: readiness checks them.
+  // Attributes this client may not register (Cloud) can still exist: readiness checks them.
   const ok = steps.every((s) => s.outcome !== 'failed') && attributes.outcome !== 'not allowed';
   return { ok, steps };
 }
@@ -125,7 +98,7 @@ async function ensureNamespace(options: SetupOptions): Promise<SetupStep> {
     };
   } catch (error) {
     if (grpcCode(error) !== NOT_FOUND) {
-      return { step: 'namespace', outcome: 'failed', detail: messageOf(error) };
+      return { step: 'namespace', outcome: 'failed', detail: errorMessage(error) };
     }
   }
   try {
@@ -142,7 +115,7 @@ async function ensureNamespace(options: SetupOptions): Promise<SetupStep> {
       return {
         step: 'namespace',
         outcome: code !== undefined && NOT_ALLOWED.has(code) ? 'not allowed' : 'failed',
-        detail: `${namespace} does not exist and cannot be created from here: ${messageOf(error)}`,
+        detail: `${namespace} does not exist and cannot be created from here: ${errorMessage(error)}`,
         todo: [
           `temporal operator namespace create --namespace ${namespace} --retention ${retentionDays}d`,
           'on Temporal Cloud: create it in the Cloud UI or with tcld, then run this again',
@@ -150,7 +123,6 @@ async function ensureNamespace(options: SetupOptions): Promise<SetupStep> {
       };
     }
   }
-  // A cluster's frontends learn of a new namespace on their next cache refresh.
   const usable = await settle(options, async () => {
     await connection.operatorService.listSearchAttributes({ namespace });
     return true;
@@ -164,42 +136,43 @@ async function ensureNamespace(options: SetupOptions): Promise<SetupStep> {
   };
 }
 
+const ON_CLOUD =
+  'on Temporal Cloud: add them in the namespace settings of the Cloud UI, or with tcld';
+
 async function ensureSearchAttributes(options: SetupOptions): Promise<SetupStep> {
   const { connection, namespace } = options;
-  const todo = registerCommands(
-    namespace,
-    CUSTOM_SEARCH_ATTRIBUTES.map((k) => k.name),
-  );
+  const step = 'search attributes';
   let state: SearchAttributeState;
   try {
     state = await searchAttributeState(connection, namespace);
   } catch (error) {
+    const todo = registerCommands(
+      namespace,
+      CUSTOM_SEARCH_ATTRIBUTES.map((k) => k.name),
+    );
     const code = grpcCode(error);
-    if (code !== undefined && NOT_ALLOWED.has(code)) {
-      return {
-        step: 'search attributes',
-        outcome: 'not allowed',
-        detail: `this cluster does not let this client list search attributes: ${messageOf(error)}`,
-        todo: [
-          ...todo,
-          'on Temporal Cloud: add them in the namespace settings of the Cloud UI, or with tcld',
-        ],
-      };
-    }
-    return { step: 'search attributes', outcome: 'failed', detail: messageOf(error), todo };
+    return code !== undefined && NOT_ALLOWED.has(code)
+      ? {
+          step,
+          outcome: 'not allowed',
+          detail: `this cluster does not let this client list search attributes: ${errorMessage(error)}`,
+          todo: [...todo, ON_CLOUD],
+        }
+      : { step, outcome: 'failed', detail: errorMessage(error), todo };
   }
   if (state.wrongType.length > 0) {
     return {
-      step: 'search attributes',
+      step,
       outcome: 'failed',
       detail: state.wrongType.join('; '),
       todo: ['a name registered with another type must be removed by the cluster admin'],
     };
   }
-  const names = CUSTOM_SEARCH_ATTRIBUTES.map((k) => `${k.name} (${k.type})`).join(', ');
   if (state.missing.length === 0) {
-    return { step: 'search attributes', outcome: 'present', detail: names };
+    const names = CUSTOM_SEARCH_ATTRIBUTES.map((k) => `${k.name} (${k.type})`).join(', ');
+    return { step, outcome: 'present', detail: names };
   }
+  const missing = state.missing.join(', ');
   try {
     await call(connection, () =>
       connection.operatorService.addSearchAttributes({
@@ -214,16 +187,13 @@ async function ensureSearchAttributes(options: SetupOptions): Promise<SetupStep>
     );
   } catch (error) {
     const code = grpcCode(error);
-    // Another process registered them meanwhile: fine.
+    // ALREADY_EXISTS: another process registered them meanwhile.
     if (code !== ALREADY_EXISTS) {
       return {
-        step: 'search attributes',
+        step,
         outcome: code !== undefined && NOT_ALLOWED.has(code) ? 'not allowed' : 'failed',
-        detail: `cannot register ${state.missing.join(', ')}: ${messageOf(error)}`,
-        todo: [
-          ...registerCommands(namespace, state.missing),
-          'on Temporal Cloud: add them in the namespace settings of the Cloud UI, or with tcld',
-        ],
+        detail: `cannot register ${missing}: ${errorMessage(error)}`,
+        todo: [...registerCommands(namespace, state.missing), ON_CLOUD],
       };
     }
   }
@@ -232,15 +202,11 @@ async function ensureSearchAttributes(options: SetupOptions): Promise<SetupStep>
     async () => (await searchAttributeState(connection, namespace)).missing.length === 0,
   );
   return registered
-    ? {
-        step: 'search attributes',
-        outcome: 'created',
-        detail: `registered ${state.missing.join(', ')}`,
-      }
+    ? { step, outcome: 'created', detail: `registered ${missing}` }
     : {
-        step: 'search attributes',
+        step,
         outcome: 'failed',
-        detail: `registered ${state.missing.join(', ')}, but the server does not list them yet; run this again in a minute`,
+        detail: `registered ${missing}, but the server does not list them yet; run this again in a minute`,
       };
 }
 
@@ -259,7 +225,6 @@ async function searchAttributeState(
   return compareSearchAttributes(response.customAttributes ?? {});
 }
 
-/** The app's search attributes that a namespace lacks, or has under another type. */
 export function compareSearchAttributes(
   registered: Record<string, temporal.api.enums.v1.IndexedValueType>,
 ): SearchAttributeState {
@@ -279,24 +244,21 @@ export function compareSearchAttributes(
 
 /** The Temporal CLI commands that register these search attributes. */
 export function registerCommands(namespace: string, names: readonly string[]): string[] {
-  return CUSTOM_SEARCH_ATTRIBUTES.filter((k) => names.includes(k.name)).map(
-    (k) =>
-      `temporal operator search-attribute create --namespace ${namespace} --name ${k.name} --type ${CLI_TYPE_NAMES[k.type]}`,
-  );
+  return CUSTOM_SEARCH_ATTRIBUTES.filter((k) => names.includes(k.name)).map((k) => {
+    // The CLI's --type spelling: KEYWORD_LIST is KeywordList.
+    const type = k.type.toLowerCase().replace(/(?:^|_)(\w)/g, (_, c: string) => c.toUpperCase());
+    return `temporal operator search-attribute create --namespace ${namespace} --name ${k.name} --type ${type}`;
+  });
 }
 
-/** How often the readiness check asks again once everything was registered. */
 const SETUP_RECHECK_MS = 60_000;
 
 /**
- * A readiness check (the shape of src/http/health.ts's ReadinessCheck): fails, with the reason
- * in its error, while the search attributes the app sets are not registered. Without them every
- * payment start is refused (INVALID_ARGUMENT), so the process must not count as ready: a load
- * balancer or a rollout should see it. A success is remembered for a minute (probes come every
- * few seconds and registrations do not disappear); a failure is asked again on every probe, so
- * running the set-up makes the process ready at once. Where the cluster does not let this
- * client list search attributes (Temporal Cloud without the permission), it cannot tell, and
- * does not block.
+ * A readiness check (src/http/health.ts): without the search attributes every payment start is
+ * refused, so a load balancer or a rollout must see the process as not ready. A success is
+ * remembered for a minute, a failure asked again on every probe, so running the set-up makes the
+ * process ready at once. Where this client may not list them (Cloud), it cannot tell and does
+ * not block.
  */
 export function temporalSetupReadiness(
   connection: Services,
@@ -335,7 +297,7 @@ export function temporalSetupReadiness(
   };
 }
 
-/** One call under a deadline: a hung cluster fails the step instead of hanging the command. */
+/** A hung cluster fails the step instead of hanging the command. */
 const CALL_TIMEOUT_MS = 10_000;
 function call<T>(connection: Services, fn: () => Promise<T>): Promise<T> {
   return connection.withDeadline(Date.now() + CALL_TIMEOUT_MS, fn);
@@ -347,23 +309,18 @@ async function settle(options: SetupOptions, ready: () => Promise<boolean>): Pro
     try {
       if (await call(options.connection, ready)) return true;
     } catch {
-      // Not yet: the namespace or the attribute is still propagating.
+      // Not yet: still propagating.
     }
     if (Date.now() >= until) return false;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }
 
-function describeRetention(
+export function describeRetention(
   namespace: string,
   described: temporal.api.workflowservice.v1.IDescribeNamespaceResponse,
 ): string {
   const ttl = described.config?.workflowExecutionRetentionTtl;
   const days = ttl?.seconds ? Number(ttl.seconds.toString()) / 86_400 : undefined;
   return `${namespace}${days === undefined ? '' : ` (retention ${+days.toFixed(1)} d)`}`;
-}
-
-function messageOf(error: unknown): string {
-  const text = (error as { message?: unknown } | null)?.message;
-  return typeof text === 'string' ? text : String(error);
 }
