@@ -2,7 +2,8 @@ import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { clientConnectionOptions, loadTemporalConnection } from '../../src/temporal/connection';
+import { loadTemporalConnection } from '../../src/config/temporal-connection';
+import { clientConnectionOptions } from '../../src/temporal/connection';
 import { createDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db';
 import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
 import {

@@ -1,9 +1,6 @@
 import { z } from 'zod';
-import {
-  loadTemporalConnection,
-  type TemporalConnectionSettings,
-  TemporalSettingsError,
-} from '../temporal/connection';
+import type { TemporalConnectionSettings } from '../temporal/connection';
+import { loadTemporalConnection, TemporalSettingsError } from './temporal-connection';
 import { alertFields, checkAlerts } from './alerts';
 import { databaseFields } from './database';
 import { developmentFields } from './development';
