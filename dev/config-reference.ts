@@ -105,7 +105,7 @@ export async function renderReference(): Promise<string> {
     '## Temporal connection profile',
     '',
     'Read as the Temporal CLI reads them (`@temporalio/envconfig`: a `temporal.toml` profile,',
-    'overridden by these variables), then checked at start-up (`src/temporal/connection.ts`).',
+    'overridden by these variables), then checked at start-up (`src/config/temporal-connection.ts`).',
     '',
     ...table(TEMPORAL_PROFILE_VARIABLES),
     '',

@@ -5,7 +5,7 @@ import {
   codecEndpointFor,
   codecEndpointRefusal,
   dataConverterFor,
-} from '../src/temporal/data-converter';
+} from '../src/codec/data-converter';
 import { loadConfig } from '../src/config';
 import { localHttpUrl } from '../src/net/addresses';
 import {

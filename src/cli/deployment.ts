@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import { WATCHED_TASK_QUEUES } from '../monitoring';
-import { describeBuildPollers, type BuildPollers } from '../temporal/build-pollers';
+import { describeBuildPollers, type BuildPollers } from '../monitoring/build-pollers';
 import {
   describeDeployment,
   OPEN_RUNS_SHOWN,

@@ -1,7 +1,7 @@
 import { Client, type Connection } from '@temporalio/client';
 import { ConfigError, embeddedTemporalAddress, loadConfig, type Config } from '../config';
 import { connectClient } from '../temporal/client';
-import { dataConverterFor } from '../temporal/data-converter';
+import { dataConverterFor } from '../codec/data-converter';
 import { EXIT_PROBLEM } from './io';
 
 /** For help texts: where the CLIs connect when TEMPORAL_ADDRESS is unset. */

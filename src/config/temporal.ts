@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { parseEncryptionKeys } from '../temporal/codec';
+import { parseEncryptionKeys } from '../codec/codec';
 import { blankToUndefined, type Checked, doc, hostPort, optionalUrl } from './fields';
 
 /**
  * Where Temporal is and how payloads are kept there. Address and namespace are checked here after
  * `loadTemporalConnection` has read them as the Temporal CLI does (temporal.toml profile, then the
- * TEMPORAL_* variables); TLS and API keys stay with it (src/temporal/connection.ts).
+ * TEMPORAL_* variables); TLS and API keys stay with it (./temporal-connection.ts).
  */
 export const temporalFields = {
   TEMPORAL_ADDRESS: doc(

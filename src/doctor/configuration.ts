@@ -1,6 +1,6 @@
 import { type Config, ConfigError, embeddedTemporalAddress, loadConfig } from '../config';
 import { parseDatabaseUrl } from '../db';
-import { codecEndpointRefusal } from '../temporal/data-converter';
+import { codecEndpointRefusal } from '../codec/data-converter';
 import { type CheckResult, result } from './types';
 
 export interface ConfigurationCheck {

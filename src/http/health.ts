@@ -9,7 +9,7 @@ import {
   pingTemporal,
   withDeadline,
 } from '../monitoring/probes';
-import { describeBuildPollers } from '../temporal/build-pollers';
+import { describeBuildPollers } from '../monitoring/build-pollers';
 import { describeDeployment } from '../temporal/deployments';
 
 export interface ReadinessCheck {

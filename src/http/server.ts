@@ -1,10 +1,6 @@
 import { createPaymentStarter } from '../temporal/payment-starter';
 import { loadConfig } from '../config';
-import {
-  codecEndpointFor,
-  codecEndpointRefusal,
-  dataConverterFor,
-} from '../temporal/data-converter';
+import { codecEndpointFor, codecEndpointRefusal, dataConverterFor } from '../codec/data-converter';
 import {
   createDatabase,
   createOrdersRepository,

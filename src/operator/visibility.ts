@@ -115,7 +115,7 @@ export async function describeLatestRun(
 function undecodablePayloads(err: unknown): UndecodablePayloads {
   const text = (err as { message?: unknown } | null)?.message;
   const message = typeof text === 'string' ? text : String(err);
-  // src/temporal/codec.ts: `payload encrypted with unknown key "<id>"`.
+  // src/codec/codec.ts: `payload encrypted with unknown key "<id>"`.
   const keyId = /unknown key "([^"]*)"/.exec(message)?.[1];
   return { keyId, message };
 }

@@ -63,7 +63,7 @@ export interface SharedWorkerOptions {
   workflowCode?: string;
   /** Worker Versioning (./deployment.ts); unset: unversioned (the time-skipping test server). */
   deployment?: WorkerDeployment;
-  /** Payload encryption (src/temporal/data-converter.ts); unset: payloads in clear. */
+  /** Payload encryption (src/codec/data-converter.ts); unset: payloads in clear. */
   dataConverter?: DataConverter;
   overrides?: Partial<WorkerOptions>;
 }

@@ -4,7 +4,7 @@ import type { Config } from '../config';
 import type { DatabaseHandle } from '../db';
 import type { Logger } from '../logger';
 import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../shared/constants';
-import { dataConverterFor } from '../temporal/data-converter';
+import { dataConverterFor } from '../codec/data-converter';
 import {
   describeDeployment,
   makeCurrentIfNone,

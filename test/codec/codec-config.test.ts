@@ -1,5 +1,5 @@
 import { loadConfig } from '../../src/config';
-import { codecEndpointFor, codecEndpointRefusal } from '../../src/temporal/data-converter';
+import { codecEndpointFor, codecEndpointRefusal } from '../../src/codec/data-converter';
 
 /** What production requires anyway (src/config/), so these tests reach the codec rules. */
 const productionBasics = {

@@ -1,11 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Fastify from 'fastify';
 import { defaultPayloadConverter } from '@temporalio/common';
-import {
-  AesGcmPayloadCodec,
-  codecFromSetting,
-  parseEncryptionKeys,
-} from '../../src/temporal/codec';
+import { AesGcmPayloadCodec, codecFromSetting, parseEncryptionKeys } from '../../src/codec/codec';
 import { codecRoutes } from '../../src/http/routes/codec';
 import { registerErrorHandler } from '../../src/http/errors';
 

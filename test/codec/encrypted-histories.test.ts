@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createOrdersRepository, type DatabaseHandle } from '../../src/db';
-import { dataConverterFor } from '../../src/temporal/data-converter';
+import { dataConverterFor } from '../../src/codec/data-converter';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
 import { orderWorkflowId } from '../../src/shared/order';
 import { createPaymentWorker } from '../../src/workers/payments';

@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/config';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
 import { WATCHED_TASK_QUEUES } from '../../src/monitoring';
-import { describeBuildPollers } from '../../src/temporal/build-pollers';
+import { describeBuildPollers } from '../../src/monitoring/build-pollers';
 import { describeDeployment, waitForBuild } from '../../src/temporal/deployments';
 import { buildIdOf, type WorkerDeployment } from '../../src/workers/deployment';
 import { createHeavyWorker, heavyActivityDepsFromConfig } from '../../src/workers/heavy';

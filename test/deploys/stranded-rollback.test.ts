@@ -11,7 +11,7 @@ import { workersReadiness } from '../../src/http/health';
 import { createTaskQueueWatchdog, routedBuilds, WATCHED_TASK_QUEUES } from '../../src/monitoring';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
-import { describeBuildPollers } from '../../src/temporal/build-pollers';
+import { describeBuildPollers } from '../../src/monitoring/build-pollers';
 import { describeDeployment, waitForBuild } from '../../src/temporal/deployments';
 import { buildIdOf, type WorkerDeployment } from '../../src/workers/deployment';
 import { createHeavyWorker, heavyActivityDepsFromConfig } from '../../src/workers/heavy';

@@ -6,7 +6,7 @@ import { buildAdminApp } from '../../src/http/admin';
 import { type AppDeps, buildApp } from '../../src/http/app';
 import { createHttpMetrics } from '../../src/http/metrics';
 import { createLogger } from '../../src/logger';
-import { codecEndpointFor } from '../../src/temporal/data-converter';
+import { codecEndpointFor } from '../../src/codec/data-converter';
 import { recordingPaymentStarter, recordingUnmatched } from '../support/webhook';
 
 // docs/security.md's endpoint table is the contract: every row is checked against the apps as

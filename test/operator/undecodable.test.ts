@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { EXIT_OK, EXIT_PROBLEM, EXIT_STUCK, main } from '../../src/cli/ops';
-import { dataConverterFor } from '../../src/temporal/data-converter';
+import { dataConverterFor } from '../../src/codec/data-converter';
 import { createDevServerEnv } from '../support/temporal';
 import { captureIo, cliEnv, eventually, runTestWorkflows } from './helpers';
 import { createStepActivities } from './step-activities';

@@ -16,7 +16,7 @@ import { localHttpUrl } from '../../src/net/addresses';
 import { orderWorkflowId } from '../../src/shared/order';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
-import { codecEndpointFor, dataConverterFor } from '../../src/temporal/data-converter';
+import { codecEndpointFor, dataConverterFor } from '../../src/codec/data-converter';
 import { startDevServer, type DevServer } from '../../dev/temporal/dev-server';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
 import { createPaymentWorker } from '../../src/workers/payments';
@@ -33,7 +33,7 @@ import { startPartners, type Partners } from '../support/stack';
 // server's /codec/decode (dev server flag --ui-codec-endpoint), which lets in the UI's origin
 // only. Wired as `npm start` wires it (dev/stack.ts), on free ports, in a real browser.
 
-/** What the codec writes in a payload's `encoding` metadata (src/temporal/codec.ts). */
+/** What the codec writes in a payload's `encoding` metadata (src/codec/codec.ts). */
 const ENCRYPTED_ENCODING = 'binary/encrypted';
 
 /** A request our HTTP server answered, as it saw it. */

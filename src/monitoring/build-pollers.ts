@@ -7,7 +7,7 @@ import {
   pollersOfBuild,
   type PollerSighting,
   type TaskQueueConnection,
-} from '../monitoring/task-queue-pollers';
+} from './task-queue-pollers';
 
 /** One task queue as one build's workers poll it. */
 export interface BuildQueuePollers {
