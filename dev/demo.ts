@@ -4,7 +4,7 @@ import { Client } from '@temporalio/client';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
 import { embeddedTemporalAddress, loadConfig } from '../src/config';
 import { orderWorkflowId } from '../src/shared/order';
-import { connectClient } from '../src/temporal/client';
+import { connectClient } from '../src/temporal/connection';
 import { localHttpUrl } from '../src/net/addresses';
 import {
   type DeliveryOptions,

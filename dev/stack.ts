@@ -28,7 +28,7 @@ import { startWatchdogFromConfig, WATCHED_TASK_QUEUES } from '../src/monitoring'
 import { findNpmLauncher, watchLauncher } from './process/launcher';
 import { runMain } from '../src/process/run-main';
 import { onShutdownSignal } from '../src/process/shutdown';
-import { createLazyClient } from '../src/temporal/client';
+import { createLazyClient } from '../src/temporal/connection';
 import { startDevServer } from './temporal/dev-server';
 import { createThinEventStarter } from '../src/temporal/thin-event-starter';
 import {

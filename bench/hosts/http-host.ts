@@ -18,7 +18,7 @@ import {
   OrderIdSearchAttribute,
   PaymentEventIdSearchAttribute,
 } from '../../src/shared/search-attributes';
-import { createLazyClient } from '../../src/temporal/client';
+import { createLazyClient } from '../../src/temporal/connection';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
 import type { paymentWorkflow } from '../../src/workflows';
 import { serveHost } from '../lib/host';

@@ -1,6 +1,6 @@
 import { Client, type Connection } from '@temporalio/client';
 import { ConfigError, embeddedTemporalAddress, loadConfig, type Config } from '../config';
-import { connectClient } from '../temporal/client';
+import { connectClient } from '../temporal/connection';
 import { dataConverterFor } from '../codec/data-converter';
 import { EXIT_PROBLEM } from './io';
 

@@ -2,7 +2,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Connection } from '@temporalio/client';
-import { connectClient } from '../temporal/client';
+import { connectClient } from '../temporal/connection';
 import type { TemporalConnectionSettings } from '../temporal/connection';
 import { grpcCode } from '../temporal/grpc-status';
 

@@ -12,7 +12,7 @@ import { createLogger } from '../logger';
 import { startWatchdogFromConfig, WATCHED_TASK_QUEUES } from '../monitoring';
 import { onShutdownSignal } from '../process/shutdown';
 import { runMain } from '../process/run-main';
-import { createLazyClient } from '../temporal/client';
+import { createLazyClient } from '../temporal/connection';
 import { createThinEventStarter } from '../temporal/thin-event-starter';
 import { temporalSetupReadiness } from '../temporal/setup';
 import { buildAdminApp, listenAdmin } from './admin';

@@ -1,11 +1,14 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { inspect } from 'node:util';
-import type { ConnectionOptions } from '@temporalio/client';
-import type { NativeConnectionOptions } from '@temporalio/worker';
+import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
+import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 
 /**
- * How every process reaches Temporal: the settings read by src/config/temporal-connection.ts
- * (envconfig, as the Temporal CLI reads them), and the SDK options made from them. Connecting is
- * in client.ts (HTTP, operator commands) and worker-connection.ts (workers).
+ * How every process reaches Temporal, from the settings src/config/temporal-connection.ts reads
+ * (envconfig, as the Temporal CLI does): lazily for the HTTP process, within a deadline for a
+ * person at a terminal, and waiting for the server for a worker. Why a connection fails is the
+ * doctor's job (src/doctor/connection.ts).
  */
 
 /** JSON, `util.inspect` and string conversion all redact it, so a logged config leaks nothing. */
@@ -47,18 +50,112 @@ export interface TemporalConnectionSettings {
   summary: string;
 }
 
-/** Options for `Connection.connect` / `Connection.lazy` of @temporalio/client. */
 export function clientConnectionOptions(
-  settings: Pick<TemporalConnectionSettings, 'security'> | undefined,
+  settings: Settings | undefined,
   options: { address: string; connectTimeout?: number },
 ): ConnectionOptions {
   return { ...settings?.security.reveal(), ...options };
 }
 
-/** Options for `NativeConnection.connect` (workers). */
 export function nativeConnectionOptions(
-  settings: Pick<TemporalConnectionSettings, 'security'> | undefined,
+  settings: Settings | undefined,
   options: { address: string },
 ): NativeConnectionOptions {
   return { ...settings?.security.reveal(), ...options };
+}
+
+type Settings = Pick<TemporalConnectionSettings, 'security'>;
+
+/**
+ * Lazy, so the HTTP process starts (and answers 503) while Temporal is down, and reconnects by
+ * itself when it comes back.
+ */
+export function createLazyClient(options: {
+  address: string;
+  namespace: string;
+  settings?: Settings;
+  dataConverter?: DataConverter;
+}): Client {
+  const connection = Connection.lazy(
+    clientConnectionOptions(options.settings, { address: options.address }),
+  );
+  return new Client({
+    connection,
+    namespace: options.namespace,
+    dataConverter: options.dataConverter,
+  });
+}
+
+/** For a person at a terminal (operator commands, set-up, doctor): fails within `timeoutMs`. */
+export function connectClient(
+  settings: Settings | undefined,
+  options: { address: string; timeoutMs: number },
+): Promise<Connection> {
+  return Connection.connect(
+    clientConnectionOptions(settings, {
+      address: options.address,
+      connectTimeout: options.timeoutMs,
+    }),
+  );
+}
+
+const FIRST_WAIT_MS = 1_000;
+const MAX_WAIT_MS = 15_000;
+
+export interface ConnectWhenReachableOptions {
+  address: string;
+  settings?: Settings;
+  onRetry?: (info: { attempt: number; error: string; nextAttemptInMs: number }) => void;
+  /** A shutdown signal: the promise resolves to `undefined`. */
+  signal?: AbortSignal;
+  firstWaitMs?: number;
+}
+
+/**
+ * A worker started beside a Temporal that is still booting (docker compose, a rolling restart of
+ * the cluster) starts polling the moment the server answers, instead of exiting and counting on
+ * a process manager's back-off. It waits as long as it takes; the no-poller watchdog
+ * (docs/operations.md) alerts when no worker polls.
+ */
+export async function connectWhenReachable(
+  options: ConnectWhenReachableOptions,
+): Promise<NativeConnection | undefined> {
+  let wait = options.firstWaitMs ?? FIRST_WAIT_MS;
+  for (let attempt = 1; ; attempt += 1) {
+    if (options.signal?.aborted) return undefined;
+    try {
+      return await NativeConnection.connect(
+        nativeConnectionOptions(options.settings, { address: options.address }),
+      );
+    } catch (err) {
+      if (options.signal?.aborted) return undefined;
+      options.onRetry?.({
+        attempt,
+        error: err instanceof Error ? err.message : String(err),
+        nextAttemptInMs: wait,
+      });
+    }
+    // Aborted (shutdown): the loop's check returns.
+    await delay(wait, undefined, { signal: options.signal }).catch(() => undefined);
+    wait = Math.min(wait * 2, MAX_WAIT_MS);
+  }
+}
+
+/** The log then says why the worker does not poll yet. */
+export function connectWorker(
+  address: string,
+  settings: Pick<TemporalConnectionSettings, 'security' | 'summary'>,
+  logger: { warn(fields: object, message: string): void },
+  signal: AbortSignal,
+): Promise<NativeConnection | undefined> {
+  return connectWhenReachable({
+    address,
+    settings,
+    signal,
+    onRetry: (info) =>
+      logger.warn(
+        { temporalAddress: address, temporalConnection: settings.summary, ...info },
+        'Temporal is not reachable yet; waiting for it before polling',
+      ),
+  });
 }

@@ -1,18 +1,16 @@
 import type { Client } from '@temporalio/client';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
+import { optionalTsToDate } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
-import { timestampToDate } from '../monitoring/task-queue-pollers';
+import { grpcCode } from './grpc-status';
 
 /**
- * Worker Deployments on the server, through the workflow service's RPCs: the same operations as
- * `temporal worker deployment describe / set-current-version / set-ramping-version`, for
- * `npm run ops -- deployment` (src/cli/deployment.ts), the dev stack, which makes its own build current,
- * and the tests that roll a build out.
+ * Worker Deployments through the workflow service's RPCs (SDK 1.24 has no client for them): what
+ * `temporal worker deployment describe / set-current-version / set-ramping-version` do.
  */
 
 const { VersionDrainageStatus, WorkerDeploymentVersionStatus } = temporal.api.enums.v1;
 
-/** One build the server knows in a deployment. */
 export interface BuildSummary {
   buildId: string;
   /** CURRENT, RAMPING, DRAINING (no new runs, pinned runs still open), DRAINED, INACTIVE. */
@@ -44,7 +42,7 @@ export async function describeDeployment(
       deploymentName,
     });
   } catch (err) {
-    if (isNotFound(err)) return undefined;
+    if (grpcCode(err) === 5) return undefined; // NOT_FOUND: no worker of it has polled yet
     throw err;
   }
   const info = answer.workerDeploymentInfo;
@@ -53,12 +51,12 @@ export async function describeDeployment(
   return {
     deploymentName,
     current: routing?.currentDeploymentVersion?.buildId ?? undefined,
-    currentSince: timestampToDate(routing?.currentVersionChangedTime),
+    currentSince: optionalTsToDate(routing?.currentVersionChangedTime),
     ramping: ramping
       ? {
           buildId: ramping,
           percentage: routing?.rampingVersionPercentage ?? 0,
-          since: timestampToDate(routing?.rampingVersionChangedTime),
+          since: optionalTsToDate(routing?.rampingVersionChangedTime),
         }
       : undefined,
     builds: (info?.versionSummaries ?? []).map((summary) => ({
@@ -122,13 +120,9 @@ export async function openRunsOn(
   client: Client,
   version: WorkerDeploymentVersion,
 ): Promise<number> {
-  const { count } = await client.workflow.count(
-    `TemporalWorkerDeploymentVersion = '${versionString(version)}' AND ExecutionStatus = 'Running'`,
-  );
-  return count;
+  return (await client.workflow.count(runningOn(version))).count;
 }
 
-/** One open run pinned to a build, and the activities of it an operator has paused. */
 export interface OpenRun {
   workflowId: string;
   runId: string;
@@ -151,8 +145,7 @@ export async function openRunsHolding(
   limit = OPEN_RUNS_SHOWN,
 ): Promise<OpenRun[]> {
   const runs: OpenRun[] = [];
-  const query = `TemporalWorkerDeploymentVersion = '${versionString(version)}' AND ExecutionStatus = 'Running'`;
-  for await (const run of client.workflow.list({ query, pageSize: limit })) {
+  for await (const run of client.workflow.list({ query: runningOn(version), pageSize: limit })) {
     const described = await client.workflow.getHandle(run.workflowId, run.runId).describe();
     runs.push({
       workflowId: run.workflowId,
@@ -172,10 +165,11 @@ export function versionString(version: WorkerDeploymentVersion): string {
   return `${version.deploymentName}:${version.buildId}`;
 }
 
-/**
- * Resolves once a worker of `version` has polled, so the server knows the version and can make
- * it current or ramping; rejects after `timeoutMs`.
- */
+function runningOn(version: WorkerDeploymentVersion): string {
+  return `TemporalWorkerDeploymentVersion = '${versionString(version)}' AND ExecutionStatus = 'Running'`;
+}
+
+/** The server can route to a version only once a worker of it has polled. */
 export async function waitForBuild(
   client: Client,
   version: WorkerDeploymentVersion,
@@ -203,11 +197,6 @@ function drainageOf(status: number | null | undefined): BuildSummary['drainage']
   if (status === VersionDrainageStatus.VERSION_DRAINAGE_STATUS_DRAINING) return 'draining';
   if (status === VersionDrainageStatus.VERSION_DRAINAGE_STATUS_DRAINED) return 'drained';
   return undefined;
-}
-
-function isNotFound(err: unknown): boolean {
-  // gRPC status 5, NOT_FOUND: the deployment does not exist (yet).
-  return (err as { code?: unknown } | null)?.code === 5;
 }
 
 /**

@@ -6,38 +6,26 @@ import { CUSTOM_SEARCH_ATTRIBUTES } from '../shared/search-attributes';
 import { grpcCode } from './grpc-status';
 import { ensureSlaCheckSchedule, ensureStockAggregationSchedule } from './schedules';
 
-/**
- * What a cluster needs before the app can take a payment (`npm run temporal:setup`, and `npm
- * start` on every start): a start that sets an unregistered search attribute is refused with
- * INVALID_ARGUMENT, so every webhook would get 503.
- */
-
 const { IndexedValueType } = temporal.api.enums.v1;
 
-const NOT_FOUND = 5;
-const ALREADY_EXISTS = 6;
+const [NOT_FOUND, ALREADY_EXISTS] = [5, 6];
 /** PERMISSION_DENIED, UNIMPLEMENTED: this cluster does not let this client do it (Temporal Cloud). */
 const NOT_ALLOWED = new Set([7, 12]);
 
-/** See docs/operations.md, "Production Temporal". */
 export const DEFAULT_RETENTION_DAYS = 30;
 
 type Services = Pick<Connection, 'workflowService' | 'operatorService' | 'withDeadline'>;
 
-export type SetupOutcome = 'present' | 'created' | 'not allowed' | 'failed' | 'skipped';
-
 export interface SetupStep {
   step: 'namespace' | 'search attributes' | 'schedule';
-  outcome: SetupOutcome;
+  outcome: 'present' | 'created' | 'not allowed' | 'failed' | 'skipped';
   detail: string;
   /** For `not allowed` and `failed`: what a person must do instead. */
   todo?: string[];
 }
 
 export interface SetupOptions {
-  /** A client Connection or a worker's NativeConnection. */
   connection: Services;
-  /** None: the schedules are skipped. */
   client?: Client;
   namespace: string;
   retentionDays?: number;
@@ -47,9 +35,10 @@ export interface SetupOptions {
 }
 
 /**
- * Registers what is missing and leaves what exists alone: safe on every start, from several
- * processes at once, and on a cluster that forbids some of it (Temporal Cloud): those steps come
- * back `not allowed` with what to do instead. Never throws for a step.
+ * What a cluster needs before the app can take a payment (`npm run temporal:setup`, `npm start`):
+ * a start that sets an unregistered search attribute is refused, so every webhook would get 503.
+ * Idempotent, safe from several processes at once; where the cluster forbids a step (Temporal
+ * Cloud) it comes back `not allowed` with what to do instead. Never throws for a step.
  */
 export async function ensureTemporalSetup(
   options: SetupOptions,
@@ -110,17 +99,16 @@ async function ensureNamespace(options: SetupOptions): Promise<SetupStep> {
       }),
     );
   } catch (error) {
-    const code = grpcCode(error);
-    if (code !== ALREADY_EXISTS) {
-      return {
-        step: 'namespace',
-        outcome: code !== undefined && NOT_ALLOWED.has(code) ? 'not allowed' : 'failed',
-        detail: `${namespace} does not exist and cannot be created from here: ${errorMessage(error)}`,
-        todo: [
+    if (grpcCode(error) !== ALREADY_EXISTS) {
+      return refused(
+        'namespace',
+        error,
+        `${namespace} does not exist and cannot be created from here`,
+        [
           `temporal operator namespace create --namespace ${namespace} --retention ${retentionDays}d`,
           'on Temporal Cloud: create it in the Cloud UI or with tcld, then run this again',
         ],
-      };
+      );
     }
   }
   const usable = await settle(options, async () => {
@@ -136,6 +124,13 @@ async function ensureNamespace(options: SetupOptions): Promise<SetupStep> {
   };
 }
 
+/** A step the cluster refused: `not allowed` when it never lets this client do it. */
+function refused(step: SetupStep['step'], error: unknown, what: string, todo: string[]): SetupStep {
+  const code = grpcCode(error);
+  const outcome = code !== undefined && NOT_ALLOWED.has(code) ? 'not allowed' : 'failed';
+  return { step, outcome, detail: `${what}: ${errorMessage(error)}`, todo };
+}
+
 const ON_CLOUD =
   'on Temporal Cloud: add them in the namespace settings of the Cloud UI, or with tcld';
 
@@ -146,19 +141,11 @@ async function ensureSearchAttributes(options: SetupOptions): Promise<SetupStep>
   try {
     state = await searchAttributeState(connection, namespace);
   } catch (error) {
-    const todo = registerCommands(
-      namespace,
-      CUSTOM_SEARCH_ATTRIBUTES.map((k) => k.name),
-    );
-    const code = grpcCode(error);
-    return code !== undefined && NOT_ALLOWED.has(code)
-      ? {
-          step,
-          outcome: 'not allowed',
-          detail: `this cluster does not let this client list search attributes: ${errorMessage(error)}`,
-          todo: [...todo, ON_CLOUD],
-        }
-      : { step, outcome: 'failed', detail: errorMessage(error), todo };
+    const all = CUSTOM_SEARCH_ATTRIBUTES.map((k) => k.name);
+    return refused(step, error, 'cannot list search attributes', [
+      ...registerCommands(namespace, all),
+      ON_CLOUD,
+    ]);
   }
   if (state.wrongType.length > 0) {
     return {
@@ -186,15 +173,10 @@ async function ensureSearchAttributes(options: SetupOptions): Promise<SetupStep>
       }),
     );
   } catch (error) {
-    const code = grpcCode(error);
     // ALREADY_EXISTS: another process registered them meanwhile.
-    if (code !== ALREADY_EXISTS) {
-      return {
-        step,
-        outcome: code !== undefined && NOT_ALLOWED.has(code) ? 'not allowed' : 'failed',
-        detail: `cannot register ${missing}: ${errorMessage(error)}`,
-        todo: [...registerCommands(namespace, state.missing), ON_CLOUD],
-      };
+    if (grpcCode(error) !== ALREADY_EXISTS) {
+      const todo = [...registerCommands(namespace, state.missing), ON_CLOUD];
+      return refused(step, error, `cannot register ${missing}`, todo);
     }
   }
   const registered = await settle(
@@ -210,10 +192,7 @@ async function ensureSearchAttributes(options: SetupOptions): Promise<SetupStep>
       };
 }
 
-export interface SearchAttributeState {
-  missing: string[];
-  wrongType: string[];
-}
+type SearchAttributeState = { missing: string[]; wrongType: string[] };
 
 async function searchAttributeState(
   connection: Services,
@@ -251,14 +230,10 @@ export function registerCommands(namespace: string, names: readonly string[]): s
   });
 }
 
-const SETUP_RECHECK_MS = 60_000;
-
 /**
- * A readiness check (src/http/health.ts): without the search attributes every payment start is
- * refused, so a load balancer or a rollout must see the process as not ready. A success is
- * remembered for a minute, a failure asked again on every probe, so running the set-up makes the
- * process ready at once. Where this client may not list them (Cloud), it cannot tell and does
- * not block.
+ * A readiness check (src/http/health.ts): without the search attributes no payment can start. A
+ * success is remembered for a minute, a failure asked again on every probe, so running the set-up
+ * makes the process ready at once. Where this client may not list them (Cloud), it does not block.
  */
 export function temporalSetupReadiness(
   connection: Services,
@@ -292,15 +267,14 @@ export function temporalSetupReadiness(
           `search attributes not registered in ${namespace}: ${state.missing.join(', ')} (payments cannot start): run npm run temporal:setup`,
         );
       }
-      okUntil = now() + SETUP_RECHECK_MS;
+      okUntil = now() + 60_000;
     },
   };
 }
 
 /** A hung cluster fails the step instead of hanging the command. */
-const CALL_TIMEOUT_MS = 10_000;
 function call<T>(connection: Services, fn: () => Promise<T>): Promise<T> {
-  return connection.withDeadline(Date.now() + CALL_TIMEOUT_MS, fn);
+  return connection.withDeadline(Date.now() + 10_000, fn);
 }
 
 async function settle(options: SetupOptions, ready: () => Promise<boolean>): Promise<boolean> {

@@ -6,7 +6,7 @@ import { startWorkerHealthServer } from '../monitoring/worker-health';
 import { abortOnShutdownSignal, whenAborted } from '../process/shutdown';
 import { installTemporalRuntime, metricsAddressFrom } from '../temporal/runtime';
 import { temporalSetupReadiness } from '../temporal/setup';
-import { connectWorker } from '../temporal/worker-connection';
+import { connectWorker } from '../temporal/connection';
 import { startWorkerRuntime, type WorkerQueue } from './runtime';
 
 /**

@@ -5,7 +5,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { signBody } from '../../src/http/signature';
 import { createDatabase, migrateToLatest } from '../../src/db';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
-import { createLazyClient } from '../../src/temporal/client';
+import { createLazyClient } from '../../src/temporal/connection';
 import { buildTestApp } from '../support/app';
 import { capturingLogger } from '../support/capturing-logger';
 import { createDevServerEnv } from '../support/temporal';

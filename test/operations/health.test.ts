@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { type AdminAppDeps, buildAdminApp } from '../../src/http/admin';
 import { databaseReadiness, temporalReadiness } from '../../src/http/health';
 import { createHttpMetrics } from '../../src/http/metrics';
-import { createLazyClient } from '../../src/temporal/client';
+import { createLazyClient } from '../../src/temporal/connection';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 import { createDevServerEnv } from '../support/temporal';
 import { silentLogger } from '../support/app';
