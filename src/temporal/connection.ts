@@ -31,9 +31,8 @@ export type ConnectionSecurity = Pick<NativeConnectionOptions, 'tls' | 'apiKey' 
 export interface ClientCertificate {
   subject: string;
   notAfter: Date;
-  /** The setting that gave it, e.g. `TEMPORAL_TLS_CLIENT_CERT_PATH`. */
+  /** The setting that gave it, and the same with its file: `…_CERT_PATH=/etc/app.pem`. */
   name: string;
-  /** The same with its file, e.g. `TEMPORAL_TLS_CLIENT_CERT_PATH=/etc/app.pem`. */
   from: string;
 }
 
@@ -46,7 +45,6 @@ export interface TemporalConnectionSettings {
   apiKey: boolean;
   security: Secret<ConnectionSecurity>;
   profile: { name: string; file: string } | undefined;
-  /** One line, safe to log: how it connects. */
   summary: string;
 }
 
@@ -106,7 +104,6 @@ export interface ConnectWhenReachableOptions {
   address: string;
   settings?: Settings;
   onRetry?: (info: { attempt: number; error: string; nextAttemptInMs: number }) => void;
-  /** A shutdown signal: the promise resolves to `undefined`. */
   signal?: AbortSignal;
   firstWaitMs?: number;
 }
@@ -141,7 +138,6 @@ export async function connectWhenReachable(
   }
 }
 
-/** The log then says why the worker does not poll yet. */
 export function connectWorker(
   address: string,
   settings: Pick<TemporalConnectionSettings, 'security' | 'summary'>,

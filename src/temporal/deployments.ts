@@ -30,7 +30,6 @@ export interface DeploymentState {
   conflictToken: Uint8Array | undefined;
 }
 
-/** The deployment's routing and builds; undefined when no worker of it has polled yet. */
 export async function describeDeployment(
   client: Client,
   deploymentName: string,
@@ -69,13 +68,11 @@ export async function describeDeployment(
 }
 
 export interface RoutingChange {
-  /** Who asks, recorded by the server as the deployment's last modifier. */
   identity?: string;
-  /** Fail instead of overwriting a routing change made since this token was read. */
+  /** Fail instead of overwriting a change made since this token was read. */
   conflictToken?: Uint8Array;
 }
 
-/** New runs go to `version` from now on (and the ramp, if it was this version, ends). */
 export async function setCurrentBuild(
   client: Client,
   version: WorkerDeploymentVersion,
@@ -90,10 +87,7 @@ export async function setCurrentBuild(
   });
 }
 
-/**
- * `percentage` % of new runs (chosen by a hash of the workflow ID) go to `version`, the rest to
- * the current build; `version` undefined ends the ramp.
- */
+/** `buildId` undefined ends the ramp. */
 export async function setRampingBuild(
   client: Client,
   deploymentName: string,
@@ -111,11 +105,7 @@ export async function setRampingBuild(
   });
 }
 
-/**
- * The open runs that a build still has to finish: what decides when its workers may stop. A
- * visibility count of the runs whose last workflow task that build completed, so it is current
- * within a second (the server's own drainage status is refreshed only every few minutes).
- */
+/** What decides when a build's workers may stop: current within a second, unlike the server's drainage status. */
 export async function openRunsOn(
   client: Client,
   version: WorkerDeploymentVersion,
@@ -134,11 +124,7 @@ export interface OpenRun {
 /** How many open runs `openRunsHolding` names at most: a drain is read by a person. */
 export const OPEN_RUNS_SHOWN = 20;
 
-/**
- * The open runs that hold a build (at most `limit`, oldest first is not promised), each with its
- * paused activities: a paused activity holds its run, and so the build, until someone unpauses,
- * resets or completes it.
- */
+/** A paused activity holds its run, and so the build, until someone unpauses, resets or completes it. */
 export async function openRunsHolding(
   client: Client,
   version: WorkerDeploymentVersion,
@@ -200,10 +186,8 @@ function drainageOf(status: number | null | undefined): BuildSummary['drainage']
 }
 
 /**
- * What a worker that just started does with its build (WORKER_SET_CURRENT=if-none): make it
- * current when the deployment has no current build yet, so the first start on a fresh server
- * takes payments without an operator step. Later builds wait for `npm run ops --
- * deployment current`; a conflict (another worker did it meanwhile) is left alone.
+ * WORKER_SET_CURRENT=if-none: the first start on a fresh server takes payments without an
+ * operator step; later builds wait for `npm run ops -- deployment current`.
  */
 export async function makeCurrentIfNone(
   client: Client,

@@ -14,20 +14,13 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
 export const DEV_WORKER_METRICS_ADDRESS = '127.0.0.1:9464';
 
 export interface TemporalRuntimeOptions {
-  /**
-   * host:port of a Prometheus endpoint (`/metrics`) for the SDK's own metrics: workflow and
-   * activity task latencies, slots in use, poll results, sticky cache. Unset: no endpoint.
-   */
+  /** host:port of a Prometheus `/metrics` for the SDK's own metrics; unset: none. */
   metricsAddress?: string;
 }
 
 /**
- * Routes the SDK's own logs (native core, workflow `log`, activity `log`) into our structured
- * logger, so one sink holds everything with the SDK's metadata (workflowId, activityType…) as
- * fields, and serves the SDK's metrics to Prometheus when asked to. Must run once per process,
- * before the first NativeConnection or Worker.
- *
- * Shutdown signals are left to the caller (empty list): the process entry decides the order in
+ * One log sink for everything, with the SDK's metadata as fields. Once per process, before the
+ * first NativeConnection or Worker. No shutdown signals: the process entry decides the order in
  * which HTTP, worker and connections close.
  */
 export function installTemporalRuntime(logger: Logger, options: TemporalRuntimeOptions = {}): void {
