@@ -1,9 +1,9 @@
 import {
   createDisputesRepository,
-  createOrdersRepository,
-  createPaymentsRepository,
   type DisputesRepository,
-} from '../../src/db';
+} from '../../src/db/repositories/disputes';
+import { createOrdersRepository } from '../../src/db/repositories/orders';
+import { createPaymentsRepository } from '../../src/db/repositories/payments';
 import type { DisputeEvent } from '../../src/shared/payment-events';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 

@@ -1,9 +1,6 @@
-import {
-  createOrdersRepository,
-  createPaymentsRepository,
-  createRefundsRepository,
-  type RefundsRepository,
-} from '../../src/db';
+import { createOrdersRepository } from '../../src/db/repositories/orders';
+import { createPaymentsRepository } from '../../src/db/repositories/payments';
+import { createRefundsRepository, type RefundsRepository } from '../../src/db/repositories/refunds';
 import type { RefundEvent } from '../../src/shared/payment-events';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 

@@ -1,9 +1,9 @@
+import { createOrdersRepository } from '../../src/db/repositories/orders';
+import { createPaymentsRepository } from '../../src/db/repositories/payments';
 import {
-  createOrdersRepository,
-  createPaymentsRepository,
   createSettlementsRepository,
   type SettlementsRepository,
-} from '../../src/db';
+} from '../../src/db/repositories/settlements';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

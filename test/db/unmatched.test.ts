@@ -1,4 +1,5 @@
-import { createOrdersRepository, createUnmatchedRepository } from '../../src/db';
+import { createOrdersRepository } from '../../src/db/repositories/orders';
+import { createUnmatchedRepository } from '../../src/db/repositories/unmatched';
 import { testDatabases, type TestDatabaseHandle } from '../support/databases';
 
 // The unmatched inbox: every signed delivery we could not act on, kept until an operator decides.

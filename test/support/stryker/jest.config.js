@@ -11,6 +11,8 @@ const base = require('../../../jest.config.js');
 const here = '<rootDir>/test/support/stryker';
 
 /** The test files of each scope of stryker.config.mjs (MUTATE_SCOPE). */
+// A test reaches the module it covers by a direct import: Stryker's dry run, with jest's
+// related-test search on, skipped the test files that imported it through src/db/index.ts.
 const testFiles = {
   repositories: [
     '<rootDir>/test/db/{payments,orders,loyalty,refunds,disputes,settlements,unmatched}.test.ts',
