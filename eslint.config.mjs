@@ -25,6 +25,14 @@ const workflowValues = {
   message:
     'Import only the workflow type (import type); IDs, signals, queries and failure types live in src/shared.',
 };
+const noDevImports = {
+  group: ['**/dev', '**/dev/**'],
+  message: 'Move what tests need from dev/ into harness/, or the test beside its tool in dev/.',
+};
+const noTestImports = {
+  group: ['**/test/**'],
+  message: 'test/ holds jest glue only: what dev/ shares with the tests lives in harness/.',
+};
 const devOnlyPackages = [
   {
     name: '@temporalio/testing',
@@ -181,8 +189,18 @@ export default tseslint.config(
     files: ['src/workflows/**/*.ts', 'src/shared/**/*.ts'],
     rules: forbiddenInDeterministicCode,
   },
+  // One harness (servers, doubles, processes, databases) under development and tests alike:
+  // test/ and dev/ both import harness/, never each other, and harness/ imports neither.
+  ...[
+    { files: ['test/**/*.ts'], patterns: [noDevImports] },
+    { files: ['dev/**/*.ts'], patterns: [noTestImports] },
+    { files: ['harness/**/*.ts'], patterns: [noDevImports, noTestImports] },
+  ].map(({ files, patterns }) => ({
+    files,
+    rules: { 'no-restricted-imports': ['error', { patterns }] },
+  })),
   {
-    files: ['test/**/*.ts', 'dev/**/*.ts'],
+    files: ['test/**/*.ts', 'dev/**/*.ts', 'harness/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',
       '@typescript-eslint/no-unsafe-member-access': 'off',

@@ -1,7 +1,7 @@
 import { loadConfig } from '../src/config';
 import { runMain } from '../src/process/run-main';
 import { shipmentIdempotencyKey } from '../src/shared/constants';
-import type { WarehouseMode } from './partners/warehouse-simulator';
+import type { WarehouseMode } from '../harness/partners/warehouse-simulator';
 
 /**
  * `npm run simulate -- warehouse <mode>`: switches the failure mode of the warehouse simulator

@@ -1,6 +1,6 @@
 /**
  * What a chaos run does, and how big it is. Two presets: `full` for `npm run chaos` (about five
- * minutes) and `small` for CI (test/chaos, under a minute and a half). Every value can be
+ * minutes) and `small` for CI (dev/chaos/chaos.test.ts, under a minute and a half). Every value can be
  * changed by a flag or an environment variable (flag wins), e.g. `npm run chaos -- --events 50`
  * or `CHAOS_EVENTS=50 npm run chaos`.
  */

@@ -5,7 +5,7 @@ import {
   type RefundsRepository,
 } from '../../src/db';
 import type { RefundEvent } from '../../src/shared/payment-events';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 // The refunds' event ledger: one row per provider event, matched to its order through the
 // payment's reference (or the order the event names), kept with no order until that payment.

@@ -1,5 +1,5 @@
 import { createOrdersRepository, createUnmatchedRepository } from '../../src/db';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 // The unmatched inbox: every signed delivery we could not act on, kept until an operator decides.
 describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) => {

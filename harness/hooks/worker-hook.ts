@@ -7,7 +7,7 @@ import { ARM_DIR_ENV, HOLD_MS_ENV } from './hook-env';
 import type { CrashPhase, CrashPointHook, CrashPointName } from '../../src/activities/crash-points';
 
 /**
- * Preloaded into chaos workers (`node --require tsx/cjs --require dev/chaos/worker-hook.ts
+ * Preloaded into chaos workers (`node --require tsx/cjs --require harness/hooks/worker-hook.ts
  * --import tsx src/worker.ts`); src/ is untouched. It watches three moments that a crash may hit
  * and random kills almost never do, because each lasts a millisecond or so:
  *

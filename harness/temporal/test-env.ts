@@ -1,7 +1,7 @@
 import { temporal } from '@temporalio/proto';
 import { type DevServerConfig, TestWorkflowEnvironment } from '@temporalio/testing';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
-import { devServerExecutable, testServerExecutable } from '../../dev/temporal/provision';
+import { devServerExecutable, testServerExecutable } from './provision';
 
 /**
  * Temporal environments for tests, on the servers provisioning found: the executables named by

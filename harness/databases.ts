@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import { createDatabase, type DatabaseHandle, type DatabaseOptions } from '../../src/db/connection';
-import { migrateToLatest } from '../../src/db/migrate';
+import { createDatabase, type DatabaseHandle, type DatabaseOptions } from '../src/db/connection';
+import { migrateToLatest } from '../src/db/migrate';
 
 /** A database of its own for one test file (or one test); `close()` also deletes it. */
 export interface TestDatabaseHandle extends DatabaseHandle {

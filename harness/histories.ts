@@ -15,6 +15,15 @@ import { patchProtobufRoot } from '@temporalio/proto/lib/patch-protobuf-root';
 
 type History = proto.temporal.api.history.v1.IHistory;
 
+/** One committed history, as listed in `<set>/manifest.json` (dev/record-histories writes it). */
+export interface ManifestEntry {
+  file: string;
+  scenario: string;
+  workflowType: string;
+  workflowId: string;
+  runId: string;
+}
+
 interface ProtoJson {
   toJson(type: unknown, message: unknown): unknown;
   fromJson(type: unknown, json: unknown, options?: { ignoreUnknownFields?: boolean }): unknown;

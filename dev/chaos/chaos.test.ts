@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { ChaosReport } from '../../dev/chaos/chaos-report';
-import { runChaos } from '../../dev/chaos/driver';
-import type { Finding } from '../../dev/chaos/invariants';
-import { chaosOptions } from '../../dev/chaos/options';
-import { stillAlive } from '../../dev/chaos/processes';
-import { renderReport } from '../../dev/chaos/table';
+import type { ChaosReport } from './chaos-report';
+import { runChaos } from './driver';
+import type { Finding } from './invariants';
+import { chaosOptions } from './options';
+import { stillAlive } from '../../harness/process/app-processes';
+import { renderReport } from './table';
 
 // The chaos run at CI size (docs/chaos.md): 20 events delivered 2-3 times each over real HTTP,
 // while one worker is SIGKILLed right after a payment row commits, another at a random moment,

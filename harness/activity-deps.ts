@@ -1,4 +1,4 @@
-import { createWarehouseClient } from '../../src/activities/warehouse-client';
+import { createWarehouseClient } from '../src/activities/warehouse-client';
 import {
   createLoyaltyRepository,
   createOrdersRepository,
@@ -9,8 +9,8 @@ import {
   createDisputesRepository,
   createSettlementsRepository,
   type DatabaseHandle,
-} from '../../src/db';
-import type { WorkerActivityDeps } from '../../src/workers/payments';
+} from '../src/db';
+import type { WorkerActivityDeps } from '../src/workers/payments';
 
 /** The production activities' dependencies over a test database and local peers. */
 export function testActivityDeps(

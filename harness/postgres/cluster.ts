@@ -9,7 +9,7 @@ import path from 'node:path';
  * its clients (connections cut mid-statement, nothing rolled back politely), and the next start
  * runs crash recovery over the WAL, as a real restart would.
  *
- * test/support/postgres.ts starts a cluster for the test suite, but it neither exposes the
+ * harness/postgres/test-server.ts starts a cluster for the test suite, but it neither exposes the
  * data directory nor a stop that keeps the data, so the chaos run keeps a cluster of its own.
  */
 export interface ChaosPostgres {

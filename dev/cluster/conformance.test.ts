@@ -15,12 +15,12 @@ import { signBody } from '../../src/http/signature';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
 import { confirmationMessageId } from '../../src/mail/order-confirmation';
 import { PAYMENT_SUCCEEDED_EVENT, paymentWorkflowId } from '../../src/shared/constants';
-import { gatherEvidence, type PlannedOrder } from '../../dev/chaos/evidence';
-import { checkInvariants, type Disruption } from '../../dev/chaos/invariants';
-import { deliverEvent, emptyDeliveryStats, type PaymentEvent } from '../../dev/chaos/provider';
-import { createRandom } from '../../dev/chaos/random';
-import { FRONTEND_SERVER_NAME } from '../../dev/cluster/certs';
-import type { ServiceName } from '../../dev/cluster/config';
+import { gatherEvidence, type PlannedOrder } from '../chaos/evidence';
+import { checkInvariants, type Disruption } from '../chaos/invariants';
+import { deliverEvent, emptyDeliveryStats, type PaymentEvent } from '../chaos/provider';
+import { createRandom } from '../chaos/random';
+import { FRONTEND_SERVER_NAME } from './certs';
+import type { ServiceName } from './config';
 import { MAIL_FROM, startAppStack, WEBHOOK_SECRET, type AppStack } from './app-stack';
 
 /**

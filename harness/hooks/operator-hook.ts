@@ -5,7 +5,7 @@ import { Connection } from '@temporalio/client';
 import { ARM_DIR_ENV, HOLD_MS_ENV } from './hook-env';
 
 /**
- * Preloaded into an operator CLI (`node --require tsx/cjs --require dev/chaos/operator-hook.ts
+ * Preloaded into an operator CLI (`node --require tsx/cjs --require harness/hooks/operator-hook.ts
  * --import tsx src/cli/ops.ts retry …`) by the enumerated crash run; src/ is untouched. Every
  * call the CLI makes to the Temporal server is numbered in the order made, and reported on file
  * descriptor 3 once its answer is in. When the driver armed `call-<n>` (a file in CHAOS_ARM_DIR),

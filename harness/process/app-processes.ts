@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { ProcessSpec, SupervisedProcess } from './supervisor';
-import { ARM_DIR_ENV, HOLD_MS_ENV } from './hook-env';
+import { ARM_DIR_ENV, HOLD_MS_ENV } from '../hooks/hook-env';
 
 /**
  * The processes under test as the chaos run and the crash-point run start them: the production
@@ -8,8 +8,8 @@ import { ARM_DIR_ENV, HOLD_MS_ENV } from './hook-env';
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const HOOK = path.join(__dirname, 'worker-hook.ts');
-const OPERATOR_HOOK = path.join(__dirname, 'operator-hook.ts');
+const HOOK = path.join(__dirname, '..', 'hooks', 'worker-hook.ts');
+const OPERATOR_HOOK = path.join(__dirname, '..', 'hooks', 'operator-hook.ts');
 
 export interface AppEnvironment {
   temporalAddress: string;

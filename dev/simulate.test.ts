@@ -1,8 +1,8 @@
-import { main } from '../../dev/simulate';
+import { main } from './simulate';
 import {
   createWarehouseSimulator,
   type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
+} from '../harness/partners/warehouse-simulator';
 
 // `npm run simulate -- warehouse <mode>` against a running simulator: the mode switches what
 // shipment requests and the health endpoint the doctor asks answer.

@@ -6,10 +6,10 @@ import type { MigrationPoint, MigrationPointHook } from '../../src/db/migrate';
  * Preloaded into a migrating process to stop it between two statements of a migration:
  *
  *   MIGRATION_HOLD_AT=0005_payment_recorded_by_run#1 \
- *     node --import tsx --import ./dev/migrations/hold.ts src/cli/migrate.ts
+ *     node --import tsx --import ./harness/migrations/hold.ts src/cli/migrate.ts
  *
  * (or the same two `--import`s in NODE_OPTIONS for `npm run migrate` / `npm start`). At that point
- * (dev/migrations/points.ts lists them all) it writes `{"type":"hold","point":…,"pid":…}` on file
+ * (harness/migrations/points.ts lists them all) it writes `{"type":"hold","point":…,"pid":…}` on file
  * descriptor 3, or on stderr when 3 is not open (npm run passes only 0-2 to its script), and
  * waits inside the migration's transaction, lock held, until it is killed (the crash) or sent
  * SIGUSR2 (it then says `released` and carries on). Only this preload installs the hook, on a

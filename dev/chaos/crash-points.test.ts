@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
-import { runCrashPoints, type CrashPointReport } from '../../dev/chaos/crash-points';
-import { allPointRuns, armName, rotatingShare, type PointRun } from '../../dev/chaos/crash-matrix';
-import { renderCrashPointTable } from '../../dev/chaos/crash-points-table';
-import { stillAlive } from '../../dev/chaos/processes';
+import { runCrashPoints, type CrashPointReport } from './crash-points';
+import { allPointRuns, armName, rotatingShare, type PointRun } from './crash-matrix';
+import { renderCrashPointTable } from './crash-points-table';
+import { stillAlive } from '../../harness/process/app-processes';
 
 // A share of the crash-point matrix (docs/chaos.md, "Every crash point, by list"), on SQLite and
 // PostgreSQL: the process is SIGKILLed exactly at each point (a worker, an operator command, a
@@ -20,7 +20,7 @@ beforeAll(async () => {
       `${runs.map((r) => `${armName(r)} (${r.scenario})`).join(', ')}\n`,
   );
   report = await runCrashPoints({ databases: ['sqlite', 'postgres'], runs, log: () => undefined });
-  process.stdout.write(`${renderCrashPointTable(report, 'npx jest test/chaos/crash-points')}\n`);
+  process.stdout.write(`${renderCrashPointTable(report, 'npx jest dev/chaos/crash-points')}\n`);
 }, 300_000);
 
 describe('crash points (a rotating share of the list)', () => {

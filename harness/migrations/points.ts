@@ -7,7 +7,7 @@ import { migrateToLatest, type MigrationPoint } from '../../src/db/migrate';
  * database (or `empty`, a database with no schema yet, which this migrates) and noting each.
  * The dialects differ: 0011 rebuilds the orders table on SQLite (6 statements) and replaces a
  * constraint on PostgreSQL (2), so a list for PostgreSQL is found on PostgreSQL.
- * `node --import tsx dev/migrations/points.ts` prints SQLite's, one a line.
+ * `node --import tsx harness/migrations/points.ts` prints SQLite's, one a line.
  */
 export async function migrationPoints(empty?: DatabaseHandle): Promise<MigrationPoint[]> {
   const points: MigrationPoint[] = [];

@@ -6,15 +6,15 @@ import { promisify } from 'node:util';
 import { Client } from '@temporalio/client';
 import pg from 'pg';
 import { createDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../harness/partners/smtp-sink';
 import {
   createWarehouseSimulator,
   type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
-import { ProcessRegistry, SupervisedProcess } from '../../dev/chaos/supervisor';
-import { startCluster, startWatchdog, type TemporalCluster } from '../../dev/cluster/cluster';
-import { freeClusterPorts } from '../../dev/cluster/config';
-import { freePorts } from '../../dev/net/ports';
+} from '../../harness/partners/warehouse-simulator';
+import { ProcessRegistry, SupervisedProcess } from '../../harness/process/supervisor';
+import { startCluster, startWatchdog, type TemporalCluster } from './cluster';
+import { freeClusterPorts } from './config';
+import { freePorts } from '../../harness/ports';
 
 /**
  * The system as production runs it, against the multi-service cluster: the worker, the heavy

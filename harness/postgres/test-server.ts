@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../dev/net/ports';
+import { freePort } from '../ports';
 
 /** A PostgreSQL server for the test run: its superuser URL, and how to get rid of it. */
 export interface TestPostgres {

@@ -1,12 +1,12 @@
 import { CRASH_POINTS, type CrashPointName } from '../../src/activities/crash-points';
-import { SCENARIOS } from '../../dev/chaos/crash-scenarios';
+import { SCENARIOS } from './crash-scenarios';
 import {
   allPointRuns,
   armName,
   rotatingShare,
   undeclaredArms,
   type PointRun,
-} from '../../dev/chaos/crash-matrix';
+} from './crash-matrix';
 
 // The crash matrix's rows, as data (no servers): which point runs under which scenario.
 let runs: PointRun[];
