@@ -12,7 +12,8 @@ import {
   type WarehouseSimulator,
 } from '../../harness/partners/warehouse-simulator';
 import { ProcessRegistry, SupervisedProcess } from '../../harness/process/supervisor';
-import { startCluster, startWatchdog, type TemporalCluster } from './cluster';
+import { startCluster, type TemporalCluster } from './cluster';
+import { killGroupsListedIn, startOrphanWatchdog } from '../../harness/process/watchdog';
 import { freeClusterPorts } from './config';
 import { freePorts } from '../../harness/ports';
 
@@ -103,8 +104,8 @@ export async function startAppStack(root: string, log: (line: string) => void): 
     };
     const registry = new ProcessRegistry(path.join(root, 'app-pgids'));
     // A jest killed outright must not leave the app's processes behind (their groups are their own).
-    const watchdog = startWatchdog(path.join(root, 'app-pgids'));
-    stops.push(async () => watchdog.kill('SIGKILL'));
+    const watchdog = startOrphanWatchdog([killGroupsListedIn(path.join(root, 'app-pgids'))]);
+    stops.push(async () => watchdog.stop());
     const processes = [
       ['worker', 'src/worker.ts'],
       ['heavy-worker', 'src/heavy-worker.ts'],

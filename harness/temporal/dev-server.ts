@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -9,6 +9,7 @@ import { TypedSearchAttributes } from '@temporalio/common';
 import { type DevServerConfig, TestWorkflowEnvironment } from '@temporalio/testing';
 import { dialHost, localHttpUrl } from '../../src/net/addresses';
 import { devServerExecutable } from './provision';
+import { startOrphanWatchdog } from '../process/watchdog';
 
 export interface DevServerOptions {
   /** gRPC port; 7233 by default, where Temporal tools look first. */
@@ -177,16 +178,25 @@ function spawnServer(
   // -9, a closed terminal's SIGHUP), which would leave the server holding its ports.
   const killOnExit = () => child.kill('SIGKILL');
   process.on('exit', killOnExit);
-  const watchdog = child.pid === undefined ? undefined : startOrphanWatchdog(child.pid);
+  // Once we are gone it stops the server (SIGTERM, so it flushes its SQLite file; SIGKILL if it
+  // lingers), and it is stopped as soon as the server exits, so it never signals a reused PID.
+  const watchdog =
+    child.pid === undefined
+      ? undefined
+      : startOrphanWatchdog([
+          `kill -TERM ${child.pid} 2>/dev/null`,
+          `for i in $(seq ${STOP_GRACE_MS / 1000}); do kill -0 ${child.pid} 2>/dev/null || exit 0; sleep 1; done`,
+          `kill -KILL ${child.pid} 2>/dev/null`,
+        ]);
   const exited = new Promise<string>((resolve) => {
     child.once('error', (error) => {
-      watchdog?.kill('SIGKILL');
+      watchdog?.stop();
       recent.push(error.message);
       resolve(recent.join('\n'));
     });
     child.once('exit', (code, signal) => {
       // Gone, so its PID may be reused: the watchdog must not signal it any more.
-      watchdog?.kill('SIGKILL');
+      watchdog?.stop();
       process.off('exit', killOnExit);
       if (!stopping) recent.push(`(exited with ${signal ?? `code ${code}`})`);
       resolve(recent.join('\n'));
@@ -203,22 +213,6 @@ function spawnServer(
     }
   };
   return { exited, stop, stopping: () => stopping, pid: child.pid };
-}
-
-/**
- * A detached shell that outlives this process: once this process is gone, for whatever reason,
- * it stops the server (SIGTERM, so it flushes its SQLite file; SIGKILL if it lingers). Killed
- * as soon as the server exits, so it never signals a reused PID.
- */
-function startOrphanWatchdog(serverPid: number): ChildProcess {
-  const script =
-    `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ` +
-    `kill -TERM ${serverPid} 2>/dev/null; ` +
-    `for i in $(seq ${STOP_GRACE_MS / 1000}); do kill -0 ${serverPid} 2>/dev/null || exit 0; sleep 1; done; ` +
-    `kill -KILL ${serverPid} 2>/dev/null`;
-  const watchdog = spawn('sh', ['-c', script], { detached: true, stdio: 'ignore' });
-  watchdog.unref();
-  return watchdog;
 }
 
 async function waitUntilReady(
