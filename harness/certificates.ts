@@ -1,13 +1,25 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 /**
- * A throwaway PKI made with the openssl command line, for TLS and mTLS tests: CAs, and server and
- * client certificates they sign, with any validity window (an expired one too, which node's
- * crypto cannot make). EC P-256 keys: generated in milliseconds, and what rustls (the worker's
- * TLS) and node both accept. Call `remove()` in afterAll.
+ * The one way the harness makes certificates: the openssl command line (node's crypto verifies
+ * certificates but cannot issue them), CAs and the server and client certificates they sign, with
+ * any validity window (an expired one too). EC P-256 keys: generated in milliseconds, and what
+ * rustls (the worker's TLS) and node both accept; unencrypted (servers read them unattended) and
+ * readable only by their owner.
+ *
+ * createPki() is a throwaway PKI for TLS and mTLS tests (call `remove()` in afterAll); the
+ * development cluster keeps its CA in a folder of its own (openCa, dev/cluster/certs.ts).
  */
 export interface Pki {
   dir: string;
@@ -24,10 +36,14 @@ export interface CertificateAuthority {
 }
 
 export interface IssueOptions {
-  /** Subject alternative names; default the loopback names. */
+  /** Subject alternative names; default the loopback names. An empty list: none. */
   altNames?: string[];
   notBefore?: Date;
   notAfter?: Date;
+  /** The subject's common name; default the certificate's name. */
+  commonName?: string;
+  /** Default both serverAuth and clientAuth. */
+  extendedKeyUsage?: string[];
 }
 
 export interface Leaf {
@@ -43,22 +59,79 @@ export function createPki(): Pki {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'order-payments-pki-'));
   return {
     dir,
-    createCa: (name) => createCa(dir, name),
+    createCa: (name) => openCa(path.join(dir, name), { commonName: name, renew: true }),
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
 
+export interface CaOptions {
+  commonName: string;
+  /** Make a new CA even if `dir` holds one. Default: keep the one there. */
+  renew?: boolean;
+  /** Default 30. */
+  validDays?: number;
+}
+
+/**
+ * The CA whose files (ca.pem, ca.key) and openssl bookkeeping live in `dir`, made there unless
+ * `dir` holds one already; certificates it issues are written beside them.
+ */
+export function openCa(dir: string, options: CaOptions): CertificateAuthority {
+  mkdirSync(path.join(dir, 'issued'), { recursive: true, mode: 0o700 });
+  writeCaConfig(dir);
+  const certPath = path.join(dir, 'ca.pem');
+  if (options.renew || !existsSync(certPath) || !existsSync(path.join(dir, 'ca.key'))) {
+    openssl(
+      [
+        'req',
+        '-x509',
+        ...EC_KEY,
+        '-keyout',
+        'ca.key',
+        '-out',
+        'ca.pem',
+        '-days',
+        String(options.validDays ?? 30),
+        '-subj',
+        `/CN=${options.commonName}`,
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+        '-addext',
+        'keyUsage=critical,keyCertSign,cRLSign',
+      ],
+      dir,
+    );
+  }
+  return {
+    name: options.commonName,
+    certPath,
+    certPem: readFileSync(certPath, 'utf8'),
+    issue: (leaf, issueOptions = {}) => issue(dir, leaf, issueOptions),
+  };
+}
+
 function openssl(args: string[], cwd: string): void {
-  execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+  try {
+    execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'], timeout: 30_000 });
+  } catch (error) {
+    const stderr = (error as { stderr?: Buffer }).stderr?.toString().trim();
+    throw new Error(
+      `openssl ${args[0]} failed: ${stderr || (error as Error).message} (install openssl: apt-get install -y openssl)`,
+      { cause: error },
+    );
+  }
+  const keyIndex = args.indexOf('-keyout');
+  if (keyIndex >= 0) chmodSync(path.join(cwd, args[keyIndex + 1]!), 0o600);
 }
 
 const EC_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
 
-function createCa(root: string, name: string): CertificateAuthority {
-  const dir = path.join(root, name);
-  mkdirSync(path.join(dir, 'issued'), { recursive: true });
-  writeFileSync(path.join(dir, 'index.txt'), '');
-  writeFileSync(path.join(dir, 'serial'), '1000\n');
+/** What `openssl ca` needs beside the CA; kept when there (its index lists what was issued). */
+function writeCaConfig(dir: string): void {
+  const index = path.join(dir, 'index.txt');
+  if (!existsSync(index)) writeFileSync(index, '');
+  const serial = path.join(dir, 'serial');
+  if (!existsSync(serial)) writeFileSync(serial, '1000\n');
   // `openssl ca` rather than `x509 -req`: only it takes arbitrary start and end dates (OpenSSL 3.0).
   writeFileSync(
     path.join(dir, 'ca.cnf'),
@@ -79,33 +152,6 @@ function createCa(root: string, name: string): CertificateAuthority {
       '',
     ].join('\n'),
   );
-  openssl(
-    [
-      'req',
-      '-x509',
-      ...EC_KEY,
-      '-keyout',
-      'ca.key',
-      '-out',
-      'ca.pem',
-      '-days',
-      '30',
-      '-subj',
-      `/CN=${name}`,
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-      '-addext',
-      'keyUsage=critical,keyCertSign,cRLSign',
-    ],
-    dir,
-  );
-  const certPath = path.join(dir, 'ca.pem');
-  return {
-    name,
-    certPath,
-    certPem: readFileSync(certPath, 'utf8'),
-    issue: (leaf, options = {}) => issue(dir, leaf, options),
-  };
 }
 
 function issue(dir: string, name: string, options: IssueOptions): Leaf {
@@ -113,13 +159,14 @@ function issue(dir: string, name: string, options: IssueOptions): Leaf {
   const notBefore = options.notBefore ?? new Date(now - DAY_MS);
   const notAfter = options.notAfter ?? new Date(now + 7 * DAY_MS);
   const altNames = options.altNames ?? ['DNS:localhost', 'IP:127.0.0.1'];
+  const keyUsage = options.extendedKeyUsage ?? ['serverAuth', 'clientAuth'];
   writeFileSync(
     path.join(dir, `${name}.ext`),
     [
-      'basicConstraints = CA:FALSE',
+      'basicConstraints = critical,CA:FALSE',
       'keyUsage = critical,digitalSignature',
-      'extendedKeyUsage = serverAuth,clientAuth',
-      `subjectAltName = ${altNames.join(',')}`,
+      `extendedKeyUsage = ${keyUsage.join(',')}`,
+      ...(altNames.length ? [`subjectAltName = ${altNames.join(',')}`] : []),
       '',
     ].join('\n'),
   );
@@ -133,7 +180,7 @@ function issue(dir: string, name: string, options: IssueOptions): Leaf {
       '-out',
       `${name}.csr`,
       '-subj',
-      `/CN=${name}`,
+      `/CN=${options.commonName ?? name}`,
     ],
     dir,
   );
