@@ -1,9 +1,9 @@
 import { PROMETHEUS_BIN_DIR_ENV, provisionPrometheus } from '../harness/prometheus/provision';
+import { temporalCacheDir } from '../harness/provision/cache';
 import {
   CLI_PATH_ENV,
   TEST_SERVER_PATH_ENV,
   provisionTemporalServers,
-  temporalCacheDir,
 } from '../harness/temporal/provision';
 
 /**

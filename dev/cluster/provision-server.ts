@@ -2,12 +2,12 @@ import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import {
-  defaultContext,
   ensureCached,
   runOrExplain,
   tail,
   type ProvisionContext,
-} from '../../harness/temporal/provision';
+} from '../../harness/provision/cache';
+import { defaultContext } from '../../harness/temporal/provision';
 
 /**
  * The multi-service Temporal server and its SQL schema tool, built from the Go module proxy the

@@ -1,13 +1,8 @@
 import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import {
-  defaultContext,
-  ensureCached,
-  runOrExplain,
-  tail,
-  type ProvisionContext,
-} from '../temporal/provision';
+import { ensureCached, runOrExplain, tail, type ProvisionContext } from '../provision/cache';
+import { defaultContext } from '../temporal/provision';
 
 /**
  * Prometheus and promtool, for the alert rules' tests (`promtool test rules`) and the

@@ -7,11 +7,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { CommandRunner, ProvisionContext } from '../../harness/provision/cache';
 import { startDevServer } from '../../harness/temporal/dev-server';
 import {
   CLI_PATH_ENV,
-  type CommandRunner,
-  type ProvisionContext,
   TEMPORAL_CLI_VERSION,
   TEST_SERVER_PATH_ENV,
   TEST_SERVER_VERSION,
