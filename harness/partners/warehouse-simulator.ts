@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { writeFileAtomically } from '../../src/activities/atomic-file';
+import { loadWarehouseState, stateWriter } from './warehouse-state';
 
 /**
  * A local stand-in for the warehouse partner API, for development and tests. It behaves like a
@@ -115,46 +114,6 @@ export interface WarehouseSimulatorOptions {
   stateFile?: string;
 }
 
-/** Requests kept in the state file: enough to audit a dev session, bounded in size. */
-const PERSISTED_REQUESTS = 10_000;
-
-const stateSchema = z.object({
-  nextShipment: z.number().int().positive(),
-  shipments: z.array(
-    z.object({
-      shipmentId: z.string(),
-      orderId: z.number(),
-      idempotencyKey: z.string(),
-      createdAt: z.string(),
-      // Absent in files written before cancels existed: every shipment was requested then.
-      status: z.enum(['requested', 'shipped', 'cancelled']).default('requested'),
-      cancelledAt: z.string().optional(),
-    }),
-  ),
-  cancelAnswers: z
-    .array(z.object({ key: z.string(), ref: z.string(), status: z.number(), body: z.unknown() }))
-    .default([]),
-  cancels: z
-    .array(
-      z.object({
-        at: z.string(),
-        idempotencyKey: z.string().optional(),
-        ref: z.string(),
-        orderId: z.number().nullable(),
-        status: z.number(),
-      }),
-    )
-    .default([]),
-  requests: z.array(
-    z.object({
-      at: z.string(),
-      idempotencyKey: z.string().optional(),
-      orderId: z.unknown(),
-      status: z.number(),
-    }),
-  ),
-});
-
 export function createWarehouseSimulator(
   options: WarehouseSimulatorOptions = {},
 ): WarehouseSimulator {
@@ -168,7 +127,7 @@ export function createWarehouseSimulator(
   let nextShipment = 1;
 
   if (options.stateFile) {
-    const saved = loadState(options.stateFile);
+    const saved = loadWarehouseState(options.stateFile);
     if (saved) {
       nextShipment = saved.nextShipment;
       for (const shipment of saved.shipments) shipments.set(shipment.idempotencyKey, shipment);
@@ -177,26 +136,14 @@ export function createWarehouseSimulator(
       for (const { key, ...answer } of saved.cancelAnswers) cancelAnswers.set(key, answer);
     }
   }
-  // One write at a time, each of the state as it is when the write starts: a later write never
-  // lands before an earlier one and leaves an older state behind.
-  let saving: Promise<void> = Promise.resolve();
-  const save = (): Promise<void> => {
-    const file = options.stateFile;
-    if (!file) return Promise.resolve();
-    saving = saving.then(() =>
-      writeFileAtomically(
-        file,
-        JSON.stringify({
-          nextShipment,
-          shipments: [...shipments.values()],
-          requests: requests.slice(-PERSISTED_REQUESTS),
-          cancelAnswers: [...cancelAnswers].map(([key, answer]) => ({ key, ...answer })),
-          cancels: cancels.slice(-PERSISTED_REQUESTS),
-        }),
-      ),
-    );
-    return saving;
-  };
+  const state = stateWriter(options.stateFile, () => ({
+    nextShipment,
+    shipments: [...shipments.values()],
+    requests,
+    cancelAnswers: [...cancelAnswers].map(([key, answer]) => ({ key, ...answer })),
+    cancels,
+  }));
+  const save = state.save;
 
   // The failure mode for this request; a counted mode falls back to ok once used up.
   const takeMode = (): WarehouseMode => {
@@ -404,7 +351,7 @@ export function createWarehouseSimulator(
     },
     async close() {
       await app.close();
-      await saving;
+      await state.saved();
     },
   };
   return simulator;
@@ -418,26 +365,4 @@ function toWire(s: Shipment) {
     status: s.status,
     ...(s.cancelledAt ? { cancelled_at: s.cancelledAt } : {}),
   };
-}
-
-/** The saved state, or undefined when there is none yet; a file that is not ours is an error. */
-function loadState(file: string): z.infer<typeof stateSchema> | undefined {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  const parsed = stateSchema.safeParse(json);
-  if (!parsed.success) {
-    throw new Error(`${file} is not a warehouse simulator state file; move it away or delete it`);
-  }
-  return parsed.data;
 }
