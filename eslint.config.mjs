@@ -9,11 +9,12 @@ import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 // config, logger). Only the workflow SDK, src/shared and activity *types* are allowed.
 const nodeBuiltins = builtinModules.flatMap((m) => [m, `node:${m}`]);
 
-// src/ is what ships; dev/ (the dev stack, server provisioning, local partners, chaos and cluster
-// tools) and the dev-only test server package only help develop it, and never ship with it.
+// src/ is what ships; dev/ (the dev stack, chaos and cluster tools), harness/ (servers, partner
+// doubles and processes for dev and tests) and the dev-only test server package only help
+// develop it, and never ship with it.
 const devMachinery = {
-  group: ['**/dev', '**/dev/**'],
-  message: 'src/ ships without dev/: move what production needs into src/.',
+  group: ['**/dev', '**/dev/**', '**/harness', '**/harness/**'],
+  message: 'src/ ships without dev/ and harness/: move what production needs into src/.',
 };
 
 // What crosses a process boundary (IDs, signals, queries, failure types, export formats) lives in

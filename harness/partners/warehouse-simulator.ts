@@ -143,7 +143,7 @@ export function createWarehouseSimulator(
     cancelAnswers: [...cancelAnswers].map(([key, answer]) => ({ key, ...answer })),
     cancels,
   }));
-  const save = state.save;
+  const save = () => state.save();
 
   // The failure mode for this request; a counted mode falls back to ok once used up.
   const takeMode = (): WarehouseMode => {
