@@ -9,11 +9,12 @@ import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 // config, logger). Only the workflow SDK, src/shared and activity *types* are allowed.
 const nodeBuiltins = builtinModules.flatMap((m) => [m, `node:${m}`]);
 
-// src/ is what ships; dev/ (the dev stack, server provisioning, local partners, chaos and cluster
-// tools) and the dev-only test server package only help develop it, and never ship with it.
+// src/ is what ships; dev/ (the dev stack, chaos and cluster tools), harness/ (servers, partner
+// doubles and processes for dev and tests) and the dev-only test server package only help
+// develop it, and never ship with it.
 const devMachinery = {
-  group: ['**/dev', '**/dev/**'],
-  message: 'src/ ships without dev/: move what production needs into src/.',
+  group: ['**/dev', '**/dev/**', '**/harness', '**/harness/**'],
+  message: 'src/ ships without dev/ and harness/: move what production needs into src/.',
 };
 
 // What crosses a process boundary (IDs, signals, queries, failure types, export formats) lives in
@@ -24,6 +25,14 @@ const workflowValues = {
   allowTypeImports: true,
   message:
     'Import only the workflow type (import type); IDs, signals, queries and failure types live in src/shared.',
+};
+const noDevImports = {
+  group: ['**/dev', '**/dev/**'],
+  message: 'Move what tests need from dev/ into harness/, or the test beside its tool in dev/.',
+};
+const noTestImports = {
+  group: ['**/test/**'],
+  message: 'test/ holds jest glue only: what dev/ shares with the tests lives in harness/.',
 };
 const devOnlyPackages = [
   {
@@ -181,8 +190,18 @@ export default tseslint.config(
     files: ['src/workflows/**/*.ts', 'src/shared/**/*.ts'],
     rules: forbiddenInDeterministicCode,
   },
+  // One harness (servers, doubles, processes, databases) under development and tests alike:
+  // test/ and dev/ both import harness/, never each other, and harness/ imports neither.
+  ...[
+    { files: ['test/**/*.ts'], patterns: [noDevImports] },
+    { files: ['dev/**/*.ts'], patterns: [noTestImports] },
+    { files: ['harness/**/*.ts'], patterns: [noDevImports, noTestImports] },
+  ].map(({ files, patterns }) => ({
+    files,
+    rules: { 'no-restricted-imports': ['error', { patterns }] },
+  })),
   {
-    files: ['test/**/*.ts', 'dev/**/*.ts'],
+    files: ['test/**/*.ts', 'dev/**/*.ts', 'harness/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',
       '@typescript-eslint/no-unsafe-member-access': 'off',

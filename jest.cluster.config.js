@@ -1,6 +1,6 @@
 /**
  * `npm run test:cluster`: the conformance tests on a multi-service Temporal cluster
- * (test/cluster). Kept out of `npm test`: the cluster alone is five server processes, and the
+ * (dev/cluster). Kept out of `npm test`: the cluster alone is five server processes, and the
  * retry and fault scenarios wait in real time (about 2 minutes on two cores); CI runs it after
  * `npm test`.
  * @type {import('jest').Config}
@@ -9,7 +9,7 @@ const base = require('./jest.config.js');
 
 module.exports = {
   ...base,
-  roots: ['<rootDir>/test/cluster'],
+  roots: ['<rootDir>/dev/cluster'],
   // The cluster brings its own servers: none of npm test's provisioning or PostgreSQL.
   globalSetup: undefined,
   globalTeardown: undefined,

@@ -2,10 +2,11 @@
 module.exports = {
   // Node's, plus the SDK warnings and errors of a failing test in its failure message.
   testEnvironment: '<rootDir>/test/support/sdk-log-environment.ts',
-  roots: ['<rootDir>/test'],
+  // test/ tests src/ and harness/; the development tools' tests sit beside them in dev/.
+  roots: ['<rootDir>/test', '<rootDir>/dev'],
   testMatch: ['**/*.test.ts'],
   // The multi-service cluster's conformance tests run on their own: npm run test:cluster.
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/cluster/'],
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/dev/cluster/'],
   transform: { '^.+\\.(ts|js|mjs)$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
   // A few of Fastify's dependencies ship only ES modules (cookie 2); compile those to CommonJS
   // like our own code. Everything else in node_modules loads untouched.

@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 import { format, resolveConfig } from 'prettier';
 import { z } from 'zod';
 import { CONFIG_SLICES } from '../src/config';
@@ -120,8 +121,9 @@ export async function renderReference(): Promise<string> {
 }
 
 async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { check: { type: 'boolean' } } });
   const rendered = await renderReference();
-  if (!process.argv.includes('--check')) {
+  if (!values.check) {
     writeFileSync(REFERENCE_PATH, rendered);
     console.log(`wrote ${REFERENCE_PATH}`);
     return;

@@ -14,7 +14,7 @@ import {
   providerPlayer,
   PROVIDERS,
   type Reply,
-} from './providers/player';
+} from '../harness/providers/player';
 
 /**
  * `npm run demo [-- --provider payment|stripe|standard]`: plays a payment provider against the

@@ -1,10 +1,10 @@
-import { PROMETHEUS_BIN_DIR_ENV, provisionPrometheus } from './prometheus/provision';
+import { PROMETHEUS_BIN_DIR_ENV, provisionPrometheus } from '../harness/prometheus/provision';
+import { temporalCacheDir } from '../harness/provision/cache';
 import {
   CLI_PATH_ENV,
   TEST_SERVER_PATH_ENV,
   provisionTemporalServers,
-  temporalCacheDir,
-} from './temporal/provision';
+} from '../harness/temporal/provision';
 
 /**
  * `npm run provision`: makes sure both Temporal servers are available on this machine (building

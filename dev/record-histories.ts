@@ -2,7 +2,7 @@ import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { historyToJson } from '../test/replay/history-json';
+import { historyToJson, type ManifestEntry } from '../harness/histories';
 import { scenarios } from './record-histories/scenarios';
 import { withRecordingStack } from './record-histories/stack';
 import type { Run } from './record-histories/steps';
@@ -22,15 +22,6 @@ const HISTORIES_DIR = path.resolve(__dirname, '..', 'test', 'replay', 'histories
  * hangs (e.g. an unregistered attribute).
  */
 const SCENARIO_TIMEOUT_MS = 120_000;
-
-/** One committed history, as listed in `<set>/manifest.json` (read by test/replay). */
-export interface ManifestEntry {
-  file: string;
-  scenario: string;
-  workflowType: string;
-  workflowId: string;
-  runId: string;
-}
 
 async function main(argv: string[]): Promise<number> {
   const force = argv.includes('--force');

@@ -1,7 +1,8 @@
+import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config';
 import { runMain } from '../src/process/run-main';
 import { shipmentIdempotencyKey } from '../src/shared/constants';
-import type { WarehouseMode } from './partners/warehouse-simulator';
+import type { WarehouseMode } from '../harness/partners/warehouse-simulator';
 
 /**
  * `npm run simulate -- warehouse <mode>`: switches the failure mode of the warehouse simulator
@@ -30,20 +31,28 @@ if that is a simulator. Exit codes: 0 done, 1 the simulator did not answer, 2 wr
 class UsageError extends Error {}
 
 export function parseMode(args: readonly string[]): {
-  mode: WarehouseMode | 'status' | 'ship';
+  mode: WarehouseMode | 'status' | 'ship' | 'help';
   times?: number;
   orderId?: number;
 } {
-  const rest = [...args];
-  const timesAt = rest.indexOf('--times');
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...args],
+      options: { times: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (parsed.values.help) return { mode: 'help' };
   let times: number | undefined;
-  if (timesAt >= 0) {
-    times = Number(rest[timesAt + 1]);
+  if (parsed.values.times !== undefined) {
+    times = Number(parsed.values.times);
     if (!Number.isInteger(times) || times < 1)
       throw new UsageError('--times takes a whole number of 1 or more.');
-    rest.splice(timesAt, 2);
   }
-  const [partner, name, value, extra] = rest;
+  const [partner, name, value, extra] = parsed.positionals;
   if (partner !== 'warehouse') throw new UsageError('Name the partner: warehouse.');
   if (extra !== undefined) throw new UsageError(`Unexpected argument "${extra}".`);
   const number = (fallback: number, min: number, max: number) => {
@@ -79,10 +88,6 @@ export async function main(
   io = { out: (t: string) => console.log(t), err: (t: string) => console.error(t) },
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    io.out(USAGE);
-    return 0;
-  }
   let parsed;
   try {
     parsed = parseMode(argv);
@@ -90,6 +95,10 @@ export async function main(
     if (!(error instanceof UsageError)) throw error;
     io.err(`${error.message}\n\n${USAGE}`);
     return 2;
+  }
+  if (parsed.mode === 'help') {
+    io.out(USAGE);
+    return 0;
   }
   const config = loadConfig(env);
   const base = config.WAREHOUSE_API_URL ?? `http://127.0.0.1:${config.WAREHOUSE_SIMULATOR_PORT}`;

@@ -25,11 +25,11 @@ import { PAYMENT_WEBHOOK_PATH } from '../src/http/routes/payment-webhook';
 import { providerLines } from './providers/banner';
 import { createLogger } from '../src/logger';
 import { startWatchdogFromConfig, WATCHED_TASK_QUEUES } from '../src/monitoring';
-import { findNpmLauncher, watchLauncher } from './process/launcher';
+import { findNpmLauncher, watchLauncher } from '../harness/process/launcher';
 import { runMain } from '../src/process/run-main';
 import { onShutdownSignal } from '../src/process/shutdown';
 import { createLazyClient } from '../src/temporal/connection';
-import { startDevServer } from './temporal/dev-server';
+import { startDevServer } from '../harness/temporal/dev-server';
 import { createThinEventStarter } from '../src/temporal/thin-event-starter';
 import {
   DEV_WORKER_METRICS_ADDRESS,
@@ -39,7 +39,7 @@ import {
 import { nativeConnectionOptions } from '../src/temporal/connection';
 import { SLA_CHECK_SCHEDULE_ID, STOCK_AGGREGATION_SCHEDULE_ID } from '../src/temporal/schedules';
 import { ensureTemporalSetup, temporalSetupReadiness } from '../src/temporal/setup';
-import { type Cleanup, startLocalPartners } from './partners';
+import { type Cleanup, startLocalPartners } from '../harness/partners';
 import { startWorkerRuntime } from '../src/workers/runtime';
 
 /**
@@ -134,7 +134,7 @@ async function main(): Promise<void> {
     const applied = await migrateToLatest(db.db);
     logger.info({ applied }, 'database migrated');
 
-    // The warehouse API and SMTP server, unless configured: local stand-ins (dev/partners).
+    // The warehouse API and SMTP server, unless configured: local stand-ins (harness/partners).
     const { warehouseUrl, smtpUrl } = await startLocalPartners(config, logger, cleanups);
 
     // The clients' data converter; the workers make theirs from the same key, so every process

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { parseArgs as parseCommandLine } from 'node:util';
 
 /** What every benchmark script accepts on its command line. */
 export interface BenchArgs {
@@ -13,33 +14,32 @@ export interface BenchArgs {
 }
 
 export function parseArgs(argv: readonly string[] = process.argv.slice(2)): BenchArgs {
-  const rest = [...argv];
-  let server: BenchArgs['server'] = 'dev';
-  const at = rest.indexOf('--server');
-  if (at >= 0) {
-    const value = rest[at + 1];
-    if (value !== 'dev' && value !== 'cluster') {
-      throw new Error(`--server takes dev or cluster, not ${value ?? 'nothing'}`);
-    }
-    server = value;
-    rest.splice(at, 2);
-  }
-  let rounds: number | undefined;
-  const roundsAt = rest.indexOf('--rounds');
-  if (roundsAt >= 0) {
-    rounds = Number(rest[roundsAt + 1]);
-    if (!Number.isInteger(rounds) || rounds < 1) {
-      throw new Error(`--rounds takes a whole number ≥ 1, not ${rest[roundsAt + 1] ?? 'nothing'}`);
-    }
-    rest.splice(roundsAt, 2);
-  }
-  const unknown = rest.filter((a) => a !== '--quick');
-  if (unknown.length > 0) {
+  let values;
+  try {
+    ({ values } = parseCommandLine({
+      args: [...argv],
+      options: {
+        quick: { type: 'boolean', default: false },
+        server: { type: 'string', default: 'dev' },
+        rounds: { type: 'string' },
+      },
+    }));
+  } catch (error) {
     throw new Error(
-      `unknown argument(s): ${unknown.join(' ')} (options: --quick, --server dev|cluster, --rounds N)`,
+      `${(error as Error).message} (options: --quick, --server dev|cluster, --rounds N)`,
     );
   }
-  const quick = rest.includes('--quick');
+  const { quick, server } = values;
+  if (server !== 'dev' && server !== 'cluster') {
+    throw new Error(`--server takes dev or cluster, not ${server}`);
+  }
+  let rounds: number | undefined;
+  if (values.rounds !== undefined) {
+    rounds = Number(values.rounds);
+    if (!Number.isInteger(rounds) || rounds < 1) {
+      throw new Error(`--rounds takes a whole number ≥ 1, not ${values.rounds}`);
+    }
+  }
   return {
     quick,
     server,

@@ -5,11 +5,11 @@ import { Client, Connection } from '@temporalio/client';
 import { loadTemporalConnection } from '../../src/config/temporal-connection';
 import { clientConnectionOptions } from '../../src/temporal/connection';
 import { createDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../harness/partners/smtp-sink';
 import {
   createWarehouseSimulator,
   type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
+} from '../../harness/partners/warehouse-simulator';
 import type { HttpHostApi } from '../hosts/http-host';
 import type { WorkerHostApi } from '../hosts/worker-host';
 import { BENCH_TASK_QUEUE } from './names';

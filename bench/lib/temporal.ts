@@ -2,13 +2,13 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../dev/net/ports';
+import { freePort } from '../../harness/ports';
 import { startCluster } from '../../dev/cluster/cluster';
 import { freeClusterPorts, NUM_HISTORY_SHARDS, SERVICES } from '../../dev/cluster/config';
 import { TEMPORAL_SERVER_VERSION } from '../../dev/cluster/provision-server';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
-import { startDevServer } from '../../dev/temporal/dev-server';
-import { devServerExecutable } from '../../dev/temporal/provision';
+import { startDevServer } from '../../harness/temporal/dev-server';
+import { devServerExecutable } from '../../harness/temporal/provision';
 import { childrenOf, findProcess, type ProcessGroup } from './procstat';
 
 export interface BenchServer {

@@ -1,6 +1,6 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ChaosPoint } from './worker-hook';
+import type { ChaosPoint } from '../../harness/hooks/worker-hook';
 
 /**
  * The kills the driver still wants at each moment the worker hook watches. An arm is a file

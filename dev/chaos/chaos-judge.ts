@@ -8,7 +8,7 @@ import { gatherEvidence, type PlannedOrder } from './evidence';
 import { checkInvariants, type Disruption } from './invariants';
 import type { ChaosOptions } from './options';
 import type { PaymentEvent } from './provider';
-import type { SupervisedProcess } from './supervisor';
+import type { SupervisedProcess } from '../../harness/process/supervisor';
 
 /**
  * The end of a chaos run: waiting until every workflow has settled, then the evidence gathered,

@@ -1,7 +1,7 @@
 import type { Verdict } from './invariants';
 import type { ChaosOptions } from './options';
 import { emptyDeliveryStats, type DeliveryStats } from './provider';
-import type { ChaosPoint } from './worker-hook';
+import type { ChaosPoint } from '../../harness/hooks/worker-hook';
 
 /** What a chaos run reports (dev/chaos/table.ts renders it), from its start to its verdict. */
 

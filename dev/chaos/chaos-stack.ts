@@ -6,18 +6,29 @@ import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { createDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db';
 import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../../src/shared/constants';
-import { freePorts } from '../net/ports';
-import { startSmtpSink, type SmtpSink } from '../partners/smtp-sink';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../partners/warehouse-simulator';
+import { freePorts } from '../../harness/ports';
+import { startSmtpSink, type SmtpSink } from '../../harness/partners/smtp-sink';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../harness/partners/warehouse-simulator';
 import type { Arms } from './arms';
 import type { ChaosReport } from './chaos-report';
 import type { ChaosOptions } from './options';
-import { createChaosPostgres, type ChaosPostgres } from './postgres-cluster';
-import { appEnvironment, hookedWorkerSpec, httpProcessSpec } from './processes';
-import { type ProcessRegistry, SupervisedProcess, type ProcessSpec } from './supervisor';
+import { createChaosPostgres, type ChaosPostgres } from '../../harness/postgres/cluster';
+import {
+  appEnvironment,
+  hookedWorkerSpec,
+  httpProcessSpec,
+} from '../../harness/process/app-processes';
+import {
+  type ProcessRegistry,
+  SupervisedProcess,
+  type ProcessSpec,
+} from '../../harness/process/supervisor';
 import { devServerArgs, temporalCliPath, waitForTemporal } from './temporal-server';
 import { startWatchdog } from './watchdog';
-import type { ChaosPoint, HookMessage } from './worker-hook';
+import type { ChaosPoint, HookMessage } from '../../harness/hooks/worker-hook';
 
 /**
  * The system under a chaos run, started once: PostgreSQL (crash-stoppable), the Temporal CLI dev

@@ -1,7 +1,7 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Pass } from './crash-stack';
 import { localActivityType } from './evidence';
-import type { HookMessage } from './worker-hook';
+import type { HookMessage } from '../../harness/hooks/worker-hook';
 
 type History = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']>;
 

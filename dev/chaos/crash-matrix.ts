@@ -3,7 +3,7 @@ import {
   type CrashPhase,
   type CrashPointName,
 } from '../../src/activities/crash-points';
-import { migrationPoints } from '../migrations/points';
+import { migrationPoints } from '../../harness/migrations/points';
 import { SCENARIOS, scenarioSpec, type Scenario } from './crash-scenarios';
 
 /**

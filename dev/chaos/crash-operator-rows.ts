@@ -10,7 +10,7 @@ import { scenarioSpec } from './crash-scenarios';
 import { armName, type PointRun } from './crash-matrix';
 import { controlMessage, runToExit, settle, settleOrder, waitFor } from './crash-settle';
 import { NAMESPACE, type Stack } from './crash-stack';
-import type { OperatorHookMessage } from './operator-hook';
+import type { OperatorHookMessage } from '../../harness/hooks/operator-hook';
 
 /**
  * An order fails (the warehouse answers 400), the operator's command is started with the point

@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { format, resolveConfig } from 'prettier';
 import { CRASH_POINTS, type CrashPointName } from '../../src/activities/crash-points';
 import { runCrashPoints, type Database, type Fault } from './crash-points';
@@ -34,21 +35,21 @@ function underFault(run: PointRun, fault: Fault): boolean {
 }
 
 async function main(): Promise<number> {
-  const argv = process.argv.slice(2);
-  if (argv.includes('--help')) {
+  const text = { type: 'string' } as const;
+  const { values } = parseArgs({
+    options: {
+      ...{ db: text, scenario: text, point: text, only: text, share: text, rotation: text },
+      ...{ fault: text, list: { type: 'boolean' }, help: { type: 'boolean' } },
+    },
+  });
+  if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const value = (flag: string) => {
-    const i = argv.indexOf(flag);
-    return i >= 0 ? argv[i + 1] : undefined;
-  };
-  const db = value('--db');
-  const only = value('--only');
-  const points = value('--point')?.split(',');
-  const scenarios = value('--scenario')?.split(',');
-  const share = value('--share');
-  const fault = (value('--fault') ?? 'worker-kill') as Fault;
+  const { db, only, share } = values;
+  const points = values.point?.split(',');
+  const scenarios = values.scenario?.split(',');
+  const fault = (values.fault ?? 'worker-kill') as Fault;
   if (!['worker-kill', 'temporal-restart', 'db-down', 'db-hung'].includes(fault)) {
     throw new Error('--fault must be worker-kill, temporal-restart, db-down or db-hung');
   }
@@ -69,7 +70,7 @@ async function main(): Promise<number> {
     .filter((r) => !points || points.some((p) => r.point.includes(p) || armName(r).includes(p)))
     .filter((r) => !only || `${armName(r)} ${r.scenario}`.includes(only));
   const rotation = Number(
-    value('--rotation') ?? process.env.CRASH_POINTS_ROTATION ?? Math.floor(Date.now() / 86_400_000),
+    values.rotation ?? process.env.CRASH_POINTS_ROTATION ?? Math.floor(Date.now() / 86_400_000),
   );
   const runs = share ? rotatingShare(selected, Number(share), rotation) : selected;
   if (share) {
@@ -78,7 +79,7 @@ async function main(): Promise<number> {
         `(--rotation ${rotation} replays it; the whole matrix every ${Math.ceil(selected.length / Number(share))} rotations)\n`,
     );
   }
-  if (argv.includes('--list')) {
+  if (values.list) {
     for (const r of runs) process.stdout.write(`${r.scenario}\t${r.point}\t${r.phase}\n`);
     return 0;
   }

@@ -1,4 +1,4 @@
-import type { CrashArm } from './worker-hook';
+import type { CrashArm } from '../../harness/hooks/worker-hook';
 
 /**
  * What a crash scenario declares (dev/chaos/crash-scenarios.ts holds the scenarios): what it sets

@@ -1,4 +1,4 @@
-import type { CrashArm } from './worker-hook';
+import type { CrashArm } from '../../harness/hooks/worker-hook';
 import type { OrderExpectation, ScenarioSpec } from './crash-scenario-spec';
 
 /**
@@ -294,7 +294,7 @@ export const SCENARIOS = {
   migration: {
     kind: 'migration',
     description:
-      '`npm run migrate` on a fresh database, SIGKILLed between two statements of a migration (dev/migrations/points.ts), then run again: it finishes, and the schema is a clean migration’s',
+      '`npm run migrate` on a fresh database, SIGKILLed between two statements of a migration (harness/migrations/points.ts), then run again: it finishes, and the schema is a clean migration’s',
   },
 } as const satisfies Record<string, ScenarioSpec>;
 

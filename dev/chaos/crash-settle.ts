@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { orderWorkflowId } from '../../src/shared/order';
 import type { Stack } from './crash-stack';
-import type { SupervisedProcess } from './supervisor';
+import type { SupervisedProcess } from '../../harness/process/supervisor';
 
 /** How a crash-point row waits: for the hold, for the workflows to settle, for a one-shot's exit. */
 

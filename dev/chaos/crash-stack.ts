@@ -6,17 +6,32 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { createDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db';
 import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../../src/shared/constants';
-import { startSmtpSink, type SmtpSink } from '../partners/smtp-sink';
-import { startStripeApiDouble, type StripeApiDouble } from '../partners/stripe-api-double';
-import { createWarehouseSimulator, type WarehouseSimulator } from '../partners/warehouse-simulator';
+import { startSmtpSink, type SmtpSink } from '../../harness/partners/smtp-sink';
+import {
+  startStripeApiDouble,
+  type StripeApiDouble,
+} from '../../harness/partners/stripe-api-double';
+import {
+  createWarehouseSimulator,
+  type WarehouseSimulator,
+} from '../../harness/partners/warehouse-simulator';
 import { waitForHttp } from './chaos-stack';
 import { spawnWatchdog } from './watchdog';
-import { freePorts } from '../net/ports';
-import { createChaosPostgres, type ChaosPostgres } from './postgres-cluster';
-import { appEnvironment, hookedWorkerSpec, httpProcessSpec, operatorCliSpec } from './processes';
-import { ProcessRegistry, SupervisedProcess, type ProcessSpec } from './supervisor';
+import { freePorts } from '../../harness/ports';
+import { createChaosPostgres, type ChaosPostgres } from '../../harness/postgres/cluster';
+import {
+  appEnvironment,
+  hookedWorkerSpec,
+  httpProcessSpec,
+  operatorCliSpec,
+} from '../../harness/process/app-processes';
+import {
+  ProcessRegistry,
+  SupervisedProcess,
+  type ProcessSpec,
+} from '../../harness/process/supervisor';
 import { devServerArgs, temporalCliPath, waitForTemporal } from './temporal-server';
-import type { HookMessage } from './worker-hook';
+import type { HookMessage } from '../../harness/hooks/worker-hook';
 
 /**
  * The processes of the crash matrix for one database, started once and kept for every row: the

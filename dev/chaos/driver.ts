@@ -9,7 +9,7 @@ import { startStack } from './chaos-stack';
 import type { ChaosOptions } from './options';
 import { createRandom } from './random';
 import { planOrders, storm } from './storm';
-import { ProcessRegistry, type SupervisedProcess } from './supervisor';
+import { ProcessRegistry, type SupervisedProcess } from '../../harness/process/supervisor';
 import { DATA_DIRS, stopWatchdog } from './watchdog';
 
 /**

@@ -1,6 +1,6 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import type { ReceivedMail } from '../partners/smtp-sink';
+import type { ReceivedMail } from '../../harness/partners/smtp-sink';
 import type { Order } from '../../src/db';
 import type { DatabaseHandle } from '../../src/db';
 import {
@@ -10,7 +10,7 @@ import {
 } from '../../src/db';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import type { PaymentWorkflowResult } from '../../src/shared/payment';
-import type { ReceivedRequest, Shipment } from '../partners/warehouse-simulator';
+import type { ReceivedRequest, Shipment } from '../../harness/partners/warehouse-simulator';
 
 /**
  * Everything the invariants are judged on, read once the run has settled: the database (through

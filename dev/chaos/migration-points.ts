@@ -2,18 +2,18 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { createDatabase } from '../../src/db';
 import { knownMigrations } from '../../src/db/migrate';
-import { HOLD_AT_ENV } from '../migrations/hold';
-import type { ProcessSpec, SupervisedProcess } from './supervisor';
+import { HOLD_AT_ENV } from '../../harness/migrations/hold';
+import type { ProcessSpec, SupervisedProcess } from '../../harness/process/supervisor';
 
 /**
  * The migration rows of the crash matrix: `npm run migrate`'s command, on a fresh database,
  * stopped between two statements of a migration by the migrations' own hold preload
- * (dev/migrations/hold.ts, whose points dev/migrations/points.ts lists) and SIGKILLed there; run
+ * (harness/migrations/hold.ts, whose points harness/migrations/points.ts lists) and SIGKILLed there; run
  * again, it must finish, and leave the schema a clean migration leaves.
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const HOLD_PRELOAD = path.join(ROOT, 'dev', 'migrations', 'hold.ts');
+const HOLD_PRELOAD = path.join(ROOT, 'harness', 'migrations', 'hold.ts');
 
 /** `npm run migrate` (src/cli/migrate.ts) against `databaseUrl`, held at `holdAt` if given. */
 export function migrateSpec(options: {

@@ -1,8 +1,10 @@
+import { parseArgs } from 'node:util';
+
 /**
  * What a chaos run does, and how big it is. Two presets: `full` for `npm run chaos` (about five
- * minutes) and `small` for CI (test/chaos, under a minute and a half). Every value can be
- * changed by a flag or an environment variable (flag wins), e.g. `npm run chaos -- --events 50`
- * or `CHAOS_EVENTS=50 npm run chaos`.
+ * minutes) and `small` for CI (dev/chaos/chaos.test.ts, under a minute and a half). Every value
+ * can be changed by a flag or an environment variable (flag wins), e.g.
+ * `npm run chaos -- --events 50` or `CHAOS_EVENTS=50 npm run chaos`.
  */
 export interface ChaosOptions {
   /** Payment events (distinct event IDs) delivered by the provider. */
@@ -245,18 +247,26 @@ export function parseChaosArgs(argv: string[], env: NodeJS.ProcessEnv): ChaosOpt
     const value = env[knob.env];
     if (value !== undefined && value !== '') set(knob.key, parseValue(knob, value, knob.env));
   }
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const [name, inline] = arg.startsWith('--') ? arg.slice(2).split('=', 2) : [arg, undefined];
-    if (name === 'size') {
-      size = inline ?? argv[++i] ?? '';
-      continue;
-    }
-    const knob = KNOBS.find((k) => k.flag === name);
-    if (!knob) throw new Error(`unknown option ${arg}\n\n${usage()}`);
-    const value = knob.kind === 'bool' ? (inline ?? 'true') : (inline ?? argv[++i]);
-    if (value === undefined) throw new Error(`--${knob.flag} needs a value`);
-    set(knob.key, parseValue(knob, value, `--${knob.flag}`));
+  // Booleans take --flag or --flag=true|false (parseArgs reads a boolean's inline value as an
+  // error), so every knob is read as a string and a bare boolean flag means true.
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: argv.map((arg) =>
+        KNOBS.some((k) => k.kind === 'bool' && arg === `--${k.flag}`) ? `${arg}=true` : arg,
+      ),
+      options: Object.fromEntries(
+        ['size', ...KNOBS.map((k) => k.flag)].map((flag) => [flag, { type: 'string' as const }]),
+      ),
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\n\n${usage()}`);
+  }
+  if (typeof values.size === 'string') size = values.size;
+  for (const knob of KNOBS) {
+    const value = values[knob.flag];
+    if (typeof value === 'string') set(knob.key, parseValue(knob, value, `--${knob.flag}`));
   }
   if (size !== 'full' && size !== 'small')
     throw new Error(`size must be full or small (got ${size})`);

@@ -10,7 +10,7 @@ import { deliverEvent, type PaymentEvent } from './provider';
 import type { Random } from './random';
 import { seconds } from './seconds';
 import { waitForTemporal } from './temporal-server';
-import type { ChaosPoint } from './worker-hook';
+import type { ChaosPoint } from '../../harness/hooks/worker-hook';
 
 /**
  * The storm of a chaos run: the orders and their payment events planned from the seed, delivered

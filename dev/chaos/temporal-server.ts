@@ -4,7 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
-import { devServerExecutable } from '../temporal/provision';
+import { devServerExecutable } from '../../harness/temporal/provision';
 
 /**
  * The Temporal CLI dev server, run by the chaos driver itself (not through startDevServer, which
@@ -47,7 +47,7 @@ export function devServerArgs(options: {
   args.push('--log-format', 'text', '--log-level', 'warn');
   // Offline machines: no call home on every start.
   args.push('--dynamic-config-value', 'frontend.enableServerVersionCheck=false');
-  // As dev/temporal/dev-server.ts runs it: eager activity dispatch, so crashes hit that path too.
+  // As harness/temporal/dev-server.ts runs it: eager activity dispatch, so crashes hit that path too.
   args.push('--dynamic-config-value', 'system.enableActivityEagerExecution=true');
   for (const key of CUSTOM_SEARCH_ATTRIBUTES) {
     args.push(

@@ -1,14 +1,13 @@
-import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import fs from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
+import { openCa, type IssueOptions } from '../../harness/certificates';
 
 /**
- * The cluster's own certificate authority and the certificates it signs, made with openssl
- * (Node's crypto verifies certificates but cannot issue them). One CA for everything, as a small
- * install with cert-manager or a corporate PKI would have; in production each would come from
- * that PKI and be mounted from a secret (docs/temporal-cluster.md).
+ * The cluster's own certificate authority and the certificates it signs (harness/certificates.ts
+ * makes them). One CA for everything, as a small install with cert-manager or a corporate PKI
+ * would have; in production each would come from that PKI and be mounted from a secret
+ * (docs/temporal-cluster.md).
  *
  *   frontend       server certificate of the frontend's public gRPC/HTTP port
  *   internode      history/matching/frontend/worker between themselves: server and client
@@ -44,108 +43,67 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 interface Leaf {
   name: keyof Omit<ClusterCerts, 'dir' | 'ca'>;
   file: string;
-  subject: string;
-  extensions: string[];
+  options: IssueOptions;
 }
 
 const LEAVES: Leaf[] = [
   {
     name: 'frontend',
     file: 'frontend',
-    subject: `/CN=${FRONTEND_SERVER_NAME}`,
     // localhost and 127.0.0.1 too, so a client that verifies the address it dialled also works.
-    extensions: [
-      `subjectAltName=DNS:${FRONTEND_SERVER_NAME},DNS:localhost,IP:127.0.0.1`,
-      'extendedKeyUsage=serverAuth',
-    ],
+    options: {
+      commonName: FRONTEND_SERVER_NAME,
+      altNames: [`DNS:${FRONTEND_SERVER_NAME}`, 'DNS:localhost', 'IP:127.0.0.1'],
+      extendedKeyUsage: ['serverAuth'],
+    },
   },
   {
     name: 'internode',
     file: 'internode',
-    subject: `/CN=${INTERNODE_SERVER_NAME}`,
     // Each service is server and client of the others with the same certificate.
-    extensions: [
-      `subjectAltName=DNS:${INTERNODE_SERVER_NAME},DNS:localhost,IP:127.0.0.1`,
-      'extendedKeyUsage=serverAuth,clientAuth',
-    ],
+    options: {
+      commonName: INTERNODE_SERVER_NAME,
+      altNames: [`DNS:${INTERNODE_SERVER_NAME}`, 'DNS:localhost', 'IP:127.0.0.1'],
+      extendedKeyUsage: ['serverAuth', 'clientAuth'],
+    },
   },
   {
     name: 'systemWorker',
     file: 'system-worker',
-    subject: '/CN=temporal-system-worker',
-    extensions: ['extendedKeyUsage=clientAuth'],
+    options: {
+      commonName: 'temporal-system-worker',
+      altNames: [],
+      extendedKeyUsage: ['clientAuth'],
+    },
   },
   {
     name: 'client',
     file: 'client',
-    subject: '/CN=order-payments',
-    extensions: ['extendedKeyUsage=clientAuth'],
+    options: { commonName: 'order-payments', altNames: [], extendedKeyUsage: ['clientAuth'] },
   },
 ];
 
 /** Makes the CA and certificates in `dir`, keeping those that exist and are not near expiry. */
 export async function ensureClusterCerts(dir: string): Promise<ClusterCerts> {
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-  const ca = path.join(dir, 'ca.pem');
-  const caKey = path.join(dir, 'ca.key');
   const files = (file: string): CertFiles => ({
     cert: path.join(dir, `${file}.pem`),
     key: path.join(dir, `${file}.key`),
   });
-
+  const ca = path.join(dir, 'ca.pem');
   // A new CA invalidates every certificate it signed before: remake them all with it.
-  const renewCa = !(await stillValid(ca)) || !(await exists(caKey));
-  if (renewCa) {
-    await openssl([
-      'req',
-      '-x509',
-      ...newKeyArgs(caKey),
-      '-out',
-      ca,
-      '-days',
-      String(VALID_DAYS),
-      '-subj',
-      '/CN=order-payments dev cluster CA',
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-      '-addext',
-      'keyUsage=critical,keyCertSign,cRLSign',
-    ]);
-  }
+  const renewCa = !stillValid(ca) || !existsSync(path.join(dir, 'ca.key'));
+  const authority = openCa(dir, {
+    commonName: 'order-payments dev cluster CA',
+    renew: renewCa,
+    validDays: VALID_DAYS,
+  });
   for (const leaf of LEAVES) {
     const { cert, key } = files(leaf.file);
-    if (!renewCa && (await stillValid(cert)) && (await exists(key))) continue;
-    const csr = path.join(dir, `${leaf.file}.csr`);
-    const ext = path.join(dir, `${leaf.file}.ext`);
-    await fs.writeFile(
-      ext,
-      [
-        'basicConstraints=critical,CA:FALSE',
-        'keyUsage=critical,digitalSignature',
-        ...leaf.extensions,
-      ]
-        .map((line) => `${line}\n`)
-        .join(''),
-    );
-    await openssl(['req', '-new', ...newKeyArgs(key), '-out', csr, '-subj', leaf.subject]);
-    await openssl([
-      'x509',
-      '-req',
-      '-in',
-      csr,
-      '-CA',
-      ca,
-      '-CAkey',
-      caKey,
-      '-CAcreateserial',
-      '-out',
-      cert,
-      '-days',
-      String(VALID_DAYS),
-      '-extfile',
-      ext,
-    ]);
-    await Promise.all([fs.rm(csr), fs.rm(ext)]);
+    if (!renewCa && stillValid(cert) && existsSync(key)) continue;
+    authority.issue(leaf.file, {
+      ...leaf.options,
+      notAfter: new Date(Date.now() + VALID_DAYS * DAY_MS),
+    });
   }
   return {
     dir,
@@ -157,37 +115,11 @@ export async function ensureClusterCerts(dir: string): Promise<ClusterCerts> {
   };
 }
 
-/** A new P-256 key, unencrypted (the server reads it unattended), readable only by its owner. */
-function newKeyArgs(keyFile: string): string[] {
-  return ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', keyFile];
-}
-
-async function openssl(args: string[]): Promise<void> {
+function stillValid(certFile: string): boolean {
   try {
-    await promisify(execFile)('openssl', args, { timeout: 30_000 });
-  } catch (error) {
-    const stderr = (error as { stderr?: string }).stderr?.trim();
-    throw new Error(
-      `openssl ${args[0]} failed: ${stderr || (error as Error).message} (install openssl: apt-get install -y openssl)`,
-      { cause: error },
-    );
-  }
-  const keyIndex = args.indexOf('-keyout');
-  if (keyIndex >= 0) await fs.chmod(args[keyIndex + 1]!, 0o600);
-}
-
-async function stillValid(certFile: string): Promise<boolean> {
-  try {
-    const cert = new X509Certificate(await fs.readFile(certFile));
+    const cert = new X509Certificate(readFileSync(certFile));
     return Date.parse(cert.validTo) - Date.now() > RENEW_BEFORE_DAYS * DAY_MS;
   } catch {
     return false;
   }
-}
-
-async function exists(file: string): Promise<boolean> {
-  return fs.access(file).then(
-    () => true,
-    () => false,
-  );
 }

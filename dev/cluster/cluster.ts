@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -9,8 +9,13 @@ import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import pg from 'pg';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
-import { createChaosPostgres, type ChaosPostgres } from '../chaos/postgres-cluster';
-import { ProcessRegistry, SupervisedProcess } from '../chaos/supervisor';
+import { createChaosPostgres, type ChaosPostgres } from '../../harness/postgres/cluster';
+import { ProcessRegistry, SupervisedProcess } from '../../harness/process/supervisor';
+import {
+  killGroupsListedIn,
+  quietCommand,
+  startOrphanWatchdog,
+} from '../../harness/process/watchdog';
 import { ensureClusterCerts, FRONTEND_SERVER_NAME, type ClusterCerts } from './certs';
 import { SERVICES, writeClusterConfig, type ClusterPorts, type ServiceName } from './config';
 import { provisionClusterBinaries, type ServerBinaries } from './provision-server';
@@ -92,7 +97,11 @@ export async function startCluster(options: ClusterOptions): Promise<TemporalClu
 
   const registry = new ProcessRegistry(path.join(root, 'pgids'));
   const postgres = createChaosPostgres(dirs.pg, options.ports.postgres);
-  const watchdog = startWatchdog(path.join(root, 'pgids'), postgres.stopImmediateCommand);
+  // Acts only if this process dies without stop() (kill -9, a closed terminal).
+  const watchdog = startOrphanWatchdog([
+    killGroupsListedIn(path.join(root, 'pgids')),
+    quietCommand(postgres.stopImmediateCommand),
+  ]);
   const services = new Map<ServiceName, SupervisedProcess>();
   const address = `127.0.0.1:${options.ports.services.frontend.grpc}`;
   const tls = async () => ({
@@ -120,7 +129,7 @@ export async function startCluster(options: ClusterOptions): Promise<TemporalClu
       await postgres
         .stopImmediately()
         .catch((error: unknown) => log(`PostgreSQL stop: ${String(error)}`));
-      watchdog.kill('SIGKILL');
+      watchdog.stop();
     })());
 
   try {
@@ -416,29 +425,4 @@ async function waitUntil(
       lastError instanceof Error ? lastError.message : String(lastError)
     }`,
   );
-}
-
-/**
- * A detached shell that acts only if this process dies without stop() (kill -9, a closed
- * terminal): it kills every process group listed in `pidFile` (a ProcessRegistry's) and runs
- * `stopPostgres` (crash-stops PostgreSQL). Call kill() on a clean stop.
- */
-export function startWatchdog(pidFile: string, stopPostgres: readonly string[] = []) {
-  const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const script = [
-    `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done`,
-    `for g in $(cat ${quote(pidFile)} 2>/dev/null); do kill -9 -"$g" 2>/dev/null; done`,
-    ...(stopPostgres.length ? [`${stopPostgres.map(quote).join(' ')} >/dev/null 2>&1`] : []),
-  ].join('; ');
-  const child = spawn('sh', ['-c', script], { detached: true, stdio: 'ignore' });
-  child.unref();
-  return {
-    kill: (signal: NodeJS.Signals) => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, signal);
-      } catch {
-        // Gone already.
-      }
-    },
-  };
 }

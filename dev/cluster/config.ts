@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { freePorts } from '../net/ports';
+import { freePorts } from '../../harness/ports';
 import { FRONTEND_SERVER_NAME, INTERNODE_SERVER_NAME, type ClusterCerts } from './certs';
 
 /**

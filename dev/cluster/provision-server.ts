@@ -2,16 +2,16 @@ import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import {
-  defaultContext,
   ensureCached,
   runOrExplain,
   tail,
   type ProvisionContext,
-} from '../temporal/provision';
+} from '../../harness/provision/cache';
+import { defaultContext } from '../../harness/temporal/provision';
 
 /**
  * The multi-service Temporal server and its SQL schema tool, built from the Go module proxy the
- * way dev/temporal/provision.ts builds the CLI: once, in the shared cache
+ * way harness/temporal/provision.ts builds the CLI: once, in the shared cache
  * (`~/.cache/order-payments-temporal/temporal-server-1.29.1-<hash>/bin/`), with progress lines,
  * under a lock, renamed into place only when whole. TEMPORAL_SERVER_BIN and
  * TEMPORAL_SQL_TOOL_BIN name existing binaries instead (then nothing is built).

@@ -7,7 +7,7 @@ import { orderWorkflowId } from '../../src/shared/order';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import type { RefundEvent } from '../../src/shared/payment-events';
 import type { aggregateStockWorkflow } from '../../src/workflows';
-import type { WarehouseMode } from '../partners/warehouse-simulator';
+import type { WarehouseMode } from '../../harness/partners/warehouse-simulator';
 import {
   expectFulfilled,
   expectResult,

@@ -7,11 +7,11 @@ import { HEAVY_TASK_QUEUE } from '../../src/shared/constants';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
 import { createPaymentWorker } from '../../src/workers/payments';
-import { testActivityDeps } from '../../test/support/activity-deps';
-import { testDatabases } from '../../test/support/databases';
-import { createDevServerEnv } from '../../test/support/temporal';
-import { startSmtpSink } from '../partners/smtp-sink';
-import { createWarehouseSimulator } from '../partners/warehouse-simulator';
+import { testActivityDeps } from '../../harness/activity-deps';
+import { testDatabases } from '../../harness/databases';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
+import { startSmtpSink } from '../../harness/partners/smtp-sink';
+import { createWarehouseSimulator } from '../../harness/partners/warehouse-simulator';
 import type { Stack } from './steps';
 
 /**

@@ -10,7 +10,7 @@ import {
 import { orderWorkflowId } from '../../src/shared/order';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import type { PaymentStarter, StartedPayment } from '../../src/temporal/payment-starter';
-import type { WarehouseSimulator } from '../partners/warehouse-simulator';
+import type { WarehouseSimulator } from '../../harness/partners/warehouse-simulator';
 
 /**
  * The steps the recording scenarios are made of: an order, a payment or a later event started as

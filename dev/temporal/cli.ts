@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { runMain } from '../../src/process/run-main';
-import { devServerExecutable } from './provision';
+import { devServerExecutable } from '../../harness/temporal/provision';
 
 /**
  * `npm run temporal -- <args>`: the Temporal CLI this project provisions (the one whose dev server

@@ -8,7 +8,7 @@ import type {
  * `atCrashPoint(name, effect)`, and each activity's reply is a point given by the interceptor
  * below. `npm run crash-points` kills a worker at each (docs/chaos.md);
  * test/activities/crash-points.test.ts fails when an effect has no point. Only a test preload
- * (dev/chaos/worker-hook.ts) installs the hook, before this module loads; no setting can, and
+ * (harness/hooks/worker-hook.ts) installs the hook, before this module loads; no setting can, and
  * without it every point is one `if`.
  */
 

@@ -10,7 +10,7 @@ import { disputeRecordedSignal } from '../../src/shared/order';
 import type { DisputeEvent, DisputeOutcome } from '../../src/shared/payment-events';
 import { OrderIdSearchAttribute } from '../../src/shared/search-attributes';
 import { quietActivityEnvironment } from '../support/activity-environment';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 // The dispute activities, called directly: the order's dispute columns follow every recorded
 // event, in any arrival order, and are written only when they change.

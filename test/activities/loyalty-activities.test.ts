@@ -8,7 +8,7 @@ import { createOrdersRepository, type OrdersRepository } from '../../src/db/repo
 import { FailureType } from '../../src/shared/errors';
 import { ORDER_CONFIRMED_REASON, POINTS_PER_CONFIRMED_ORDER } from '../../src/shared/loyalty';
 import { quietActivityEnvironment } from '../support/activity-environment';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 // The seed's exercise: a job that adds 100 points must not add 200 when it runs twice.
 

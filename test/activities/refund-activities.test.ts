@@ -14,7 +14,7 @@ import { refundRecordedSignal } from '../../src/shared/order';
 import type { RefundEvent } from '../../src/shared/payment-events';
 import { OrderIdSearchAttribute } from '../../src/shared/search-attributes';
 import { quietActivityEnvironment } from '../support/activity-environment';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 // The refund activities, called directly (the workflow tests reach them only through a
 // time-skipping server): what each writes, and what a second call after a retry writes.

@@ -1,11 +1,11 @@
-import { freePort } from '../../dev/net/ports';
+import { freePort } from '../../harness/ports';
 import { ApplicationFailure } from '@temporalio/common';
 import { createWarehouseClient } from '../../src/activities/warehouse-client';
 import { FailureType } from '../../src/shared/errors';
 import {
   createWarehouseSimulator,
   type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
+} from '../../harness/partners/warehouse-simulator';
 import { rejectionOf } from '../support/failures';
 
 // The warehouse client against the simulator over real HTTP: every answer becomes a receipt or

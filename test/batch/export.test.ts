@@ -30,8 +30,8 @@ import {
   type ExportProgress,
 } from '../../src/shared/export';
 import { exportOrdersWorkflow } from '../../src/workflows/batch';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
-import { createDevServerEnv } from '../support/temporal';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { prebuilt, workflowBundle } from '../support/bundles';
 
 // The order export: a large set in chunks of 100, one activity per chunk, on a real dev server

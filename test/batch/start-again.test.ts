@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, main as ops } from '../../src/cli/ops';
 import { eventually } from '../support/eventually';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 
 // `npm run ops -- batch start` without --id, killed and run again, on a real dev server with no heavy
 // worker: the export it started stays running, so the second start meets it.

@@ -6,9 +6,9 @@ import { dataConverterFor } from '../../src/codec/data-converter';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
 import { orderWorkflowId } from '../../src/shared/order';
 import { createPaymentWorker } from '../../src/workers/payments';
-import { testActivityDeps } from '../support/activity-deps';
-import { testDatabases } from '../support/databases';
-import { createDevServerEnv } from '../support/temporal';
+import { testActivityDeps } from '../../harness/activity-deps';
+import { testDatabases } from '../../harness/databases';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { startPartners, type Partners } from '../support/stack';
 import { createTestOrder } from '../support/orders';
 

@@ -1,5 +1,5 @@
 import { createAlertDeliveriesRepository } from '../../src/db';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 // The stamp that keeps a retried alert delivery from posting again (docs/exactly-once.md, Alerts).
 describe.each(testDatabases)('alert deliveries ($name)', ({ create }) => {

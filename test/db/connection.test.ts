@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { createDatabase, parseDatabaseUrl } from '../../src/db/connection';
-import { testDatabases } from '../support/databases';
+import { testDatabases } from '../../harness/databases';
 import { until } from '../support/eventually';
 
 describe('parseDatabaseUrl', () => {

@@ -5,7 +5,7 @@ import {
 import { createOrdersRepository } from '../../src/db/repositories/orders';
 import { createPaymentsRepository } from '../../src/db/repositories/payments';
 import type { DisputeEvent } from '../../src/shared/payment-events';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

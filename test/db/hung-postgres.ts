@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { startTestPostgres, type TestPostgres } from '../support/postgres';
+import { startTestPostgres, type TestPostgres } from '../../harness/postgres/test-server';
 
 /**
  * A PostgreSQL cluster of its own that a test can freeze (SIGSTOP, as a hung host or a network

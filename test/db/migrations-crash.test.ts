@@ -4,11 +4,11 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { sql } from 'kysely';
 import { knownMigrations, type MigrationPoint } from '../../src/db/migrate';
-import { HOLD_AT_ENV, RELEASE_SIGNAL, type HoldMessage } from '../../dev/migrations/hold';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { HOLD_AT_ENV, RELEASE_SIGNAL, type HoldMessage } from '../../harness/migrations/hold';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 const ROOT = path.resolve(__dirname, '../..');
-const HOLD_PRELOAD = path.join(ROOT, 'dev/migrations/hold.ts');
+const HOLD_PRELOAD = path.join(ROOT, 'harness/migrations/hold.ts');
 // A process that can reach the lock has had ample time to reach it by then, even on a busy machine.
 const OVERLAP_MS = 3_000;
 

@@ -1,8 +1,8 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { knownMigrations, migrateToLatest } from '../../src/db/migrate';
-import { migrationPoints } from '../../dev/migrations/points';
+import { migrationPoints } from '../../harness/migrations/points';
 import { createOrdersRepository } from '../../src/db/repositories/orders';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

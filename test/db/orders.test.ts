@@ -4,7 +4,7 @@ import {
   type CreateOrderInput,
   type OrdersRepository,
 } from '../../src/db/repositories/orders';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

@@ -1,6 +1,6 @@
 import { createPartnerPausesRepository, releaseSpacingMs } from '../../src/db';
 import { PARTNER_RELEASE_HEADROOM_MS } from '../../src/shared/partner';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 // The partner pause table: the durable truth every held call reads.
 describe.each(testDatabases)('partner pauses ($name)', ({ create }) => {

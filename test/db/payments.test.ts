@@ -6,7 +6,7 @@ import {
   type PaymentsRepository,
   type RecordPaymentResult,
 } from '../../src/db/repositories/payments';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

@@ -2,7 +2,7 @@ import { createOrdersRepository } from '../../src/db/repositories/orders';
 import { createPaymentsRepository } from '../../src/db/repositories/payments';
 import { createRefundsRepository, type RefundsRepository } from '../../src/db/repositories/refunds';
 import type { RefundEvent } from '../../src/shared/payment-events';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 // The refunds' event ledger: one row per provider event, matched to its order through the
 // payment's reference (or the order the event names), kept with no order until that payment.

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { createOrdersRepository } from '../../src/db/repositories/orders';
 import { createPaymentsRepository } from '../../src/db/repositories/payments';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 const run = promisify(execFile);
 const sqlite = testDatabases.find((d) => d.name === 'sqlite')!;

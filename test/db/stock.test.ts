@@ -1,6 +1,6 @@
 import { createOrdersRepository, type OrdersRepository } from '../../src/db/repositories/orders';
 import { createStockRepository, type StockRepository } from '../../src/db/repositories/stock';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

@@ -1,6 +1,6 @@
 import { createOrdersRepository } from '../../src/db/repositories/orders';
 import { createUnmatchedRepository } from '../../src/db/repositories/unmatched';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 // The unmatched inbox: every signed delivery we could not act on, kept until an operator decides.
 describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) => {

@@ -19,7 +19,7 @@ import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/p
 import { prebuilt, workflowBundle } from '../support/bundles';
 import { eventually } from '../support/eventually';
 import { startPaymentStack, TEST_MAIL_FROM, type PaymentStack } from '../support/stack';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { deliverWebhook } from '../support/webhook';
 import { type AlertSink, startAlertSink } from '../operations/helpers';
 

@@ -10,10 +10,10 @@ import { createLoyaltyRepository } from '../../src/db';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
 import { refundReviewAlertWorkflowId, type Alert } from '../../src/shared/alert';
-import { testDatabases } from '../support/databases';
+import { testDatabases } from '../../harness/databases';
 import { eventually } from '../support/eventually';
 import { startPaymentStack, type PaymentStack } from '../support/stack';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { deliverWebhook, uniqueEventId } from '../support/webhook';
 import { createTestOrder } from '../support/orders';
 

@@ -8,7 +8,7 @@ import { startAlertSink, type AlertSink } from '../operations/helpers';
 import { eventually } from '../support/eventually';
 import { failureAlertWorkflows } from '../support/failure-alerts';
 import { startPaymentStack, type PaymentStack } from '../support/stack';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { uniqueEventId } from '../support/webhook';
 
 // Issue 9, point 4, over real sockets: a fulfilment gives up (the warehouse answers 503, then

@@ -2,9 +2,9 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createLoyaltyRepository } from '../../src/db';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
-import { testDatabases } from '../support/databases';
+import { testDatabases } from '../../harness/databases';
 import { startPaymentStack, type PaymentStack } from '../support/stack';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { uniqueEventId } from '../support/webhook';
 
 // The whole flow over real sockets: HTTP webhook -> Temporal dev server -> worker -> database

@@ -1,4 +1,4 @@
-import { providerPlayer, type ProviderName } from '../../dev/providers/player';
+import { providerPlayer, type ProviderName } from '../../harness/providers/player';
 import { loadConfig } from '../../src/config';
 import { eventually } from '../support/eventually';
 import { TEST_STANDARD_SECRET, TEST_STRIPE_SECRET } from '../support/providers';

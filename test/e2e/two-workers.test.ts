@@ -3,10 +3,10 @@ import { createLoyaltyRepository } from '../../src/db';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
 import { spawnWorker, stopWorker, type WorkerProcess } from '../operations/helpers';
-import { testDatabases } from '../support/databases';
+import { testDatabases } from '../../harness/databases';
 import { eventually } from '../support/eventually';
 import { startPaymentStack, type PaymentStack } from '../support/stack';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { deliverWebhook, uniqueEventId } from '../support/webhook';
 
 // Two worker processes (the production entry, src/worker.ts) on the same task queue, racing

@@ -1,13 +1,13 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { PROVIDERS, providerPlayer } from '../../dev/providers/player';
+import { PROVIDERS, providerPlayer } from '../../harness/providers/player';
 import { createUnmatchedRepository } from '../../src/db';
 import { attachedEventId, attachUnmatched } from '../../src/operator/unmatched';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
 import { TEST_STANDARD_SECRET, TEST_STRIPE_SECRET } from '../support/providers';
 import { startPaymentStack, type PaymentStack } from '../support/stack';
-import { createDevServerEnv } from '../support/temporal';
-import { testDatabases } from '../support/databases';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
+import { testDatabases } from '../../harness/databases';
 import { TEST_WEBHOOK_SECRET } from '../support/webhook';
 
 // A payment for an order that does not exist, on every provider's endpoint, over real HTTP to

@@ -11,7 +11,7 @@ import { createOrdersRepository, createPaymentsRepository } from '../../src/db';
 import { FailureType } from '../../src/shared/errors';
 import type { MockActivityEnvironment } from '@temporalio/testing';
 import { quietActivityEnvironment } from '../support/activity-environment';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 
 // generateInvoicePdf against a real database and a real directory, outside any workflow.
 

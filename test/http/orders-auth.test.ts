@@ -8,7 +8,7 @@ import { ordersApiAccess } from '../../src/http/orders-auth';
 import { ConfigError, loadConfig } from '../../src/config';
 import { buildTestApp, silentLogger } from '../support/app';
 import { capturingLogger } from '../support/capturing-logger';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 import {
   deliverWebhook,
   paymentEvent,

@@ -1,4 +1,4 @@
-import { freePort } from '../../dev/net/ports';
+import { freePort } from '../../harness/ports';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import {

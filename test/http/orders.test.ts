@@ -7,7 +7,7 @@ import {
   type DatabaseHandle,
 } from '../../src/db';
 import { buildTestApp, postWithHeaderLines } from '../support/app';
-import { testDatabases } from '../support/databases';
+import { testDatabases } from '../../harness/databases';
 
 describe.each(testDatabases)('POST /api/v1/orders ($name)', ({ create }) => {
   let db: DatabaseHandle;

@@ -8,7 +8,7 @@ import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constan
 import { createLazyClient } from '../../src/temporal/connection';
 import { buildTestApp } from '../support/app';
 import { capturingLogger } from '../support/capturing-logger';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { deliverWebhook, paymentEvent, TEST_WEBHOOK_SECRET } from '../support/webhook';
 
 // The webhook against a real Temporal dev server (no worker: started workflows stay Running,

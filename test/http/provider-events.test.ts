@@ -3,7 +3,7 @@ import { createUnmatchedRepository } from '../../src/db';
 import type { StripeThinNotification, ThinEventWorkflowInput } from '../../src/shared/thin-event';
 import { TemporalUnavailableError } from '../../src/temporal/payment-starter';
 import type { StartedThinEvent, ThinEventStarter } from '../../src/temporal/thin-event-starter';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 import {
   deliverStandard,
   deliverStripe,

@@ -6,7 +6,7 @@ import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { buildWebhookApp } from '../support/webhook';
 import {
   againstFirst,

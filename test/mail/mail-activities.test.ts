@@ -1,4 +1,4 @@
-import { freePort } from '../../dev/net/ports';
+import { freePort } from '../../harness/ports';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger, type LogEntry } from '@temporalio/worker';
@@ -12,9 +12,9 @@ import {
   type SendOrderConfirmationResult,
 } from '../../src/activities/mail-activities';
 import { createOrdersRepository, type OrdersRepository } from '../../src/db/repositories/orders';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../harness/partners/smtp-sink';
 import { FailureType } from '../../src/shared/errors';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 import { eventually } from '../support/eventually';
 import { rejectionOf } from '../support/failures';
 

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { createTransport, type NodemailerError } from 'nodemailer';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../harness/partners/smtp-sink';
 import { rejectionOf as rejectionAs } from '../support/failures';
 
 // The sink against nodemailer over a real SMTP session on loopback: what it records, and the

@@ -1,8 +1,8 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PROMETHEUS_BIN_DIR_ENV, provisionPrometheus } from '../../dev/prometheus/provision';
-import { defaultContext } from '../../dev/temporal/provision';
+import { PROMETHEUS_BIN_DIR_ENV, provisionPrometheus } from '../../harness/prometheus/provision';
+import { defaultContext } from '../../harness/temporal/provision';
 
 // Where promtool and prometheus come from: Debian's package, unpacked into a cache once, or a
 // folder named by PROMETHEUS_BIN_DIR.

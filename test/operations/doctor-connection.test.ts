@@ -8,9 +8,9 @@ import { createLazyClient } from '../../src/temporal/connection';
 import { createPaymentStarter, TemporalUnavailableError } from '../../src/temporal/payment-starter';
 import { temporalSetupReadiness } from '../../src/temporal/setup';
 import { connectWhenReachable } from '../../src/temporal/connection';
-import { createPki, type Leaf, type Pki } from '../support/certificates';
+import { createPki, type Leaf, type Pki } from '../../harness/certificates';
 import { type FrontDoor, startFrontDoor } from '../support/grpc-front-door';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 
 // `npm run ops -- doctor` on a secured Temporal: a real dev server behind a TLS front door (mTLS and an
 // API key checked as Temporal Cloud's front end does), with certificates made here by openssl.

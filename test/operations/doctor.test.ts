@@ -4,9 +4,9 @@ import { main as ops } from '../../src/cli/ops';
 import { createPartnerPausesRepository } from '../../src/db';
 import { HEAVY_TASK_QUEUE, PAYMENTS_TASK_QUEUE } from '../../src/shared/constants';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 import { workflowBundle } from '../support/bundles';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { startPartners, type Partners } from '../support/stack';
 import { eventually } from './helpers';
 

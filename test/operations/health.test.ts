@@ -4,8 +4,8 @@ import { type AdminAppDeps, buildAdminApp } from '../../src/http/admin';
 import { databaseReadiness, temporalReadiness } from '../../src/http/health';
 import { createHttpMetrics } from '../../src/http/metrics';
 import { createLazyClient } from '../../src/temporal/connection';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
-import { createDevServerEnv } from '../support/temporal';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { silentLogger } from '../support/app';
 
 // /healthz: the process answers. /readyz: the database and Temporal answer within a short

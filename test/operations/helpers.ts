@@ -44,7 +44,7 @@ export async function startAlertSink(): Promise<AlertSink> {
   return sink;
 }
 
-export { freePort } from '../../dev/net/ports';
+export { freePort } from '../../harness/ports';
 
 /** The production worker entry (src/worker.ts) in a child process, its stderr relayed. */
 export interface WorkerProcess {

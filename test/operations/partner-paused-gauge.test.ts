@@ -1,6 +1,6 @@
 import { createHttpMetrics } from '../../src/http/metrics';
 import type { PartnerPause } from '../../src/db';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 import { createPartnerPausesRepository } from '../../src/db';
 
 // order_payments_partner_paused, as the HTTP processes' /metrics serve it from the pause table.

@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { createTaskQueueWatchdog } from '../../src/monitoring';
 import { describePollers, type TaskQueueConnection } from '../../src/monitoring/task-queue-pollers';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { type AlertSink, eventually, startAlertSink } from './helpers';
 
 // The no-poller watchdog of the HTTP process: when no worker has polled a task queue for longer

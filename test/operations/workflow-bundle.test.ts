@@ -13,9 +13,9 @@ import {
   resolveWorkflowBundlePath,
   WORKFLOW_BUNDLE_FILENAME,
 } from '../../src/workers/payments';
-import { testActivityDeps } from '../support/activity-deps';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
-import { createDevServerEnv } from '../support/temporal';
+import { testActivityDeps } from '../../harness/activity-deps';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { eventually } from './helpers';
 import { createTestOrder, startPaymentWorkflow } from '../support/orders';
 import { startPartners, type Partners } from '../support/stack';

@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { devServerExecutable } from '../../dev/temporal/provision';
-import { createDevServerEnv } from '../support/temporal';
+import { devServerExecutable } from '../../harness/temporal/provision';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import {
   eventually,
   startPayment,

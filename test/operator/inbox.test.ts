@@ -5,7 +5,7 @@ import { retryFailedWorkflow, RetryRefusedError } from '../../src/operator/retry
 import { describeLatestRun, runsByWorkflowId } from '../../src/operator/visibility';
 import { shipmentIdempotencyKey } from '../../src/shared/constants';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
-import { devServerExecutable } from '../../dev/temporal/provision';
+import { devServerExecutable } from '../../harness/temporal/provision';
 import {
   captureIo,
   cliEnv,

@@ -7,7 +7,7 @@ import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/p
 import { workflowBundle } from '../support/bundles';
 import { createTestOrder } from '../support/orders';
 import { TEST_MAIL_FROM } from '../support/stack';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { captureIo, cliEnv, eventually, type PaymentStack, startPaymentStack } from './helpers';
 
 // `ops partner pause|resume|status` through the real CLI, on a dev server with the production

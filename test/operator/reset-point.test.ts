@@ -1,11 +1,11 @@
-import type { SmtpSink } from '../../dev/partners/smtp-sink';
+import type { SmtpSink } from '../../harness/partners/smtp-sink';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { listFailedWorkflows } from '../../src/operator/failed-workflows';
 import { findResetPoint } from '../../src/operator/reset-point';
 import { retryFailedWorkflow } from '../../src/operator/retry';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
-import { createDevServerEnv } from '../support/temporal';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { eventually, startTestWorkflowWorker } from './helpers';
 import { main } from '../../src/cli/ops';
 import { captureIo, cliEnv } from './helpers';

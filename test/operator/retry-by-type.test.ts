@@ -24,7 +24,7 @@ import { orderWorkflowId } from '../../src/shared/order';
 import { createHeavyWorker } from '../../src/workers/heavy';
 import { prebuilt, workflowBundle } from '../support/bundles';
 import { createTestOrder } from '../support/orders';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { uniqueEventId } from '../support/webhook';
 import {
   captureIo,

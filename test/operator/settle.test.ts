@@ -7,10 +7,10 @@ import {
   settlementEventId,
   type OrderWorkflowResult,
 } from '../../src/shared/order';
-import { testDatabases } from '../support/databases';
+import { testDatabases } from '../../harness/databases';
 import { createTestOrder } from '../support/orders';
 import { startPaymentStack, type PaymentStack } from '../support/stack';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { uniqueEventId } from '../support/webhook';
 import { captureIo, cliEnv } from './helpers';
 

@@ -1,7 +1,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { EXIT_STUCK, main } from '../../src/cli/ops';
 import { findStuckWork, type StuckWork } from '../../src/operator/stuck';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import {
   captureIo,
   cliEnv,

@@ -3,7 +3,7 @@ import { Client, WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { EXIT_OK, EXIT_PROBLEM, EXIT_STUCK, main } from '../../src/cli/ops';
 import { dataConverterFor } from '../../src/codec/data-converter';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { captureIo, cliEnv, eventually, runTestWorkflows } from './helpers';
 import { createStepActivities } from './step-activities';
 import { badDeployWorkflow, impatientShipmentWorkflow, invalidInputWorkflow } from './workflows';

@@ -5,7 +5,7 @@ import {
 } from '../../src/db';
 import { main as ops } from '../../src/cli/ops';
 import { attachUnmatched, closeUnmatched } from '../../src/operator/unmatched';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 import { recordingPaymentStarter, type RecordingPaymentStarter } from '../support/webhook';
 
 // Resolving the unmatched inbox: each entry once, an attached payment started once under a

@@ -2,8 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { NormalModuleReplacementPlugin } from 'webpack';
-import type { ManifestEntry } from '../../dev/record-histories';
-import { historyFromJson } from './history-json';
+import { historyFromJson, type ManifestEntry } from '../../harness/histories';
 import { workflowBundle } from '../support/bundles';
 
 // The replay gate: the histories of this build, committed under test/replay/histories/<set>/

@@ -14,8 +14,8 @@ import {
   STOCK_AGGREGATION_SCHEDULE_ID,
 } from '../../src/temporal/schedules';
 import type { aggregateStockWorkflow } from '../../src/workflows/stock';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
-import { createDevServerEnv } from '../support/temporal';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { workflowBundle } from '../support/bundles';
 import { eventually } from '../support/eventually';
 

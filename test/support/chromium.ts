@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { temporalCacheDir } from '../../dev/temporal/provision';
+import { temporalCacheDir } from '../../harness/provision/cache';
 
 /**
  * Finds the Chromium the Web UI tests drive, in this order:

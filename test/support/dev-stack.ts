@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { eventually } from './eventually';
-import { freePort, portIsFree } from '../../dev/net/ports';
+import { freePort, portIsFree } from '../../harness/ports';
 
 // `npm start`, the way the README runs it: the whole stack in one process on embedded defaults
 // (its own Temporal dev server, SQLite, simulator, SMTP sink), here on free ports and a

@@ -1,10 +1,10 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { PROMETHEUS_BIN_DIR_ENV, provisionPrometheus } from '../../dev/prometheus/provision';
-import { provisionTemporalServers } from '../../dev/temporal/provision';
+import { PROMETHEUS_BIN_DIR_ENV, provisionPrometheus } from '../../harness/prometheus/provision';
+import { provisionTemporalServers } from '../../harness/temporal/provision';
 import { findChromium } from './chromium';
-import { postgresServerInstalled, startTestPostgres } from './postgres';
+import { postgresServerInstalled, startTestPostgres } from '../../harness/postgres/test-server';
 import { ensureSystemPackages, testSystemNeeds } from './system-packages';
 
 /**

@@ -1,4 +1,4 @@
-import type { TestPostgres } from './postgres';
+import type { TestPostgres } from '../../harness/postgres/test-server';
 
 /** Stops what global-setup started; runs even when tests fail. */
 export default async function globalTeardown(): Promise<void> {

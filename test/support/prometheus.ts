@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { provisionPrometheus, type PrometheusTools } from '../../dev/prometheus/provision';
+import { provisionPrometheus, type PrometheusTools } from '../../harness/prometheus/provision';
 import { eventually } from './eventually';
-import { freePort } from '../../dev/net/ports';
+import { freePort } from '../../harness/ports';
 
 /** promtool and prometheus, as the global setup found them (PROMETHEUS_BIN_DIR). */
 export function prometheusTools(): Promise<PrometheusTools> {

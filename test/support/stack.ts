@@ -10,15 +10,15 @@ import {
   type OrdersRepository,
   type PaymentsRepository,
 } from '../../src/db';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
+import { startSmtpSink, type SmtpSink } from '../../harness/partners/smtp-sink';
 import { createPaymentStarter, type PaymentStarter } from '../../src/temporal/payment-starter';
 import {
   createWarehouseSimulator,
   type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
+} from '../../harness/partners/warehouse-simulator';
 import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/payments';
 import { buildTestApp, type TestAppOptions } from './app';
-import { testDatabases, type TestDatabase, type TestDatabaseHandle } from './databases';
+import { testDatabases, type TestDatabase, type TestDatabaseHandle } from '../../harness/databases';
 import { TEST_WEBHOOK_SECRET } from './webhook';
 
 /** The sender of confirmations in tests: Message-IDs end in `@test.local`. */

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { inspect } from 'node:util';
 import { ConfigError, loadConfig } from '../../src/config';
 import { clientConnectionOptions, nativeConnectionOptions } from '../../src/temporal/connection';
-import { createPki, type Leaf, type Pki } from '../support/certificates';
+import { createPki, type Leaf, type Pki } from '../../harness/certificates';
 
 // Connection settings as the Temporal CLI reads them (temporal.toml profiles, TEMPORAL_* variables),
 // checked at start-up: each bad value stops loadConfig with a message naming it, and no secret

@@ -1,10 +1,10 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startDevServer } from '../../dev/temporal/dev-server';
+import { startDevServer } from '../../harness/temporal/dev-server';
 
 // Where the SDK's own download works (a machine with internet), the SDK runs the dev server and
 // startDevServer must hand it every setting npm start relies on. This machine has no internet,
 // so the route is checked at the boundary: the options given to TestWorkflowEnvironment.
-jest.mock('../../dev/temporal/provision', () => ({
+jest.mock('../../harness/temporal/provision', () => ({
   devServerExecutable: () => Promise.resolve({ type: 'cached-download' }),
 }));
 

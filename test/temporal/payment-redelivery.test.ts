@@ -7,7 +7,7 @@ import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constan
 import { FailureType } from '../../src/shared/errors';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
-import { createTimeSkippingEnv } from '../support/temporal';
+import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
 import { workflowBundle } from '../support/bundles';
 
 // A provider's redelivery after the event's run has closed, through the real starter against a

@@ -7,11 +7,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startDevServer } from '../../dev/temporal/dev-server';
+import type { CommandRunner, ProvisionContext } from '../../harness/provision/cache';
+import { startDevServer } from '../../harness/temporal/dev-server';
 import {
   CLI_PATH_ENV,
-  type CommandRunner,
-  type ProvisionContext,
   TEMPORAL_CLI_VERSION,
   TEST_SERVER_PATH_ENV,
   TEST_SERVER_VERSION,
@@ -19,9 +18,9 @@ import {
   devServerExecutable,
   provisionServer,
   testServerExecutable,
-} from '../../dev/temporal/provision';
-import { createDevServerEnv, createTimeSkippingEnv } from '../support/temporal';
-import { freePort, portIsFree } from '../../dev/net/ports';
+} from '../../harness/temporal/provision';
+import { createDevServerEnv, createTimeSkippingEnv } from '../../harness/temporal/test-env';
+import { freePort, portIsFree } from '../../harness/ports';
 import { eventually } from '../operations/helpers';
 
 const DAY_MS = 24 * 60 * 60 * 1000;

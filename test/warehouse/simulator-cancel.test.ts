@@ -4,7 +4,7 @@ import path from 'node:path';
 import {
   createWarehouseSimulator,
   type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
+} from '../../harness/partners/warehouse-simulator';
 
 // The simulator's cancel follows a real partner's idempotency rules: a replayed key gets the
 // first answer, whatever happened since; a key reused for another shipment is a 422; unknown

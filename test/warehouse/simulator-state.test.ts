@@ -4,7 +4,7 @@ import path from 'node:path';
 import {
   createWarehouseSimulator,
   type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
+} from '../../harness/partners/warehouse-simulator';
 
 // The simulator of `npm start` keeps its shipments in a file, like a partner's database: a
 // stack stopped or killed and started again still answers a repeated request as a replay.

@@ -14,7 +14,7 @@ import {
   type Alert,
 } from '../../src/shared/alert';
 import { sdkLogEntries } from '../support/sdk-logs';
-import { createDevServerEnv, createTimeSkippingEnv } from '../support/temporal';
+import { createDevServerEnv, createTimeSkippingEnv } from '../../harness/temporal/test-env';
 import { bundledWorker, workflowBundle } from '../support/bundles';
 
 // Issue 27 point 3: failures of one cause are one "opened" post, one digest per window and one

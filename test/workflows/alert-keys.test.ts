@@ -14,7 +14,7 @@ import {
 import { FailureType } from '../../src/shared/errors';
 import { type OrderPaymentEvent } from '../../src/shared/order';
 import { bundledWorker, workflowBundle } from '../support/bundles';
-import { createTimeSkippingEnv } from '../support/temporal';
+import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
 
 // Issue 24, defect 3: every alert of one order run (its refund reviews and its failure alert)
 // goes out under a key of its own, so a sink that drops repeated Idempotency-Keys, as

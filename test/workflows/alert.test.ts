@@ -13,7 +13,7 @@ import {
   type Alert,
 } from '../../src/shared/alert';
 import { sdkLogEntries } from '../support/sdk-logs';
-import { createTimeSkippingEnv } from '../support/temporal';
+import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
 import { bundledWorker, workflowBundle } from '../support/bundles';
 
 // Alerts (the seed's Queue::failing) in the time-skipping server: a failed workflow of any type

@@ -19,12 +19,12 @@ import {
 } from '../../src/shared/payment-events';
 import type { DisputeWorkflowResult } from '../../src/workflows/dispute';
 import { startAlertSink, type AlertSink } from '../operations/helpers';
-import { testActivityDeps } from '../support/activity-deps';
+import { testActivityDeps } from '../../harness/activity-deps';
 import { bundledWorker, workflowBundle } from '../support/bundles';
-import { testDatabases } from '../support/databases';
+import { testDatabases } from '../../harness/databases';
 import { createTestOrder } from '../support/orders';
 import { startPartners, type Partners } from '../support/stack';
-import { createTimeSkippingEnv } from '../support/temporal';
+import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
 import type { disputeWorkflow } from '../../src/workflows';
 
 // Issue 25, point 1: a dispute opened raises one alert per dispute, with its evidence deadline

@@ -6,14 +6,14 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { appEnvironment, hookedWorkerSpec } from '../../dev/chaos/processes';
-import { ProcessRegistry, SupervisedProcess } from '../../dev/chaos/supervisor';
-import type { HookMessage } from '../../dev/chaos/worker-hook';
-import { startSmtpSink, type SmtpSink } from '../../dev/partners/smtp-sink';
+import { appEnvironment, hookedWorkerSpec } from '../../harness/process/app-processes';
+import { ProcessRegistry, SupervisedProcess } from '../../harness/process/supervisor';
+import type { HookMessage } from '../../harness/hooks/worker-hook';
+import { startSmtpSink, type SmtpSink } from '../../harness/partners/smtp-sink';
 import {
   createWarehouseSimulator,
   type WarehouseSimulator,
-} from '../../dev/partners/warehouse-simulator';
+} from '../../harness/partners/warehouse-simulator';
 import {
   createDatabase,
   createOrdersRepository,
@@ -26,7 +26,7 @@ import { startAlertSink, type AlertSink } from '../operations/helpers';
 import { eventually } from '../support/eventually';
 import { failureAlertWorkflows } from '../support/failure-alerts';
 import { createTestOrder } from '../support/orders';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { uniqueEventId } from '../support/webhook';
 
 // Issue 24, defect 2, with real worker processes and the crash-point hook (dev/chaos): three

@@ -16,12 +16,12 @@ import {
 } from '../../src/shared/payment-events';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { startAlertSink, type AlertSink } from '../operations/helpers';
-import { testActivityDeps } from '../support/activity-deps';
+import { testActivityDeps } from '../../harness/activity-deps';
 import { bundledWorker, workflowBundle } from '../support/bundles';
-import { testDatabases } from '../support/databases';
+import { testDatabases } from '../../harness/databases';
 import { createTestOrder, startOrderIdsAt } from '../support/orders';
 import { startPartners, type Partners } from '../support/stack';
-import { createTimeSkippingEnv } from '../support/temporal';
+import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
 
 // Issue 25, point 1: "any order and any duplication of {payment, partial refund, full refund,
 // dispute opened, dispute closed} for one order ends in the same final state". Each generated

@@ -13,7 +13,7 @@ import { FailureType } from '../../src/shared/errors';
 import { paymentRecordedSignal, type OrderPaymentEvent } from '../../src/shared/order';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { bundledWorker, workflowBundle } from '../support/bundles';
-import { createTimeSkippingEnv } from '../support/temporal';
+import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
 
 // The business metrics the order workflow emits through the SDK's metric meter, read from a
 // metrics buffer on this file's runtime: each fulfilment counted once by outcome, a compensation

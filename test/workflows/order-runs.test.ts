@@ -16,7 +16,7 @@ import {
 } from '../../src/shared/order';
 import { OrderIdSearchAttribute } from '../../src/shared/search-attributes';
 import { bundledWorker, workflowBundle } from '../support/bundles';
-import { createDevServerEnv, createTimeSkippingEnv } from '../support/temporal';
+import { createDevServerEnv, createTimeSkippingEnv } from '../../harness/temporal/test-env';
 
 // The order workflow's run boundaries: what a run is tagged with, what it hands on when it
 // continues as new, when it must not, and how it ends when a step after the warehouse fails for

@@ -22,13 +22,13 @@ import { refundWorkflowId } from '../../src/shared/payment-events';
 import { PartnerPausedSearchAttribute } from '../../src/shared/search-attributes';
 import type { orderWorkflow } from '../../src/workflows/order';
 import { createHeavyWorker } from '../../src/workers/heavy';
-import { testActivityDeps } from '../support/activity-deps';
+import { testActivityDeps } from '../../harness/activity-deps';
 import { prebuilt, workflowBundle } from '../support/bundles';
-import { testDatabases } from '../support/databases';
+import { testDatabases } from '../../harness/databases';
 import { until } from '../support/eventually';
 import { createTestOrder } from '../support/orders';
 import { startPartners, type Partners } from '../support/stack';
-import { createTimeSkippingEnv } from '../support/temporal';
+import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
 
 // The partner pause against the real activities, database and warehouse simulator, on the
 // time-skipping server: a warehouse outage held for two hours of skipped time ends with every

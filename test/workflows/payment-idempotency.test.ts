@@ -11,9 +11,9 @@ import {
 import { orderWorkflowId, type OrderWorkflowResult } from '../../src/shared/order';
 import { paymentWorkflow } from '../../src/workflows';
 import type { PaymentRecordedResult } from '../../src/shared/payment';
-import { testDatabases } from '../support/databases';
-import { createTimeSkippingEnv } from '../support/temporal';
-import { testActivityDeps } from '../support/activity-deps';
+import { testDatabases } from '../../harness/databases';
+import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
+import { testActivityDeps } from '../../harness/activity-deps';
 import { bundledWorker, workflowBundle } from '../support/bundles';
 import { startPartners, type Partners } from '../support/stack';
 import { createTestOrder } from '../support/orders';

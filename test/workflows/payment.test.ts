@@ -12,7 +12,7 @@ import { failureAlertWorkflowId, refundReviewAlertWorkflowId } from '../../src/s
 import { FailureType } from '../../src/shared/errors';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { paymentRecordedSignal, type OrderPaymentEvent } from '../../src/shared/order';
-import { createTimeSkippingEnv } from '../support/temporal';
+import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
 import { bundledWorker, workflowBundle } from '../support/bundles';
 
 // The payment workflow's decisions in the time-skipping test server, with mocked activities

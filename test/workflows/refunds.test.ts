@@ -13,12 +13,12 @@ import {
   type RefundEvent,
 } from '../../src/shared/payment-events';
 import type { RefundWorkflowResult } from '../../src/workflows/refund';
-import { testActivityDeps } from '../support/activity-deps';
+import { testActivityDeps } from '../../harness/activity-deps';
 import { bundledWorker, workflowBundle } from '../support/bundles';
-import { testDatabases } from '../support/databases';
+import { testDatabases } from '../../harness/databases';
 import { createTestOrder, startOrderIdsAt } from '../support/orders';
 import { startPartners, type Partners } from '../support/stack';
-import { createTimeSkippingEnv } from '../support/temporal';
+import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
 
 // Issue 25, point 1, inward of HTTP: refunds recorded once by event ID, matched to their payment
 // by its reference, and applied in the order's workflow; the real workflows and activities on

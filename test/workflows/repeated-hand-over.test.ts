@@ -21,13 +21,13 @@ import {
 } from '../../src/shared/order';
 import type { PaymentRecordedResult, PaymentWorkflowResult } from '../../src/shared/payment';
 import { startAlertSink, type AlertSink } from '../operations/helpers';
-import { testActivityDeps } from '../support/activity-deps';
+import { testActivityDeps } from '../../harness/activity-deps';
 import { failureAlertWorkflows } from '../support/failure-alerts';
 import { bundledWorker, workflowBundle } from '../support/bundles';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 import { createTestOrder } from '../support/orders';
 import { startPartners, type Partners } from '../support/stack';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { uniqueEventId } from '../support/webhook';
 
 // Issue 24, defects 1 and 2, on the dev server (the operator's reset needs a real server): a

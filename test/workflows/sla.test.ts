@@ -15,9 +15,9 @@ import {
   type SlaCheck,
 } from '../../src/shared/sla';
 import { ensureSlaCheckSchedule, SLA_CHECK_SCHEDULE_ID } from '../../src/temporal/schedules';
-import { testDatabases, type TestDatabaseHandle } from '../support/databases';
+import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 import { sdkLogEntries } from '../support/sdk-logs';
-import { createDevServerEnv } from '../support/temporal';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { bundledWorker, workflowBundle } from '../support/bundles';
 
 // Issue 27 point 3: work that waits too long alerts once and resolves once, at a sink that keeps

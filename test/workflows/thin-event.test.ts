@@ -10,9 +10,12 @@ import {
 import type { StripeThinNotification, ThinEventResult } from '../../src/shared/thin-event';
 import { thinEventWorkflowId } from '../../src/shared/thin-event';
 import type { thinEventWorkflow } from '../../src/workflows';
-import { startStripeApiDouble, type StripeApiDouble } from '../../dev/partners/stripe-api-double';
+import {
+  startStripeApiDouble,
+  type StripeApiDouble,
+} from '../../harness/partners/stripe-api-double';
 import { bundledWorker, workflowBundle } from '../support/bundles';
-import { createTimeSkippingEnv } from '../support/temporal';
+import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
 import {
   recordingPaymentStarter,
   recordingUnmatched,

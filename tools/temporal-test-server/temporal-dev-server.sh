@@ -1,6 +1,6 @@
 #!/bin/sh
 # Last-resort stand-in for `temporal server start-dev` when the Temporal CLI could not be built:
-# it accepts the CLI's command line (as the SDK and dev/temporal/dev-server.ts pass it) and runs
+# it accepts the CLI's command line (as the SDK and harness/temporal/dev-server.ts pass it) and runs
 # the Java test server on the requested port with time skipping off, so it behaves like a normal
 # server in real time. It has no Web UI and keeps nothing on disk; it listens on all interfaces.
 set -eu
