@@ -4,12 +4,9 @@ import type {
 } from '@temporalio/worker';
 
 /**
- * Every place a worker crash could split an effect from its record: each effect runs inside
- * `atCrashPoint(name, effect)`, and each activity's reply is a point given by the interceptor
- * below. `npm run crash-points` kills a worker at each (docs/chaos.md);
- * test/activities/crash-points.test.ts fails when an effect has no point. Only a test preload
- * (harness/hooks/worker-hook.ts) installs the hook, before this module loads; no setting can, and
- * without it every point is one `if`.
+ * Every place a worker crash could split an effect from its record (docs/chaos.md). Only a test
+ * preload (harness/hooks/worker-hook.ts) installs the hook; no setting can, and without it every
+ * point is one `if`.
  */
 
 export type CrashPointKind = 'db' | 'partner' | 'temporal' | 'file' | 'reply';

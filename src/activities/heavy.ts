@@ -27,10 +27,7 @@ export interface HeavyActivityDeps {
   stockAggregationDelayMs?: number;
 }
 
-/**
- * The stock aggregation's workflow runs on `payments`; the alert delivery and digest are here
- * because a failed heavy workflow raises its alert as a child on its own task queue.
- */
+/** Alert delivery is here too: a failed heavy workflow's alert child runs on its own queue. */
 export function createHeavyActivities(deps: HeavyActivityDeps) {
   return {
     ...createInvoiceActivities({

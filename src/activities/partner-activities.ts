@@ -8,7 +8,6 @@ export interface PartnerActivityDeps {
   partnerPauses: PartnerPausesRepository;
 }
 
-/** The steps the order workflow's hold (src/workflows/partner-hold.ts) runs around a partner call. */
 export function createPartnerActivities(deps: PartnerActivityDeps) {
   return {
     async partnerPauseState(input: { partner: Partner }): Promise<PartnerPauseState> {

@@ -29,10 +29,7 @@ export interface PaymentActivityDeps {
   partnerPauses: PartnerPausesRepository;
 }
 
-/**
- * Outcome of recording a payment, read from its row: the same for every call with the event, so
- * a repeated hand-over hands over the same decision.
- */
+/** Read from its row: a repeated hand-over hands over the same decision. */
 export type RecordPaymentResult = PaymentRecorded | PaymentKeptUnmatched;
 
 /** The payment is recorded (results without `kind`: every result before unmatched existed). */

@@ -8,8 +8,6 @@ import type { exportOrdersWorkflow } from '../workflows/batch';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM } from './io';
 import { errorMessage } from './temporal-session';
 
-/** Where an export stands, and how `ops batch` shows it: a progress bar, its files, its failure. */
-
 const BAR_WIDTH = 30;
 
 export type ExportStatus =
@@ -68,10 +66,6 @@ export function report(io: CliIo, workflowId: string, status: ExportStatus): num
   }
 }
 
-/**
- * One line: bar, chunks and orders done, failed attempts, what runs now.
- * `[#########---------------------]  30%  30/100 chunks  3,000/10,000 orders  0 failed attempts  chunk 31  run 1`
- */
 export function progressLine(p: ExportProgress): string {
   if (p.phase === 'planning') return `[${'-'.repeat(BAR_WIDTH)}]    counting the orders to export…`;
   const ratio = p.total === 0 ? 1 : Math.min(p.done / p.total, 1);

@@ -1,9 +1,6 @@
 import { Command, CommanderError } from 'commander';
 
-/**
- * Parsed in-process (no `process.exit`, output through the CLI's `io`) so tests run a CLI as a
- * function. An action only returns its work; the CLI runs it after parsing, once connected.
- */
+// Parsed in-process (no `process.exit`, output through `io`) so tests run a CLI as a function.
 
 /** A wrong command line: reported with the help of the command it concerns, exit code 2. */
 export class UsageError extends Error {}

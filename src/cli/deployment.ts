@@ -17,11 +17,6 @@ import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 import { POLLER_FRESH_MS } from '../monitoring/task-queue-pollers';
 
-/**
- * A rollout with Worker Versioning (docs/deploys.md): as `temporal worker deployment describe /
- * set-current-version / set-ramping-version`, plus the open runs per build and the drain check.
- */
-
 type Work = (client: Client, deploymentName: string) => Promise<number>;
 
 export function addDeploymentGroup(parent: Command, io: CliIo): void {

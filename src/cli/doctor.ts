@@ -3,12 +3,7 @@ import { DEFAULT_BACKLOG_WARN_AT, formatReport, runDoctor } from '../doctor';
 import { addCommand, atMost, type Run, UsageError } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM } from './io';
 
-/**
- * `npm run ops -- doctor`: is this installation able to take payments? Checks the configuration,
- * the database and its migrations, Temporal, its namespace and search attributes, and that a
- * worker polls every task queue without a pile of waiting tasks; prints one line per check with
- * a hint, and the commands that fix what failed. Exit code 1 on any FAIL: usable as a deploy gate.
- */
+/** `npm run ops -- doctor`: exit code 1 on any FAIL, so it can gate a deploy. */
 export function addDoctorCommand(program: Command, io: CliIo): void {
   addCommand<Run>(program, 'doctor', '[--backlog-warn <N>]', (args, options) => {
     atMost(args, 0);

@@ -18,11 +18,6 @@ import {
   typeOption,
 } from './report';
 
-/**
- * `ops failed` and `ops flush`: what the seed did with `queue:failed` and `queue:flush` over its
- * failed_jobs table, done on Temporal's own record of failed workflows.
- */
-
 // A server deletes a closed run once it has recorded that the close was processed, which a
 // default server does every 30 s: a minute covers that and the retries of the deletion.
 const DELETION_WAIT_MS = 60_000;

@@ -12,10 +12,7 @@ import { addCommand, addGroup, atMost, type Run, UsageError } from './command-li
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 
-/**
- * The pause lives in the database, so `pause` and `status` work while Temporal is down; `resume`
- * also wakes the held workflows (docs/operations.md).
- */
+/** The pause lives in the database, so `pause` and `status` work while Temporal is down. */
 
 type Step = (pauses: PartnerPausesRepository) => Promise<number>;
 

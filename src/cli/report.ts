@@ -6,8 +6,6 @@ import { UsageError } from './command-line';
 import { type CliIo, userOf } from './io';
 import { withTemporalClient } from './temporal-session';
 
-// What the workflow commands (failed, retry, flush, stuck) share.
-
 export function asOperator(
   io: CliIo,
   command: string,

@@ -5,10 +5,7 @@ import { addCommand, atMost, type Run, UsageError } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 
-/**
- * The database is written first and alone (the settlement stands while Temporal is down); running
- * it again after any failure hands the same settlement over, never a second (docs/operator.md).
- */
+/** The database first and alone; a rerun after any failure hands over the same settlement. */
 
 /** Enough for a sentence and a ticket number; the order workflow shows it in its details. */
 const MAX_REASON_LENGTH = 500;

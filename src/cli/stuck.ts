@@ -107,10 +107,7 @@ async function stuckCommand(
   return EXIT_STUCK;
 }
 
-/**
- * The runs holding a call to a paused partner, grouped by partner. Listed, not counted as stuck
- * (no exit 3): an operator chose the pause, and nothing is spent while it lasts.
- */
+/** Not counted as stuck (no exit 3): an operator chose the pause, and nothing is spent. */
 async function reportHeld(client: Client, io: CliIo): Promise<void> {
   for (const partner of PARTNERS) {
     let held: string[];

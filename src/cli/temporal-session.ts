@@ -9,11 +9,7 @@ export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:$TEMPORAL_DEV_PORT (7233)';
 // A person waits for an answer at the terminal: fail within seconds when Temporal is down.
 const CONNECT_TIMEOUT_MS = 5_000;
 
-/**
- * The part every operator CLI shares: read the configuration, connect to Temporal with the
- * project's data converter, run `work` with a client, and always close the connection. Problems
- * are written to `err` with what to do, and come back as exit code 1.
- */
+/** Problems go to `err` with what to do, and come back as exit code 1. */
 export async function withTemporalClient(
   io: { err(text: string): void; env?: NodeJS.ProcessEnv },
   command: string,

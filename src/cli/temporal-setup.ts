@@ -5,15 +5,8 @@ import { type CliIo, processIo } from './io';
 import { withTemporalClient } from './temporal-session';
 import { runMain } from '../process/run-main';
 
-/**
- * `npm run temporal:setup`: registers on the configured Temporal (TEMPORAL_ADDRESS or the
- * temporal.toml profile, as every process connects) what the app needs: the namespace where the
- * cluster allows creating it, the custom search attributes, the stock aggregation schedule.
- * Idempotent: run it on every deploy. Exit 0 when the app can run there, 1 when not, 2 for a
- * wrong command line.
- */
+// `npm run temporal:setup`: idempotent, so it runs on every deploy.
 
-/** The command line: one command, its option and its help. */
 function commandLine() {
   const program = createProgram(
     'npm run temporal:setup',

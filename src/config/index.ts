@@ -21,11 +21,7 @@ export {
 } from './providers';
 export { WEBHOOK_SECURITY_DEFAULTS } from './webhook';
 
-/**
- * The only reader of process.env. Every setting has a laptop default; each slice's production
- * rules refuse configurations that would quietly lose or fake work (the seed's
- * `QUEUE_CONNECTION=sync`). In the reference's order (docs/configuration.md).
- */
+/** Production rules refuse settings that would quietly lose or fake work (`QUEUE_CONNECTION=sync`). */
 export const CONFIG_SLICES = [
   { title: 'Process', summary: 'What every process reads.', fields: processFields },
   {

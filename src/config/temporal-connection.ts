@@ -14,11 +14,8 @@ import {
 import { checkTls, type Label, problemWith } from './temporal-tls';
 
 /**
- * `@temporalio/envconfig` reads the settings as the Temporal CLI does (a temporal.toml profile,
- * then the TEMPORAL_* variables) and makes the SDK's connection options. It forgives too much for
- * a payment system: TEMPORAL_TLS=yes means plain text, a certificate without its key is dropped,
- * a wrong file shows as a handshake error minutes later. So every value is checked here once, at
- * start-up, each problem naming the variable or profile key and never a secret.
+ * `@temporalio/envconfig` forgives too much for a payment system: TEMPORAL_TLS=yes means plain
+ * text, a certificate without its key is dropped. So every value is checked here at start-up.
  */
 
 export class TemporalSettingsError extends Error {

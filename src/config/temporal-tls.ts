@@ -3,7 +3,6 @@ import type { TLSConfig } from '@temporalio/common/lib/internal-non-workflow';
 import type { ClientConfigProfile } from '@temporalio/envconfig';
 import type { TemporalConnectionSettings } from '../temporal/connection';
 
-/** A setting that gave a PEM, and its file. */
 export interface Label {
   name: string;
   path?: string;

@@ -2,11 +2,7 @@ import { z } from 'zod';
 import { parseEncryptionKeys } from '../codec/codec';
 import { blankToUndefined, type Checked, doc, hostPort, optionalUrl } from './fields';
 
-/**
- * Where Temporal is and how payloads are kept there. Address and namespace are checked here after
- * `loadTemporalConnection` has read them as the Temporal CLI does (temporal.toml profile, then the
- * TEMPORAL_* variables); TLS and API keys stay with it (./temporal-connection.ts).
- */
+/** Address and namespace come from `loadTemporalConnection`; TLS and API keys stay with it. */
 export const temporalFields = {
   TEMPORAL_ADDRESS: doc(
     blankToUndefined.pipe(hostPort('must be host:port, e.g. 127.0.0.1:7233').optional()),
@@ -47,11 +43,7 @@ export const temporalFields = {
   ),
 };
 
-/**
- * Read by `@temporalio/envconfig` as the Temporal CLI reads them, not by the schema above; listed
- * (variable, default, what it does, as markdown) so the reference documents every variable the
- * processes read.
- */
+/** Read by `@temporalio/envconfig`, not the schema above: listed so the reference has them. */
 export const TEMPORAL_PROFILE_VARIABLES: readonly (readonly [string, string, string])[] = [
   [
     '`TEMPORAL_CONFIG_FILE`, `TEMPORAL_PROFILE`',

@@ -3,10 +3,7 @@ import { blankToUndefined, type Checked, doc, integer } from './fields';
 
 const DEV_WEBHOOK_SECRET = 'dev-webhook-secret';
 
-/**
- * Defaults of the webhook's hardening settings, exported so `buildApp` falls back to the same
- * values when a caller (a test, a script) passes only the settings it cares about.
- */
+/** Exported so `buildApp` falls back to them for a caller passing only some settings. */
 export const WEBHOOK_SECURITY_DEFAULTS = Object.freeze({
   WEBHOOK_SIGNATURE_SCHEME: 'plain',
   WEBHOOK_TOLERANCE_SECONDS: 300,

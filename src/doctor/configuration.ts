@@ -5,21 +5,13 @@ import { type CheckResult, result } from './types';
 
 export interface ConfigurationCheck {
   results: CheckResult[];
-  /**
-   * The settings the other checks run with. When the configuration is invalid only for
-   * production's stricter rules, they are read under the development rules, so the doctor still
-   * reports on the database and Temporal; undefined when even that fails.
-   */
+  /** Invalid only under production's rules: read under development's, so the checks still run. */
   config: Config | undefined;
   /** Temporal to check: TEMPORAL_ADDRESS, or in development the embedded dev server's. */
   temporalAddress: string | undefined;
 }
 
-/**
- * The configuration as every process validates it at start-up (loadConfig: a production
- * configuration that would run on the embedded dev server, the SMTP sink or the warehouse
- * simulator is refused), plus what is allowed but unwise in production.
- */
+/** loadConfig's validation, plus what production allows but should not run with unknowingly. */
 export function checkConfiguration(env: NodeJS.ProcessEnv): ConfigurationCheck {
   const production = env.NODE_ENV === 'production';
   let config: Config | undefined;

@@ -7,10 +7,8 @@ import type { TemporalConnectionSettings } from '../temporal/connection';
 import { grpcCode } from '../temporal/grpc-status';
 
 /**
- * The gRPC client says "Failed to connect before the deadline" for a refused port, a wrong CA, a
- * refused client certificate and a firewall alike. So the doctor first opens the transport with
- * Node's TLS and HTTP/2, whose errors name the cause, and connects only once that works. Messages
- * name settings, never a secret.
+ * The gRPC client gives one error for a refused port, a wrong CA, a refused client certificate
+ * and a firewall: Node's TLS and HTTP/2 go first, as their errors name the cause.
  */
 export interface Diagnosis {
   problem: string;
@@ -66,11 +64,7 @@ export function explainCallFailure(
     : { problem: `connected, but the gRPC call failed: ${message}`, hint };
 }
 
-/**
- * TCP, TLS with the same CA, name and certificate as the SDK, then the server's HTTP/2 SETTINGS:
- * under TLS 1.3 a server refuses a client certificate only after the handshake. Without TLS
- * settings, a completed handshake means the server expects TLS.
- */
+/** Up to the server's HTTP/2 SETTINGS: TLS 1.3 refuses a client certificate after the handshake. */
 function openTransport(
   address: string,
   settings: Settings | undefined,

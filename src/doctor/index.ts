@@ -11,13 +11,11 @@ export type { CheckResult, CheckStatus } from './types';
 
 export interface DoctorOptions {
   env: NodeJS.ProcessEnv;
-  /** WARN when more tasks than this wait on a task queue. */
   backlogWarnAt?: number;
   /** Per call: a doctor that hangs on a dead server helps nobody. */
   timeoutMs?: number;
   /** Default: `payments` and `heavy`. */
   taskQueues?: readonly string[];
-  /** A poll older than this no longer counts as a live worker (default: 2 minutes). */
   pollerFreshMs?: number;
   now?: () => number;
 }
@@ -25,7 +23,6 @@ export interface DoctorOptions {
 export const DEFAULT_BACKLOG_WARN_AT = 100;
 const DEFAULT_TIMEOUT_MS = 5_000;
 
-/** Runs every check in order: configuration, database, partners, Temporal. */
 export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const configuration = checkConfiguration(options.env);

@@ -4,12 +4,7 @@ import type { Config } from '../config';
 import { errorMessage, withDeadline } from '../monitoring/probes';
 import { type CheckResult, result } from './types';
 
-/**
- * The partners every payment needs after intake: the warehouse (shipments) and the mail server
- * (confirmations). Temporal retries activities against a partner that is down for up to their
- * deadlines, so an outage is invisible at intake and in the queues: only asking the partner
- * shows it.
- */
+// Activities retry against a down partner until their deadlines: only asking it shows an outage.
 
 /** Where a warehouse API answers whether it is up: part of its contract, served by the simulator. */
 export const WAREHOUSE_HEALTH_PATH = '/v1/health';

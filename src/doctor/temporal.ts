@@ -13,23 +13,16 @@ export interface TemporalCheckOptions {
   settings?: Pick<TemporalConnectionSettings, 'tls' | 'apiKey' | 'security' | 'summary'>;
   namespace: string;
   taskQueues: readonly string[];
-  /** WARN when more tasks than this wait on a queue. */
   backlogWarnAt: number;
   timeoutMs: number;
   /** True when the address is the embedded dev server's default (the hint differs). */
   devDefault: boolean;
   /** WORKER_DEPLOYMENT_NAME when workers are versioned: only its routed builds' pollers count. */
   deploymentName?: string;
-  /** A poll older than this no longer counts (default POLLER_FRESH_MS). */
   pollerFreshMs?: number;
   now?: () => number;
 }
 
-/**
- * Temporal as this system needs it: the server answers, the namespace exists, the custom search
- * attributes the workflows set are registered, and every task queue has a live worker and no
- * pile of waiting tasks.
- */
 export async function checkTemporal(options: TemporalCheckOptions): Promise<CheckResult[]> {
   const { address, namespace } = options;
   const rest = (reason: string) => [

@@ -1,12 +1,9 @@
 /** OK: nothing to do. WARN: works, but look. FAIL: broken; the doctor exits 1. SKIP: not checked. */
 export type CheckStatus = 'OK' | 'WARN' | 'FAIL' | 'SKIP';
 
-/** One line of the doctor's table. */
 export interface CheckResult {
-  /** What was checked, e.g. `workers: payments`. */
   check: string;
   status: CheckStatus;
-  /** What was found. */
   detail: string;
   /** What to do about it; `-` when nothing. */
   hint: string;

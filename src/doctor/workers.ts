@@ -30,11 +30,7 @@ const WORKER_COMMANDS: Record<string, string> = {
   [HEAVY_TASK_QUEUE]: 'npm run heavy-worker',
 };
 
-/**
- * The deployment's routing: which builds new runs go to. No current build is a FAIL: new runs
- * wait on the unversioned queue, where no versioned worker polls. A deployment the server does
- * not know yet (no versioned worker has ever polled) leaves the queues judged by any poller.
- */
+/** No current build is a FAIL: new runs wait on the unversioned queue, where none polls. */
 export async function checkDeployment(
   connection: Connection,
   deploymentName: string,

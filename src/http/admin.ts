@@ -11,11 +11,7 @@ export interface AdminAppDeps {
   metrics: HttpMetrics;
 }
 
-/**
- * ADMIN_ADDRESS, loopback by default: what these reveal is for operators and probes, so it is a
- * socket the internet-facing port and its Ingress never reach, not a token a Prometheus or a
- * kubelet would have to carry.
- */
+/** A loopback socket the Ingress never reaches, not a token every Prometheus would carry. */
 export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance> {
   const app = Fastify({ loggerInstance: deps.logger.child({ listener: 'admin' }) });
   registerErrorHandler(app);

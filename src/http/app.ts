@@ -57,10 +57,7 @@ export interface AppDeps {
   codec?: CodecRouteOptions;
 }
 
-/**
- * Without listening, so tests can inject requests. /metrics and /readyz are the admin app's;
- * docs/security.md lists every endpoint and who may call it.
- */
+/** Without listening, so tests can inject requests. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const config = withWebhookDefaults(deps.config);
   // Before anything is built: a refused configuration (production without keys) throws here.

@@ -91,9 +91,7 @@ export async function livenessRoutes(app: FastifyInstance) {
 }
 
 /**
- * `/healthz` checks nothing, so a Temporal outage never gets healthy processes restarted.
- * `/readyz` is 503 unless every dependency answered in time, so webhooks and the provider's
- * retries go to a process that can take them; it names the check, the log says why. Admin
+ * `/healthz` checks nothing, so a Temporal outage never gets healthy processes restarted. Admin
  * listener only: which dependency is down is for operators, not for the internet.
  */
 export async function healthRoutes(app: FastifyInstance, options: HealthRoutesOptions) {

@@ -16,9 +16,8 @@ export interface FailureLimiter {
 }
 
 /**
- * Only failures are recorded, so a client sending valid requests is never refused. Bounded
- * memory; eviction forgets the client quiet for longest. Per process: N replicas allow N times
- * the budget, fine for a brake on guessing, not a quota.
+ * Only failures count, so valid requests are never refused. Per process: N replicas allow N
+ * times the budget, fine for a brake on guessing, not a quota.
  */
 export function createFailureLimiter(options: FailureLimiterOptions): FailureLimiter {
   const { limit, windowMs, maxClients } = options;

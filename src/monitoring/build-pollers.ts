@@ -9,7 +9,6 @@ import {
   type TaskQueueConnection,
 } from './task-queue-pollers';
 
-/** One task queue as one build's workers poll it. */
 export interface BuildQueuePollers {
   taskQueue: string;
   /** Worker identities of this build that polled the queue's workflow tasks recently. */
@@ -20,7 +19,6 @@ export interface BuildQueuePollers {
   lastPollAt: Date | undefined;
 }
 
-/** Whether a build has live workers on every task queue the system serves. */
 export interface BuildPollers {
   buildId: string;
   queues: BuildQueuePollers[];
@@ -31,17 +29,11 @@ export interface BuildPollers {
 export interface BuildPollerOptions {
   /** Milliseconds since the epoch; tests pass a fake clock. */
   now?: number;
-  /** A poll older than this no longer counts as a worker (default: POLLER_FRESH_MS). */
   freshMs?: number;
   timeoutMs?: number;
 }
 
-/**
- * The live pollers of `version` on each of `taskQueues`. A build needs both task types on each
- * queue: the payments worker runs the payment and order workflows and their activities, the
- * heavy worker the invoice workflow and its activities, and a PINNED run's tasks go to no other
- * build's workers.
- */
+/** Both task types on each queue: a PINNED run's tasks go to no other build's workers. */
 export async function describeBuildPollers(
   connection: TaskQueueConnection,
   namespace: string,

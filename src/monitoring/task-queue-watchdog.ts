@@ -11,9 +11,8 @@ import {
 } from './task-queue-pollers';
 
 /**
- * Temporal keeps accepting work for a queue nobody polls, silently (the seed's "the worker died
- * and nobody noticed"). Runs in the HTTP process: a dead worker cannot report itself. One log
- * line and one alert per outage (the POST retried on later checks), and a recovery notice.
+ * Temporal silently accepts work for a queue nobody polls. Runs in the HTTP process: a dead
+ * worker cannot report itself.
  */
 export interface TaskQueueWatchdogOptions {
   connection: TaskQueueConnection;
@@ -68,7 +67,6 @@ interface PendingDelivery {
 }
 
 interface QueueState {
-  /** First check that found no poll at all remembered by the server. */
   noPollerSeenSince?: number;
   outage?: Outage;
   recovery?: PendingDelivery;

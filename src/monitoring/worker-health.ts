@@ -4,12 +4,7 @@ import type { State, Worker } from '@temporalio/worker';
 import { parseListenAddress } from '../net/addresses';
 import { errorMessage, withDeadline } from './probes';
 
-/**
- * Beside the SDK's Prometheus endpoint, which serves /metrics only. `/healthz` is 200 while every
- * worker runs or drains (restarting a draining worker would cut its activities short), 503 once
- * one failed or stopped. `/readyz` is 200 only while every worker polls and the `readiness`
- * checks pass. Before any worker exists: live, not ready.
- */
+/** `/healthz` stays 200 while a worker drains: restarting it would cut its activities short. */
 export interface WorkerHealthServer {
   url: string;
   close(): Promise<void>;

@@ -12,7 +12,6 @@ import {
   type UndecodablePayloads,
 } from './visibility';
 
-/** History filter that returns only the close event (HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT). */
 const CLOSE_EVENT_ONLY = 2;
 
 export interface FailedWorkflow {
@@ -95,9 +94,8 @@ export interface FlushResult {
 }
 
 /**
- * Each workflow is checked again first: one retried since it was listed is skipped, so a flush
- * never deletes a run doing work. Deletion makes the server forget the workflow ID (a later
- * start is new); it happens in the background, and until then the workflow is still listed.
+ * Each workflow is checked again first, so a flush never deletes a run retried since listing.
+ * Deletion makes the server forget the workflow ID (a later start is new).
  */
 export async function flushFailedWorkflows(
   client: Client,
@@ -138,7 +136,6 @@ async function deleteRun(client: Client, workflowId: string, runId: string): Pro
   }
 }
 
-/** Returns the IDs the server still knows at the deadline. */
 export async function awaitDeletion(
   client: Client,
   workflowIds: readonly string[],

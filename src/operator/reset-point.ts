@@ -19,12 +19,9 @@ export interface ResetPoint {
 const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 
 /**
- * The failure is followed down its cause chain to the first activity failure: steps that ran
- * after it (compensation, alerts) are not what to retry. A local activity has no Scheduled
- * event, and resetting to the task of its marker would resume its retries with its deadline
- * spent (the SDK carries the first attempt's schedule time across backoff timers): the run is
- * reset to the task of its first attempt, re-running the other local steps of that task (the
- * payment's hand-over, safe to repeat). Undefined: nothing to reset to.
+ * The first activity failure down the cause chain (later steps are compensation). A local
+ * activity resets to the task of its first attempt: its marker's task would resume its retries
+ * with the deadline spent (the SDK keeps the first schedule time across backoff timers).
  */
 export function findResetPoint(events: readonly HistoryEvent[]): ResetPoint | undefined {
   const failed = events.filter((e) => e.workflowExecutionFailedEventAttributes).at(-1);

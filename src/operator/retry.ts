@@ -58,11 +58,8 @@ export interface RetryResult extends RetryPlan {
 }
 
 /**
- * Resets the failed run (not a fresh start): the new run keeps the workflow ID, input, signals
- * and every result before the reset point (./reset-point.ts). A payment runs both its local
- * steps again: recordPayment finds its row and the order workflow ignores a seen hand-over.
- * Refuses unless the latest run is Failed (a completed workflow never runs twice) or when its
- * input cannot succeed.
+ * A reset, not a fresh start: a payment reruns both local steps (recordPayment finds its row, the
+ * order workflow ignores a seen hand-over). Only a Failed latest run: none completes twice.
  */
 export async function retryFailedWorkflow(
   client: Client,
@@ -168,11 +165,9 @@ export type RetryAllOutcome = (
 
 export interface RetryAllOptions extends RetryOptions {
   workflowType?: string;
-  /** Only workflows whose failure's root cause is of this type (e.g. WarehouseUnavailable). */
   rootCause?: string;
   since?: Date;
   dryRun?: boolean;
-  /** At most this many resets a second (default DEFAULT_RESETS_PER_SECOND). */
   resetsPerSecond?: number;
 }
 
@@ -180,10 +175,8 @@ export interface RetryAllOptions extends RetryOptions {
 export const DEFAULT_RESETS_PER_SECOND = 10;
 
 /**
- * The type and time filter the visibility query; the root cause is read from each history (no
- * visibility field). A listed ID whose latest run is no longer Failed is skipped and reported:
- * with the per-run request ID, that makes an interrupted `retry all` safe to run again. One
- * workflow's error does not stop the others.
+ * A listed ID whose latest run is no longer Failed is skipped: with the per-run request ID, an
+ * interrupted `retry all` is safe to run again.
  */
 export async function retryAllFailed(
   client: Client,
@@ -240,7 +233,6 @@ export async function retryAllFailed(
   return outcomes;
 }
 
-/** The type of a failure's innermost cause, as `ops failed` shows it. */
 function rootCauseType(failure: ProtoFailure | undefined): string {
   return summarizeFailure(failure).rootCause.type;
 }

@@ -11,9 +11,8 @@ import {
 import { OrderIdSearchAttribute } from '../shared/search-attributes';
 
 /**
- * The database's pending-to-paid claim is the judge (a payment of the right amount arriving at
- * the same moment and the settlement never both pay the order); the order workflow's one event
- * per order and its handled-by record keep the fulfilment to one, however often it runs.
+ * The pending-to-paid claim decides a race with a real payment; the one event per order and its
+ * handled-by record keep the fulfilment to one.
  */
 
 export type SettleOutcome =

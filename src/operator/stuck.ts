@@ -84,11 +84,7 @@ export interface StuckReport {
 /** How much recent history to read for a failing workflow task: its failure is recent. */
 const RECENT_EVENTS = 100;
 
-/**
- * A pending activity on attempt `minAttempts` or later (a database or partner that stays down),
- * or a workflow task past its first attempt (code that throws, e.g. non-determinism after a bad
- * deploy, retried forever). A describe per running workflow, a history page per failing task.
- */
+/** A failing workflow task is retried forever (e.g. non-determinism after a bad deploy). */
 export async function findStuckWork(
   client: Client,
   filter: StuckFilter = {},

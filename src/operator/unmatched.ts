@@ -32,11 +32,7 @@ export interface AttachDeps {
   shopCurrency: string;
 }
 
-/**
- * The resolution is claimed in the inbox first (one operator wins), then the workflow starts
- * under `payment-unmatched~<id>`: a run that died between the two, or a second run, starts the
- * same workflow ID, which the server dedups.
- */
+/** Claimed in the inbox first (one operator wins); a rerun starts the same, deduplicated ID. */
 export async function attachUnmatched(
   deps: AttachDeps,
   id: number,

@@ -32,9 +32,8 @@ function quote(value: string): string {
 }
 
 /**
- * Grouped by workflow ID: a reset leaves the old run Failed beside the new one, so callers check
- * the latest run. The raw listing, not `client.workflow.list()`, which decodes every memo and
- * aborts the whole listing on one written with a key this process lacks.
+ * Not `client.workflow.list()`: it decodes every memo and aborts the whole listing on one
+ * written with a key this process lacks. A reset leaves the old run Failed: check the latest.
  */
 export async function runsByWorkflowId(
   client: Client,

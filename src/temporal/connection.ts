@@ -4,13 +4,6 @@ import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 
-/**
- * How every process reaches Temporal, from the settings src/config/temporal-connection.ts reads
- * (envconfig, as the Temporal CLI does): lazily for the HTTP process, within a deadline for a
- * person at a terminal, and waiting for the server for a worker. Why a connection fails is the
- * doctor's job (src/doctor/connection.ts).
- */
-
 /** JSON, `util.inspect` and string conversion all redact it, so a logged config leaks nothing. */
 export class Secret<T> {
   readonly #value: T;
@@ -109,10 +102,8 @@ export interface ConnectWhenReachableOptions {
 }
 
 /**
- * A worker started beside a Temporal that is still booting (docker compose, a rolling restart of
- * the cluster) starts polling the moment the server answers, instead of exiting and counting on
- * a process manager's back-off. It waits as long as it takes; the no-poller watchdog
- * (docs/operations.md) alerts when no worker polls.
+ * A worker beside a booting Temporal polls the moment it answers instead of exiting into a
+ * process manager's back-off; it waits as long as it takes (the no-poller watchdog alerts).
  */
 export async function connectWhenReachable(
   options: ConnectWhenReachableOptions,

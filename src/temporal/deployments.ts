@@ -4,10 +4,7 @@ import { optionalTsToDate } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { grpcCode } from './grpc-status';
 
-/**
- * Worker Deployments through the workflow service's RPCs (SDK 1.24 has no client for them): what
- * `temporal worker deployment describe / set-current-version / set-ramping-version` do.
- */
+// Worker Deployments through raw RPCs: SDK 1.24 has no client for them.
 
 const { VersionDrainageStatus, WorkerDeploymentVersionStatus } = temporal.api.enums.v1;
 

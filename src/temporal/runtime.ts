@@ -10,7 +10,6 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
   ERROR: 'error',
 };
 
-/** Where `npm start` serves the worker's SDK metrics unless WORKER_METRICS_ADDRESS says otherwise. */
 export const DEV_WORKER_METRICS_ADDRESS = '127.0.0.1:9464';
 
 export interface TemporalRuntimeOptions {
@@ -19,9 +18,8 @@ export interface TemporalRuntimeOptions {
 }
 
 /**
- * One log sink for everything, with the SDK's metadata as fields. Once per process, before the
- * first NativeConnection or Worker. No shutdown signals: the process entry decides the order in
- * which HTTP, worker and connections close.
+ * Once per process, before the first NativeConnection or Worker. No shutdown signals: the process
+ * entry decides the order in which HTTP, worker and connections close.
  */
 export function installTemporalRuntime(logger: Logger, options: TemporalRuntimeOptions = {}): void {
   const sdkLogger = logger.child({ component: 'temporal-sdk' });

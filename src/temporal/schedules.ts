@@ -28,7 +28,6 @@ export interface EnsureScheduleResult {
 
 type StockAggregationAction = ScheduleOptionsStartWorkflowAction<typeof aggregateStockWorkflow>;
 
-/** The schedule as this build wants it, for create and update alike. */
 export function stockAggregationSchedule(
   options: StockAggregationScheduleOptions = {},
 ): Omit<ScheduleOptions<StockAggregationAction>, 'scheduleId' | 'state'> {
@@ -60,11 +59,7 @@ export function stockAggregationSchedule(
   };
 }
 
-/**
- * Creates the schedule, or brings an existing one to this build's definition, so a changed
- * interval or policy takes effect on deploy. Safe from every process at start-up, concurrently;
- * an operator's pause (with its note) survives the update.
- */
+/** Updated on every start, so a changed policy takes effect on deploy; a pause survives it. */
 async function ensureSchedule(
   client: Client,
   scheduleId: string,

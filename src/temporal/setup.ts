@@ -20,7 +20,6 @@ export interface SetupStep {
   step: 'namespace' | 'search attributes' | 'schedule';
   outcome: 'present' | 'created' | 'not allowed' | 'failed' | 'skipped';
   detail: string;
-  /** For `not allowed` and `failed`: what a person must do instead. */
   todo?: string[];
 }
 
@@ -35,10 +34,8 @@ export interface SetupOptions {
 }
 
 /**
- * What a cluster needs before the app can take a payment (`npm run temporal:setup`, `npm start`):
- * a start that sets an unregistered search attribute is refused, so every webhook would get 503.
- * Idempotent, safe from several processes at once; where the cluster forbids a step (Temporal
- * Cloud) it comes back `not allowed` with what to do instead. Never throws for a step.
+ * A start that sets an unregistered search attribute is refused: every webhook would get 503.
+ * Idempotent, safe from several processes at once; never throws for a step.
  */
 export async function ensureTemporalSetup(
   options: SetupOptions,
@@ -221,7 +218,6 @@ export function compareSearchAttributes(
   return { missing, wrongType };
 }
 
-/** The Temporal CLI commands that register these search attributes. */
 export function registerCommands(namespace: string, names: readonly string[]): string[] {
   return CUSTOM_SEARCH_ATTRIBUTES.filter((k) => names.includes(k.name)).map((k) => {
     // The CLI's --type spelling: KEYWORD_LIST is KeywordList.
@@ -231,9 +227,8 @@ export function registerCommands(namespace: string, names: readonly string[]): s
 }
 
 /**
- * A readiness check (src/http/health.ts): without the search attributes no payment can start. A
- * success is remembered for a minute, a failure asked again on every probe, so running the set-up
- * makes the process ready at once. Where this client may not list them (Cloud), it does not block.
+ * Without the search attributes no payment can start. Only a success is cached, so running the
+ * set-up makes the process ready at once.
  */
 export function temporalSetupReadiness(
   connection: Services,

@@ -16,7 +16,6 @@ import {
   type SharedWorkerOptions,
 } from './payments';
 
-/** HEAVY_WORKER_MAX_CONCURRENT_ACTIVITIES's default. */
 export const DEFAULT_HEAVY_MAX_CONCURRENT_ACTIVITIES = 2;
 
 /**

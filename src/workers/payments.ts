@@ -53,7 +53,6 @@ export const PAYMENT_WORKFLOW_MODULES = {
   interceptorModules: [require.resolve('../workflows/interceptors')],
 };
 
-/** What every worker of a process shares: connection, bundle, build, payload encryption. */
 export interface SharedWorkerOptions {
   connection: NativeConnection;
   namespace: string;
@@ -199,7 +198,6 @@ export function activityDepsFromConfig(
   };
 }
 
-/** The alert delivery and digest settings, the same on every worker that raises alerts. */
 export function alertDepsFromConfig(
   config: Config,
   db: DatabaseHandle,

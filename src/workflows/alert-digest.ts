@@ -33,10 +33,8 @@ const { stillFailedRuns } = proxyActivities<Activities>({
 const CONTINUE_AS_NEW_AFTER_EVENTS = 5_000;
 
 /**
- * "opened" at an incident's first failure, a "digest" at most once a window, "resolved" when its
- * failed runs were retried or deleted or the cause went quiet: a storm of 500 failures is three
- * posts. Each post's child workflow ID (the Idempotency-Key) names cause, incident and post. It
- * completes once resolved, so the next failure opens a new incident in a new run.
+ * A storm of 500 failures is three posts: opened, digest, resolved. Each post's child workflow ID
+ * (the Idempotency-Key) names cause, incident and post.
  */
 export async function alertDigestWorkflow(input: AlertDigestInput): Promise<void> {
   const { cause, windowMs, quietMs } = input;

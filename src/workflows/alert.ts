@@ -24,10 +24,8 @@ const { reportFailure } = proxyActivities<Activities>({
 });
 
 /**
- * Always one error log line; then a failed run reports to its cause's digest, anything else is
- * delivered to the sink. An abandoned child whose ID derives from what it reports, so exactly one
- * per failed run, extra payment or post; nobody waits for it but a digest, so a sink that is down
- * holds nothing up. It never fails: an undeliverable alert stays in the log.
+ * An abandoned child whose ID derives from what it reports: exactly one per failed run, extra
+ * payment or post, and a sink that is down holds nothing up. It never fails.
  */
 export async function alertWorkflow(alert: Alert): Promise<AlertDelivery> {
   const headline = {

@@ -21,11 +21,9 @@ export const EXPORT_CHUNK_SIZE = 100;
 /** Each chunk adds about 6 events: a run stays near 300 events (the server's limit is 51,200). */
 export const EXPORT_CHUNKS_PER_RUN = 50;
 
-// Planning and chunks read the database and write one small file: milliseconds. One minute
-// start-to-close only catches a hung worker (a database statement gives up after 5 s). A failing
-// chunk is retried on its own, the chunks before it stay done: 10 attempts, 1 s doubling to
-// 1 minute, about 6 minutes in all, ride out a database restart; a chunk that still fails
-// fails the export (one alert), and `npm run ops -- retry` resumes it from that chunk.
+// A chunk takes milliseconds: one minute only catches a hung worker (statements give up after
+// 5 s). 10 attempts, 1 s doubling to 1 minute (about 6 minutes) ride out a database restart;
+// then the export fails (one alert) and `ops retry` resumes it from that chunk.
 const { planOrderExport, exportOrdersChunk } = proxyActivities<HeavyActivities>({
   startToCloseTimeout: '1 minute',
   retry: {
@@ -56,11 +54,7 @@ const { finishOrderExport } = proxyActivities<HeavyActivities>({
   },
 });
 
-/**
- * Chunks follow the order ID (a keyset cursor), so each is defined by where the previous one
- * ended and a retried chunk rewrites the same file. Continues as new every 50 chunks, carrying
- * the progress over.
- */
+/** Chunks follow a keyset cursor on the order ID, so a retried chunk rewrites the same file. */
 export async function exportOrdersWorkflow(input: ExportOrdersInput): Promise<ExportOrdersResult> {
   checkInput(input);
   const chunkSize = input.chunkSize ?? EXPORT_CHUNK_SIZE;

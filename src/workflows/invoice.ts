@@ -13,11 +13,9 @@ import { HEAVY_TASK_QUEUE } from '../shared/constants';
 import { FailureType, NON_RETRYABLE_FAILURE_TYPES } from '../shared/errors';
 import { invoiceWorkflowId } from '../shared/invoice';
 
-// A one-page PDF renders in milliseconds; 5 minutes start-to-close leaves room for a slow disk
-// or a long INVOICE_DELAY_MS demo, while the 10 s heartbeat timeout (the activity heartbeats
-// every 500 ms) notices a crashed worker long before that. 10 attempts, 10 s doubling to
-// 10 minutes, ride out about an hour of database or disk trouble; then the workflow fails, the
-// failure alert goes out, and `npm run ops -- retry` runs it again.
+// 5 minutes leave room for a slow disk or a long INVOICE_DELAY_MS; the 10 s heartbeat timeout
+// notices a crashed worker sooner. 10 attempts, 10 s doubling to 10 minutes, ride out about an
+// hour of database or disk trouble; then it fails, alerts, and `ops retry` runs it again.
 const { generateInvoicePdf } = proxyActivities<HeavyActivities>({
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '10 seconds',

@@ -2,12 +2,9 @@ import { metricMeter } from '@temporalio/workflow';
 import { BusinessMetric, type FulfilmentOutcome } from '../shared/business-metrics';
 import type { FulfilmentFailedDetails, OrderPaymentEvent } from '../shared/order';
 
-// The SDK's workflow meter drops what a replay re-emits, so each fact is counted once per run
-// that reached it, however often the run is replayed (a worker restart, an evicted cache). A
-// workflow task that fails after emitting and runs again may count twice: these are trends for a
-// dashboard, and the database stays the record of what happened to each order.
+// The workflow meter drops replayed emits, but a failed task that reruns may count twice: these
+// are trends for a dashboard; the database is the record.
 
-/** Counts a fulfilment that ended without going to the warehouse, or with the warehouse. */
 export function countFulfilment(outcome: FulfilmentOutcome): void {
   metricMeter
     .createCounter(BusinessMetric.fulfilments, undefined, "Paid orders' fulfilments by outcome")

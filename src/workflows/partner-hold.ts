@@ -19,12 +19,9 @@ import { RetryPolicies } from '../shared/retry-policies';
 import { PartnerPausedSearchAttribute } from '../shared/search-attributes';
 import { localStep } from './local-step';
 
-// Why a workflow-side hold and not Temporal's activity pause (server 1.29.1): a batch
-// `activity pause` reaches only the activities pending when it runs, not the calls that orders
-// paid during the outage schedule afterwards, and a paused activity's schedule-to-close deadline
-// keeps running, so a two-hour pause would still end in compensations. Here the table is the
-// truth, every call consults it (the activity refuses to call while paused), and the wait is a
-// durable timer plus a signal: visible in the Web UI, and it survives any restart.
+// Not Temporal's activity pause (server 1.29.1): it misses calls scheduled after it runs, and a
+// paused activity's schedule-to-close deadline keeps running (compensations anyway). Here the
+// table is the truth every call consults, and the wait is a durable timer plus a signal.
 
 const steps = {
   partnerPauseState: localStep('partnerPauseState', {
@@ -44,9 +41,8 @@ const steps = {
 export const PARTNER_PAUSE_RECHECK = '1 minute';
 
 /**
- * While the partner is paused, holds the call and calls again after the resume with a fresh
- * retry policy: no attempt or deadline is spent, nothing compensated. The activity refuses to
- * call while paused; another failure that ends while paused is held too; any other is the caller's.
+ * After the resume, calls again with a fresh retry policy: no attempt or deadline is spent while
+ * paused, nothing compensated.
  */
 export async function unlessPartnerPaused<T>(
   partner: Partner,
@@ -68,10 +64,7 @@ function isPartnerPaused(err: ActivityFailure): boolean {
   return err.cause instanceof ApplicationFailure && err.cause.type === FailureType.PartnerPaused;
 }
 
-/**
- * Waits until the partner is resumed; resumed with a rate, takes a slot and waits until just
- * before it (the activity waits the rest: PARTNER_RELEASE_LEAD_MS).
- */
+/** Resumed with a rate: waits until just before its slot (the activity waits the rest). */
 async function holdWhilePaused(partner: Partner): Promise<PartnerRelease | undefined> {
   let changed = false;
   setHandler(partnerPauseChangedSignal, () => {

@@ -35,11 +35,7 @@ export async function slaCheckWorkflow(): Promise<void> {
 /** History events before a long breach hands its incident to a fresh run (a check a minute). */
 const CONTINUE_AS_NEW_AFTER_EVENTS = 5_000;
 
-/**
- * One "opened" post at the first breach, nothing while later checks still breach, one
- * "resolved" post when a check finds none; then it completes, so the next breach is a new run.
- * Each post's child workflow ID (the Idempotency-Key) names cause, incident and post.
- */
+/** Completes once resolved, so the next breach is a new run; each post's ID is its key. */
 export async function slaIncidentWorkflow(input: SlaIncidentInput): Promise<void> {
   let latest: SlaCheck | undefined = input.opened;
   setHandler(slaCheckedSignal, (check: SlaCheck) => {

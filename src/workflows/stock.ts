@@ -5,10 +5,7 @@ import { HEAVY_TASK_QUEUE } from '../shared/constants';
 
 /** Exported for worker-settings.test.ts: the payments worker's grace time covers it only there. */
 export const AGGREGATE_STOCK_ACTIVITY_OPTIONS = {
-  // The workflow stays on `payments` (a scheduled activity's queue is not checked on replay), the
-  // activity runs on `heavy`: a 7-minute activity made the payments worker's grace time 10.5
-  // minutes; the heavy worker cancels it after 10 s and another retries it (idempotent, keyed by
-  // the run's scheduled time).
+  // On `heavy`: a 7-minute activity made the payments worker's shutdown grace 10.5 minutes.
   taskQueue: HEAVY_TASK_QUEUE,
   // The seed's AggregateStock may take 7 minutes, so start-to-close is 10: room for a slow run,
   // while a hung attempt is abandoned after two 5-minute slots rather than hours.
@@ -35,10 +32,7 @@ export interface AggregateStockWorkflowInput {
 // Set by the Temporal Schedule on every run it starts: the slot the run was started for.
 const SCHEDULED_START_TIME = { name: 'TemporalScheduledStartTime', type: 'DATETIME' } as const;
 
-/**
- * Started every 5 minutes by the `aggregate-stock` Schedule, never two at a time
- * (src/temporal/schedules.ts). Keyed by the scheduled time: retries and a re-run name one snapshot.
- */
+/** Keyed by the scheduled time: retries and a re-run name one snapshot. */
 export async function aggregateStockWorkflow(
   input: AggregateStockWorkflowInput = {},
 ): Promise<AggregateStockResult> {

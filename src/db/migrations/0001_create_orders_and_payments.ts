@@ -6,11 +6,7 @@ import {
   type Kysely,
 } from 'kysely';
 
-/**
- * Orders and the payments recorded against them. The UNIQUE constraints here are what makes
- * at-least-once activities safe: a redelivered provider event or a retried order request hits
- * them instead of creating a second row.
- */
+/** The UNIQUE constraints make at-least-once activities safe: a retry hits them, not a new row. */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;

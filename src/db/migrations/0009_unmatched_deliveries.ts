@@ -1,11 +1,8 @@
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 
 /**
- * The unmatched inbox: signed provider deliveries we could not act on (unknown order, foreign
- * reference, other currency, a Stripe event for another account…). They are answered 2xx so the
- * provider does not retry for days and disable the endpoint, which makes this row the only record
- * an operator has: it must not depend on Temporal's retention. UNIQUE event_id turns a
- * redelivery into a count; a resolution is written once (a NULL-guarded update).
+ * Deliveries we could not act on are answered 2xx (else the provider disables the endpoint), so
+ * this row is the only record: not Temporal's retention. UNIQUE event_id counts redeliveries.
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,11 +1,8 @@
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 
 /**
- * A full refund came while the shipment was only requested. PostgreSQL replaces 0001's CHECK;
- * SQLite cannot alter one, so the table is rebuilt its documented way (create, copy, drop,
- * rename; migrate.ts turns foreign keys off for the step) from its own DDL with only the CHECK
- * changed, keeping later columns in order. The AUTOINCREMENT counter is carried over: an order
- * ID is never reused (0001).
+ * SQLite cannot alter a CHECK: the table is rebuilt its documented way (create, copy, drop,
+ * rename) from its own DDL, and the AUTOINCREMENT counter carried over (IDs never reused, 0001).
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,10 +1,8 @@
 import { PostgresAdapter, sql, type ColumnDefinitionBuilder, type Kysely } from 'kysely';
 
 /**
- * Disputes are recorded once per provider event and matched by payment reference, as refunds
- * (0008). The order's `dispute_status` and `dispute_closed_at` are written by its workflow from
- * every recorded event (any arrival order gives the same columns), stored rather than derived so
- * the order row alone says it, as `refunded_amount` does. One settlement per order.
+ * `dispute_status` is stored, not derived, so the order row alone says it; its workflow writes it
+ * from every recorded event, so any arrival order gives the same columns.
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,11 +1,8 @@
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 
 /**
- * Partner pauses: one row per partner an operator has paused (`ops partner pause warehouse`),
- * kept after the resume as the record of the last pause. It is the durable truth the order
- * workflows read before each call to the partner, so a pause survives a restart of every process
- * and does not depend on a signal having reached anyone. `release_cursor_ms` is the next free
- * slot (epoch ms) of a resume with `--rate N`: each held call takes one, 1/N s after the last.
+ * The durable truth read before each partner call: a pause survives every restart and needs no
+ * signal to arrive. `release_cursor_ms`: the next free slot (epoch ms) of a `--rate N` resume.
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -46,11 +46,7 @@ const createOrderRoute = {
 
 const getOrderRoute = { params: z.object({ id: orderIdSchema }) };
 
-/**
- * Keys need `orders:write` / `orders:read`; the e-mail address only with `orders:read:pii`. The
- * same Idempotency-Key with the same request returns the first order, with a different request a
- * 422 rather than someone else's order.
- */
+/** A reused Idempotency-Key with a different request is a 422, never someone else's order. */
 export async function ordersRoutes(fastify: FastifyInstance, options: OrdersRouteOptions) {
   const app = withZodSchemas(fastify);
   const { auth } = options;
