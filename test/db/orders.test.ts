@@ -173,4 +173,39 @@ describe.each(testDatabases)('orders repository ($name)', ({ create }) => {
     expect((await orders.findById(order.id))?.refundReviewRequestedAt).toBe(stamped);
     expect(await orders.requestRefundReview(999_999)).toBe(false);
   });
+
+  it('requests a return review once: the first call stamps it, later ones keep that time', async () => {
+    const { order } = await orders.createWithIdempotencyKey(request({ idempotencyKey: nextKey() }));
+    expect((await orders.findById(order.id))?.returnReviewRequestedAt).toBeNull();
+    expect(await orders.requestReturnReview(order.id)).toBe(true);
+    const stamped = (await orders.findById(order.id))?.returnReviewRequestedAt;
+    expect(stamped).toEqual(expect.any(String));
+    expect(await orders.requestReturnReview(order.id)).toBe(false);
+    expect((await orders.findById(order.id))?.returnReviewRequestedAt).toBe(stamped);
+    expect(await orders.requestReturnReview(999_999)).toBe(false);
+  });
+
+  it('records where its disputes stand, and only on that order', async () => {
+    const { order } = await orders.createWithIdempotencyKey(request({ idempotencyKey: nextKey() }));
+    const { order: other } = await orders.createWithIdempotencyKey(
+      request({ idempotencyKey: nextKey() }),
+    );
+    await orders.setDisputeOutcome(order.id, { status: 'opened', closedAt: null });
+    expect(await orders.findById(order.id)).toMatchObject({
+      disputeStatus: 'opened',
+      disputeClosedAt: null,
+    });
+    await orders.setDisputeOutcome(order.id, {
+      status: 'lost',
+      closedAt: '2026-12-01T00:00:00.000Z',
+    });
+    expect(await orders.findById(order.id)).toMatchObject({
+      disputeStatus: 'lost',
+      disputeClosedAt: '2026-12-01T00:00:00.000Z',
+    });
+    expect(await orders.findById(other.id)).toMatchObject({
+      disputeStatus: null,
+      disputeClosedAt: null,
+    });
+  });
 });
