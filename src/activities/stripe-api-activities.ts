@@ -2,18 +2,20 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import Stripe from 'stripe';
 import type { UnmatchedRepository } from '../db';
-import { deliver, type ProviderEventStarter, toDelivery } from '../http/providers/delivery';
-import { providerEventId } from '../http/providers/provider';
-import { readStripeObject } from '../http/providers/stripe';
+import { deliver, toDelivery } from '../http/providers/delivery';
+import { keyed } from '../http/providers/provider';
+import { STRIPE_PROVIDER, stripeKeys } from '../http/providers/stripe';
+import { readStripeObject } from '../http/providers/stripe-objects';
 import { FailureType } from '../shared/errors';
 import type { ThinEventResult, ThinEventWorkflowInput } from '../shared/thin-event';
+import type { PaymentStarter } from '../temporal/payment-starter';
 import { atCrashPoint } from './crash-points';
 
 export interface StripeApiActivityDeps {
   /** Stripe's client with the shop's key (STRIPE_API_KEY); absent: no thin event can be fetched. */
   stripe?: Stripe;
   /** Starts what a resolved event is: the same starter, and so the same keys, as the webhook's. */
-  starter: ProviderEventStarter;
+  starter: PaymentStarter;
   unmatched: Pick<UnmatchedRepository, 'record'>;
   /** SHOP_CURRENCY: a payment in another currency is kept as unmatched, as on the webhook. */
   shopCurrency: string;
@@ -90,21 +92,15 @@ export function createStripeApiActivities(deps: StripeApiActivityDeps) {
           ? readStripeObject(type, input.object)
           : ({
               kind: 'unmatched',
-              event: type,
+              type,
               reason: 'thin_unresolved',
               note: input.unresolved,
               object: event.notification,
             } as const);
       if (read.kind === 'ignored') return { kind: 'ignored', note: read.note };
-      if (read.kind === 'thin') throw new Error('a fetched object is never a thin event');
-      const delivery = toDelivery(read, {
-        // The workflow's key already is the qualified event ID; the provider's own is inside.
-        provider: {
-          name: 'stripe',
-          qualifyEventId: () => event.eventId,
-          qualifyPaymentRef: (ref) => providerEventId('stripe', ref),
-        },
-        providerEventId: event.notification.id,
+      // Keyed as the webhook keys it: the workflow's own key is this event ID.
+      const delivery = toDelivery(keyed(read, event.notification.id, stripeKeys), {
+        provider: STRIPE_PROVIDER,
         shopCurrency: deps.shopCurrency,
       });
       const outcome = await atCrashPoint('deliverThinEvent.deliver', () =>
@@ -119,7 +115,7 @@ export function createStripeApiActivities(deps: StripeApiActivityDeps) {
         return {
           kind: 'unmatched',
           unmatchedId: outcome.id,
-          reason: delivery.kind === 'unmatched' ? delivery.entry.reason : 'unknown',
+          reason: outcome.reason,
         };
       }
       return {

@@ -6,7 +6,7 @@ import Fastify, {
 import { type Config, DEFAULT_SHOP_CURRENCY, WEBHOOK_SECURITY_DEFAULTS } from '../config';
 import type { createOrdersRepository, createPaymentsRepository, UnmatchedInbox } from '../db';
 import type { ThinEventStarter } from '../temporal/thin-event-starter';
-import type { ProviderEventStarter } from './providers/delivery';
+import type { PaymentStarter } from '../temporal/payment-starter';
 import { registerErrorHandler } from './errors';
 import { codecRoutes, type CodecRouteOptions } from './routes/codec';
 import { livenessRoutes } from './health';
@@ -44,7 +44,7 @@ export interface AppDeps {
     Partial<OrdersApiConfig>;
   /** Our pino logger; typed as Fastify's logger interface so routes see plain FastifyInstance. */
   logger: FastifyBaseLogger;
-  payments: ProviderEventStarter;
+  payments: PaymentStarter;
   unmatchedRepository: UnmatchedInbox;
   /** Starts the fetch of Stripe thin events; unset (no STRIPE_API_KEY): they are kept as unmatched. */
   thinEvents?: ThinEventStarter;

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PartnerPausesRepository, UnmatchedInbox } from '../db';
 import { PARTNERS } from '../shared/partner';
-import type { ProviderEventStarter } from './providers/delivery';
+import type { PaymentStarter } from '../temporal/payment-starter';
 import { quietLogLevel } from './health';
 import { WEBHOOKS_PATH_PREFIX } from './routes/payment-webhook';
 
@@ -13,7 +13,7 @@ import { WEBHOOKS_PATH_PREFIX } from './routes/payment-webhook';
 export interface HttpMetrics {
   readonly registry: Registry;
   /** Wraps the webhook's starter: only the starter can tell a first delivery from a duplicate. */
-  instrumentPaymentStarter(starter: ProviderEventStarter): ProviderEventStarter;
+  instrumentPaymentStarter(starter: PaymentStarter): PaymentStarter;
   instrumentUnmatched(unmatched: UnmatchedInbox): UnmatchedInbox;
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAX_INTEGER_COLUMN, type UnmatchedDelivery, type UnmatchedRepository } from '../db';
-import type { PaymentStart } from '../http/providers/delivery';
+import type { PaymentWorkflowInput } from '../shared/payment';
 import type { PaymentStarter, StartedPayment } from '../temporal/payment-starter';
 
 // Each inbox entry is resolved once: attached to an order (then a normal payment), refunded
@@ -81,7 +81,7 @@ export async function attachUnmatched(
     attached = claimed.delivery;
     first = claimed.kind === 'resolved';
   }
-  const input: PaymentStart = {
+  const input: PaymentWorkflowInput = {
     eventId: attachedEventId(entry),
     orderId,
     amount,

@@ -13,7 +13,7 @@ import {
 } from '../shared/payment-events';
 import { OrderIdSearchAttribute, PaymentEventIdSearchAttribute } from '../shared/search-attributes';
 import type { disputeWorkflow, paymentWorkflow, refundWorkflow } from '../workflows';
-import { grpcStatus } from './connection-diagnosis';
+import { grpcStatus } from './grpc-status';
 
 export type StartedPayment =
   | { workflowId: string; duplicate: false }

@@ -3,72 +3,64 @@ import {
   type Actionable,
   deliver,
   type Delivery,
-  type DeliveryContext,
   toDelivery,
 } from '../../src/http/providers/delivery';
 import type { DisputeEvent, RefundEvent } from '../../src/shared/payment-events';
+import type { StripeThinNotification } from '../../src/shared/thin-event';
 import { recordingPaymentStarter, recordingUnmatched } from '../support/webhook';
 
-// The mapping of a verified notification to what the shop does with it, read directly: the
-// route's tests reach it only through the app, which jest's related-test search does not follow
-// (docs/testing.md). Event IDs and payment references are qualified differently here, so that a
-// test sees which of the two each field went through.
+// What the shop does with a verified, keyed event, read directly: the route's tests reach it
+// only through the app, which jest's related-test search does not follow (docs/testing.md). How
+// a provider's IDs become keys is test/http/provider.test.ts's.
 
-const context: DeliveryContext = {
-  provider: {
-    name: 'acme',
-    qualifyEventId: (id) => `event~${id}`,
-    qualifyPaymentRef: (ref) => `ref~${ref}`,
-  },
-  providerEventId: 'evt_1',
-  shopCurrency: 'eur',
-};
+const shop = { provider: 'acme', shopCurrency: 'eur' };
 
 const payment = (fields: Partial<Extract<Actionable, { kind: 'payment' }>> = {}): Actionable => ({
   kind: 'payment',
-  event: 'payment.succeeded',
-  eventId: 'evt_1',
+  type: 'payment.succeeded',
+  eventId: 'acme~evt_1',
+  sentId: 'evt_1',
   orderRef: 12,
   amount: 5400,
+  paymentRef: 'acme~pi_9',
   ...fields,
 });
 
 describe('toDelivery: payments', () => {
-  it('starts a payment under the qualified event ID, named by its qualified reference', () => {
-    expect(toDelivery(payment({ currency: 'eur', paymentRef: 'pi_9' }), context)).toStrictEqual({
+  it('starts a payment under its event ID, named by its reference, in its currency', () => {
+    expect(toDelivery(payment({ currency: 'eur' }), shop)).toStrictEqual({
       kind: 'payment',
       input: {
-        eventId: 'event~evt_1',
+        eventId: 'acme~evt_1',
         orderId: 12,
         amount: 5400,
-        paymentRef: 'ref~pi_9',
+        paymentRef: 'acme~pi_9',
         currency: 'eur',
       },
     });
   });
 
-  it('names the payment by the event’s own ID when the provider gives no reference', () => {
-    // The contract's scheme: no currency either, and none is made up.
-    expect(toDelivery(payment(), context)).toStrictEqual({
+  it('makes up no currency for a scheme that sends none', () => {
+    expect(toDelivery(payment(), shop)).toStrictEqual({
       kind: 'payment',
-      input: { eventId: 'event~evt_1', orderId: 12, amount: 5400, paymentRef: 'ref~evt_1' },
+      input: { eventId: 'acme~evt_1', orderId: 12, amount: 5400, paymentRef: 'acme~pi_9' },
     });
   });
 
   it('keeps a payment for an order reference that is not one of ours as unmatched', () => {
-    const delivery = toDelivery(payment({ orderRef: 'ORD-12', currency: 'eur' }), context);
+    const delivery = toDelivery(payment({ orderRef: 'ORD-12', currency: 'eur' }), shop);
     expect(delivery).toStrictEqual({
       kind: 'unmatched',
       entry: {
         reason: 'foreign_order_ref',
         provider: 'acme',
-        eventId: 'event~evt_1',
+        eventId: 'acme~evt_1',
         payload: {
           event: 'payment.succeeded',
-          eventId: 'event~evt_1',
+          eventId: 'acme~evt_1',
           amount: 5400,
           currency: 'eur',
-          paymentRef: 'ref~evt_1',
+          paymentRef: 'acme~pi_9',
           orderRef: 'ORD-12',
         },
       },
@@ -78,25 +70,25 @@ describe('toDelivery: payments', () => {
 
   it('reads an order reference that only looks like a number as foreign, not as that order', () => {
     // "12" is text: the provider's metadata carried something else than our numeric order ID.
-    const delivery = toDelivery(payment({ orderRef: '12' }), context);
+    const delivery = toDelivery(payment({ orderRef: '12' }), shop);
     expect(delivery.kind).toBe('unmatched');
     expect(delivery.kind === 'unmatched' && delivery.entry.reason).toBe('foreign_order_ref');
   });
 
   it('keeps a payment in another currency as unmatched, whatever its amount', () => {
-    const delivery = toDelivery(payment({ currency: 'usd', paymentRef: 'pi_9' }), context);
+    const delivery = toDelivery(payment({ currency: 'usd' }), shop);
     expect(delivery).toStrictEqual({
       kind: 'unmatched',
       entry: {
         reason: 'currency',
         provider: 'acme',
-        eventId: 'event~evt_1',
+        eventId: 'acme~evt_1',
         payload: {
           event: 'payment.succeeded',
-          eventId: 'event~evt_1',
+          eventId: 'acme~evt_1',
           amount: 5400,
           currency: 'usd',
-          paymentRef: 'ref~pi_9',
+          paymentRef: 'acme~pi_9',
           orderId: 12,
         },
       },
@@ -105,69 +97,73 @@ describe('toDelivery: payments', () => {
   });
 
   it('compares currencies exactly (the providers lowercase them before this)', () => {
-    expect(toDelivery(payment({ currency: 'EUR' }), context).kind).toBe('unmatched');
-    expect(toDelivery(payment({ currency: '' }), context).kind).toBe('unmatched');
+    expect(toDelivery(payment({ currency: 'EUR' }), shop).kind).toBe('unmatched');
+    expect(toDelivery(payment({ currency: '' }), shop).kind).toBe('unmatched');
   });
 });
 
-describe('toDelivery: refunds, disputes and what the provider already found unmatched', () => {
-  it('keys a refund by the qualified event ID and names its payment by the qualified reference', () => {
-    const refund: Omit<RefundEvent, 'eventId' | 'paymentRef'> = {
+describe('toDelivery: refunds, disputes, thin events and what the provider found unmatched', () => {
+  it('passes a refund and a dispute on as they were keyed', () => {
+    const refund: RefundEvent = {
+      eventId: 'acme~evt_r',
+      paymentRef: 'acme~pi_9',
       kind: 'refund',
       refundId: 're_1',
       amount: 300,
-      currency: 'eur',
       status: 'succeeded',
-      orderId: 12,
     };
-    expect(
-      toDelivery({ kind: 'refund', event: 'charge.refunded', paymentRef: 'pi_9', refund }, context),
-    ).toStrictEqual({
-      kind: 'refund',
-      event: { ...refund, eventId: 'event~evt_1', paymentRef: 'ref~pi_9' },
-    });
-  });
-
-  it('keys a dispute the same way', () => {
-    const dispute: Omit<DisputeEvent, 'eventId' | 'paymentRef'> = {
+    const dispute: DisputeEvent = {
+      eventId: 'acme~evt_d',
+      paymentRef: 'acme~pi_9',
       disputeId: 'dp_1',
       amount: 5400,
       status: 'opened',
-      evidenceDueBy: '2026-12-10T00:00:00.000Z',
-      reason: 'fraudulent',
     };
+    const type = 'payment.refunded';
     expect(
-      toDelivery(
-        { kind: 'dispute', event: 'charge.dispute.created', paymentRef: 'pi_9', dispute },
-        context,
-      ),
+      toDelivery({ kind: 'refund', type, eventId: refund.eventId, refund }, shop),
+    ).toStrictEqual({ kind: 'refund', event: refund });
+    expect(
+      toDelivery({ kind: 'dispute', type, eventId: dispute.eventId, dispute }, shop),
+    ).toStrictEqual({ kind: 'dispute', event: dispute });
+  });
+
+  it('queues a thin event for the fetch of its object, under its event ID', () => {
+    const notification = { id: 'evt_1' } as StripeThinNotification;
+    const type = 'v1.payment_intent.succeeded';
+    expect(
+      toDelivery({ kind: 'thin', type, eventId: 'acme~evt_1', notification }, shop),
     ).toStrictEqual({
-      kind: 'dispute',
-      event: { ...dispute, eventId: 'event~evt_1', paymentRef: 'ref~pi_9' },
+      kind: 'thin',
+      provider: 'acme',
+      type,
+      input: { eventId: 'acme~evt_1', notification },
     });
   });
 
-  it('keeps what the provider found unmatched with its reason, note and object', () => {
+  it('keeps what the provider found unmatched with its reason, note, object and ID as sent', () => {
     const object = { id: 'pi_9', livemode: true };
     expect(
       toDelivery(
         {
           kind: 'unmatched',
-          event: 'payment_intent.succeeded',
+          type: 'payment_intent.succeeded',
+          eventId: 'acme~evt_1',
+          sentId: 'evt_1',
           reason: 'livemode',
           note: 'a live-mode event at a test-mode shop',
           object,
         },
-        context,
+        shop,
       ),
     ).toStrictEqual({
       kind: 'unmatched',
       entry: {
         reason: 'livemode',
         provider: 'acme',
-        eventId: 'event~evt_1',
+        eventId: 'acme~evt_1',
         // The provider's own event ID too, as sent: what an operator finds on its dashboard.
-        payload: { event: 'payment_intent.succeeded', providerEventId: 'evt_1', object },
+        payload: { event: 'payment_intent.succeeded', id: 'evt_1', object },
       },
       note: 'a live-mode event at a test-mode shop',
     });
@@ -176,15 +172,15 @@ describe('toDelivery: refunds, disputes and what the provider already found unma
 
 describe('deliver', () => {
   const refundEvent: RefundEvent = {
-    eventId: 'event~evt_r',
-    paymentRef: 'ref~pi_9',
+    eventId: 'acme~evt_r',
+    paymentRef: 'acme~pi_9',
     kind: 'cumulative',
     amount: 300,
     status: 'succeeded',
   };
   const disputeEvent: DisputeEvent = {
-    eventId: 'event~evt_d',
-    paymentRef: 'ref~pi_9',
+    eventId: 'acme~evt_d',
+    paymentRef: 'acme~pi_9',
     disputeId: 'dp_1',
     amount: 5400,
     status: 'lost',
@@ -192,7 +188,7 @@ describe('deliver', () => {
   const entry: RecordUnmatchedInput = {
     reason: 'account',
     provider: 'acme',
-    eventId: 'event~evt_u',
+    eventId: 'acme~evt_u',
     payload: { object: 'acct_other' },
   };
 
@@ -200,19 +196,19 @@ describe('deliver', () => {
     const payments = recordingPaymentStarter();
     const unmatched = recordingUnmatched();
     const deps = { payments, unmatched };
-    const input = { eventId: 'event~evt_p', orderId: 12, amount: 5400, paymentRef: 'ref~pi_9' };
+    const input = { eventId: 'acme~evt_p', orderId: 12, amount: 5400, paymentRef: 'acme~pi_9' };
 
     await expect(deliver({ kind: 'payment', input }, deps)).resolves.toStrictEqual({
       kind: 'started',
-      started: { workflowId: 'payment-event~evt_p', duplicate: false },
+      started: { workflowId: 'payment-acme~evt_p', duplicate: false },
     });
     await expect(deliver({ kind: 'refund', event: refundEvent }, deps)).resolves.toStrictEqual({
       kind: 'started',
-      started: { workflowId: 'refund-event~evt_r', duplicate: false },
+      started: { workflowId: 'refund-acme~evt_r', duplicate: false },
     });
     await expect(deliver({ kind: 'dispute', event: disputeEvent }, deps)).resolves.toStrictEqual({
       kind: 'started',
-      started: { workflowId: 'dispute-event~evt_d', duplicate: false },
+      started: { workflowId: 'dispute-acme~evt_d', duplicate: false },
     });
     expect(payments.starts).toEqual([input]);
     expect(payments.refunds).toEqual([refundEvent]);
@@ -229,12 +225,16 @@ describe('deliver', () => {
       kind: 'unmatched',
       id: 1,
       created: true,
+      reason: 'account',
+      note: 'another account',
     });
     // The provider's redelivery: the same row, not a second one.
     await expect(deliver(delivery, { payments, unmatched })).resolves.toStrictEqual({
       kind: 'unmatched',
       id: 1,
       created: false,
+      reason: 'account',
+      note: 'another account',
     });
     expect(unmatched.entries).toEqual([entry]);
     expect([...payments.starts, ...payments.refunds, ...payments.disputes]).toEqual([]);
@@ -249,5 +249,46 @@ describe('deliver', () => {
       deliver({ kind: 'refund', event: refundEvent }, { payments, unmatched }),
     ).rejects.toBe(outage);
     expect(unmatched.entries).toEqual([]);
+  });
+  it('starts a thin event’s fetch, or keeps it as unmatched when nothing can fetch it', async () => {
+    const notification = { id: 'evt_t', type: 'v1.refund.created' } as StripeThinNotification;
+    const delivery: Delivery = {
+      kind: 'thin',
+      provider: 'stripe',
+      type: notification.type,
+      input: { eventId: 'stripe~evt_t', notification },
+    };
+    const fetches: unknown[] = [];
+    const thinEvents = {
+      start: (input: unknown) => {
+        fetches.push(input);
+        return Promise.resolve({ workflowId: 'thin-stripe~evt_t', duplicate: false });
+      },
+    };
+    const payments = recordingPaymentStarter();
+    const unmatched = recordingUnmatched();
+    await expect(deliver(delivery, { payments, unmatched, thinEvents })).resolves.toStrictEqual({
+      kind: 'started',
+      started: { workflowId: 'thin-stripe~evt_t', duplicate: false },
+    });
+    expect(fetches).toEqual([delivery.input]);
+    expect(unmatched.entries).toEqual([]);
+
+    // No STRIPE_API_KEY: kept for an operator, with what was sent.
+    await expect(deliver(delivery, { payments, unmatched })).resolves.toStrictEqual({
+      kind: 'unmatched',
+      id: 1,
+      created: true,
+      reason: 'thin_unresolved',
+      note: 'a thin event, and no STRIPE_API_KEY to fetch its object with',
+    });
+    expect(unmatched.entries).toEqual([
+      {
+        reason: 'thin_unresolved',
+        provider: 'stripe',
+        eventId: 'stripe~evt_t',
+        payload: { event: 'v1.refund.created', notification },
+      },
+    ]);
   });
 });

@@ -8,8 +8,12 @@ import {
 import { configuredProviders } from '../../src/http/providers';
 import { originalProvider } from '../../src/http/providers/original';
 import { firstMatchingKey } from '../../src/http/providers/provider';
+import { signBody } from '../../src/http/signature';
+import { SIGNATURE_HEADER } from '../../src/http/webhook-auth';
 import {
   standardHeaders,
+  standardPaymentEvent,
+  stripePaymentIntentEvent,
   stripeSignature,
   TEST_STANDARD_SECRET,
   TEST_STRIPE_SECRET,
@@ -257,7 +261,29 @@ describe('configuredProviders', () => {
       },
       now,
     );
-    expect([contract, stripe, standard].map((p) => p!.qualifyEventId('evt_1'))).toEqual([
+    const contractBody = JSON.stringify({
+      id: 'evt_1',
+      event: 'payment.succeeded',
+      order_id: 3,
+      amount: 5400,
+    });
+    const stripePayment = JSON.stringify(stripePaymentIntentEvent({ id: 'evt_1' }));
+    const standardPayment = JSON.stringify(standardPaymentEvent());
+    const receipts = [
+      contract!.receive(Buffer.from(contractBody), [
+        SIGNATURE_HEADER,
+        signBody(contractBody, original.secret),
+      ]),
+      stripe!.receive(Buffer.from(stripePayment), [
+        'stripe-signature',
+        stripeSignature(stripePayment, { timestamp: NOW_S }),
+      ]),
+      standard!.receive(
+        Buffer.from(standardPayment),
+        Object.entries(standardHeaders(standardPayment, { id: 'evt_1', timestamp: NOW_S })).flat(),
+      ),
+    ];
+    expect(receipts.map((r) => r.ok && r.event.kind === 'payment' && r.event.eventId)).toEqual([
       'evt_1',
       'stripe~evt_1',
       'standard~evt_1',
@@ -274,7 +300,9 @@ describe('configuredProviders', () => {
             provider.name === 'stripe'
               ? { 'stripe-signature': stripeSignature('{}', { timestamp }) }
               : standardHeaders('{}', { timestamp });
-          return provider.verify(Buffer.from('{}'), Object.entries(headers).flat()).ok;
+          // Signed: '{}' is then refused for what it says (400), not for its signature (401).
+          const receipt = provider.receive(Buffer.from('{}'), Object.entries(headers).flat());
+          return !receipt.ok && receipt.status === 400;
         });
     const both = {
       STRIPE_WEBHOOK_SECRETS: [TEST_STRIPE_SECRET],
@@ -311,7 +339,11 @@ describe('firstMatchingKey', () => {
 
 describe('the contract’s provider', () => {
   const provider = originalProvider({ scheme: 'plain', secret: 's', toleranceSeconds: 300 });
-  const read = (body: unknown) => provider.notification.safeParse(body);
+  const read = (body: unknown) => {
+    const text = JSON.stringify(body);
+    const receipt = provider.receive(Buffer.from(text), [SIGNATURE_HEADER, signBody(text, 's')]);
+    return receipt.ok ? { success: true, data: receipt.event } : { success: false };
+  };
 
   it('reads payment.succeeded as a payment in the shop’s currency, and any other type as ignored', () => {
     expect(provider.name).toBe('payment');
@@ -319,14 +351,16 @@ describe('the contract’s provider', () => {
       read({ id: 'evt_1', event: 'payment.succeeded', order_id: 3, amount: 5400 }).data,
     ).toEqual({
       kind: 'payment',
-      event: 'payment.succeeded',
+      type: 'payment.succeeded',
       eventId: 'evt_1',
+      sentId: 'evt_1',
       orderRef: 3,
       amount: 5400,
+      paymentRef: 'evt_1',
     });
     expect(read({ event: 'payment.failed' }).data).toEqual({
       kind: 'ignored',
-      event: 'payment.failed',
+      type: 'payment.failed',
     });
     expect(read({ id: 'evt_1', event: 'payment.succeeded', order_id: 3 }).success).toBe(false);
   });

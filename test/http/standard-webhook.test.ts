@@ -172,7 +172,7 @@ describe('Standard Webhooks signatures, as the reference library signs them', ()
     expect(verify(Buffer.from(payload), Object.entries(h).flat())).toEqual({
       ok: true,
       matchedSecret: 'public key current',
-      eventId: 'msg_v1a',
+      id: 'msg_v1a',
     });
   });
 
@@ -228,7 +228,7 @@ describe('Standard Webhooks signatures, as the reference library signs them', ()
     expect(verify(Buffer.from(payload), Object.entries(headers).flat())).toEqual({
       ok: true,
       matchedSecret: 'previous-1',
-      eventId: 'msg_old',
+      id: 'msg_old',
     });
   });
 

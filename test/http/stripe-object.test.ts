@@ -1,4 +1,4 @@
-import { readStripeObject } from '../../src/http/providers/stripe';
+import { readStripeObject } from '../../src/http/providers/stripe-objects';
 
 // A Stripe object as a thin event's fetch returns it (src/activities/stripe-api-activities.ts),
 // read the way the webhook reads a snapshot event's data.object, except for one thing: an object
@@ -17,7 +17,7 @@ describe('readStripeObject', () => {
   it('reads a fetched PaymentIntent as the payment it captured', () => {
     expect(readStripeObject('payment_intent.succeeded', paymentIntent)).toStrictEqual({
       kind: 'payment',
-      event: 'payment_intent.succeeded',
+      type: 'payment_intent.succeeded',
       orderRef: 12,
       amount: 5400,
       currency: 'jpy',
@@ -36,7 +36,7 @@ describe('readStripeObject', () => {
       }),
     ).toStrictEqual({
       kind: 'refund',
-      event: 'refund.updated',
+      type: 'refund.updated',
       paymentRef: 'pi_1',
       refund: {
         kind: 'refund',
@@ -56,7 +56,7 @@ describe('readStripeObject', () => {
       }),
     ).toStrictEqual({
       kind: 'dispute',
-      event: 'charge.dispute.closed',
+      type: 'charge.dispute.closed',
       paymentRef: 'pi_1',
       dispute: { disputeId: 'dp_1', amount: 5400, currency: 'jpy', status: 'lost' },
     });
@@ -65,17 +65,17 @@ describe('readStripeObject', () => {
   it('ignores a type this shop does not act on, whatever the object', () => {
     expect(readStripeObject('customer.created', { id: 'cus_1' })).toStrictEqual({
       kind: 'ignored',
-      event: 'customer.created',
+      type: 'customer.created',
     });
     // Not a type, though it is a property of every object: no reader is found on the prototype.
-    expect(readStripeObject('toString', {})).toStrictEqual({ kind: 'ignored', event: 'toString' });
+    expect(readStripeObject('toString', {})).toStrictEqual({ kind: 'ignored', type: 'toString' });
   });
 
   it('keeps an object it cannot read as unmatched, naming each field that failed', () => {
     const object = { id: 'pi_1', amount_received: -5, currency: 'JPYX', metadata: {} };
     expect(readStripeObject('payment_intent.succeeded', object)).toStrictEqual({
       kind: 'unmatched',
-      event: 'payment_intent.succeeded',
+      type: 'payment_intent.succeeded',
       reason: 'thin_unresolved',
       note: expect.stringMatching(
         /^the payment_intent\.succeeded object could not be read: amount_received: .+; currency: must be a three-letter ISO 4217 currency code$/,

@@ -391,7 +391,7 @@ describe('Stripe events as payments', () => {
     [
       'an event ID outside the safe alphabet',
       { id: 'evt/1' },
-      'id: id must be 1-200 characters of letters, digits and _ . : -',
+      'id: must be 1-200 characters of letters, digits and _ . : -',
     ],
   ])('refuses %s with 400 and the field', async (_name, overrides, reason) => {
     const response = await deliver(stripePaymentIntentEvent(overrides));

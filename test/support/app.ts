@@ -9,7 +9,6 @@ import {
   createUnmatchedRepository,
   type DatabaseHandle,
 } from '../../src/db';
-import type { ProviderEventStarter } from '../../src/http/providers/delivery';
 import { createPaymentStarter, type PaymentStarter } from '../../src/temporal/payment-starter';
 import { TEST_WEBHOOK_SECRET } from './webhook';
 
@@ -19,7 +18,7 @@ export function silentLogger() {
 }
 
 /** For apps whose tests start no payment: a call fails the test loudly. */
-export const noPayments: ProviderEventStarter = {
+export const noPayments: PaymentStarter = {
   start: () => Promise.reject(new Error('this test starts no payments')),
   startRefund: () => Promise.reject(new Error('this test starts no refunds')),
   startDispute: () => Promise.reject(new Error('this test starts no disputes')),

@@ -4,7 +4,7 @@ import { signBody, signTimestamped } from '../../src/http/signature';
 import { PAYMENT_WEBHOOK_PATH } from '../../src/http/routes/payment-webhook';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import type { RecordUnmatchedInput, UnmatchedInbox } from '../../src/db';
-import type { PaymentStart, ProviderEventStarter } from '../../src/http/providers/delivery';
+import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import type { DisputeEvent, RefundEvent } from '../../src/shared/payment-events';
 import type { PaymentStarter, StartedPayment } from '../../src/temporal/payment-starter';
 import { buildTestApp } from './app';
@@ -72,8 +72,8 @@ export function deliverWebhook(
 }
 
 /** A starter that records what the webhook asked it to start, instead of Temporal. */
-export interface RecordingPaymentStarter extends ProviderEventStarter {
-  readonly starts: PaymentStart[];
+export interface RecordingPaymentStarter extends PaymentStarter {
+  readonly starts: PaymentWorkflowInput[];
   readonly refunds: RefundEvent[];
   readonly disputes: DisputeEvent[];
 }
@@ -83,7 +83,7 @@ export interface RecordingPaymentStarter extends ProviderEventStarter {
  * the ID was first started with, as the real starter reads it from the memo.
  */
 export function recordingPaymentStarter(): RecordingPaymentStarter {
-  const starts: PaymentStart[] = [];
+  const starts: PaymentWorkflowInput[] = [];
   const refunds: RefundEvent[] = [];
   const disputes: DisputeEvent[] = [];
   const first = new Map<string, { orderId?: number; amount: number }>();

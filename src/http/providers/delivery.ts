@@ -1,84 +1,58 @@
-import type { RecordUnmatchedInput, UnmatchedRepository } from '../../db';
-import type { DisputeEvent, RefundEvent } from '../../shared/payment-events';
+import type { RecordUnmatchedInput, UnmatchedReason, UnmatchedRepository } from '../../db';
 import type { PaymentWorkflowInput } from '../../shared/payment';
+import type { DisputeEvent, RefundEvent } from '../../shared/payment-events';
+import type { ThinEventWorkflowInput } from '../../shared/thin-event';
 import type { PaymentStarter, StartedPayment } from '../../temporal/payment-starter';
-import type { ProviderNotification, WebhookProvider } from './provider';
-
-/** A payment's start: the workflow's input, with the provider's reference and currency. */
-export type PaymentStart = PaymentWorkflowInput;
-
-/** What a delivery starts: payments, refunds and disputes, each keyed by its event ID. */
-export type ProviderEventStarter = PaymentStarter;
+import type { StartedThinEvent, ThinEventStarter } from '../../temporal/thin-event-starter';
+import type { ProviderEvent } from './provider';
 
 /** One verified provider event, mapped once into what this shop does with it. */
 export type Delivery =
-  | { kind: 'payment'; input: PaymentStart }
+  | { kind: 'payment'; input: PaymentWorkflowInput }
   | { kind: 'refund'; event: RefundEvent }
   | { kind: 'dispute'; event: DisputeEvent }
+  /** A Stripe thin event: a workflow fetches its object, then delivers that. */
+  | { kind: 'thin'; provider: string; type: string; input: ThinEventWorkflowInput }
   /** Kept in the unmatched inbox for an operator; `note` says what did not match. */
   | { kind: 'unmatched'; entry: RecordUnmatchedInput; note: string };
 
-export type Actionable = Extract<
-  ProviderNotification,
-  { kind: 'payment' | 'refund' | 'dispute' | 'unmatched' }
->;
-
-export interface DeliveryContext {
-  provider: Pick<WebhookProvider, 'name' | 'qualifyEventId' | 'qualifyPaymentRef'>;
-  /** The provider's event ID as sent (the body's, or the verified header's). */
-  providerEventId: string;
-  /** The shop's currency (SHOP_CURRENCY): a payment in another one pays nothing. */
-  shopCurrency: string;
-}
+export type Actionable = Exclude<ProviderEvent, { kind: 'ignored' }>;
 
 /**
- * Maps a notification to its delivery: the event ID and payment reference qualified by
- * provider; a payment for a reference that is not one of our orders, or in another currency, to
- * the unmatched inbox (a signed delivery answered 4xx is retried for days, then the endpoint is
- * disabled). Whether the order exists is the payment workflow's to find out.
+ * Applies the shop's own rules to a keyed event: a payment for a reference that is not one of
+ * our orders, or in another currency than the shop's (SHOP_CURRENCY), goes to the unmatched inbox
+ * (a signed delivery answered 4xx is retried for days, then the endpoint is disabled). Whether
+ * the order exists is the payment workflow's to find out.
  */
-export function toDelivery(notification: Actionable, context: DeliveryContext): Delivery {
-  const { provider, providerEventId, shopCurrency } = context;
-  const eventId = provider.qualifyEventId(providerEventId);
-  const unmatched = (
-    reason: RecordUnmatchedInput['reason'],
-    note: string,
-    payload: unknown,
-  ): Delivery => ({
+export function toDelivery(
+  event: Actionable,
+  shop: { provider: string; shopCurrency: string },
+): Delivery {
+  const { provider, shopCurrency } = shop;
+  const unmatched = (reason: UnmatchedReason, note: string, payload: unknown): Delivery => ({
     kind: 'unmatched',
-    entry: { reason, provider: provider.name, eventId, payload },
+    entry: { reason, provider, eventId: event.eventId, payload },
     note,
   });
-  switch (notification.kind) {
-    case 'unmatched':
-      return unmatched(notification.reason, notification.note, {
-        event: notification.event,
-        providerEventId,
-        object: notification.object,
-      });
+  switch (event.kind) {
     case 'refund':
-      return {
-        kind: 'refund',
-        event: {
-          ...notification.refund,
-          eventId,
-          paymentRef: provider.qualifyPaymentRef(notification.paymentRef),
-        },
-      };
+      return { kind: 'refund', event: event.refund };
     case 'dispute':
+      return { kind: 'dispute', event: event.dispute };
+    case 'thin':
       return {
-        kind: 'dispute',
-        event: {
-          ...notification.dispute,
-          eventId,
-          paymentRef: provider.qualifyPaymentRef(notification.paymentRef),
-        },
+        kind: 'thin',
+        provider,
+        type: event.type,
+        input: { eventId: event.eventId, notification: event.notification },
       };
+    case 'unmatched': {
+      const { type, sentId, object } = event;
+      return unmatched(event.reason, event.note, { event: type, id: sentId, object });
+    }
     case 'payment': {
-      const { orderRef, amount, currency } = notification;
-      // The event's own ID, as sent, names the payment when the provider gives no reference.
-      const paymentRef = provider.qualifyPaymentRef(notification.paymentRef ?? providerEventId);
-      const payment = { event: notification.event, eventId, amount, currency, paymentRef };
+      const { type, eventId, orderRef, amount, currency, paymentRef } = event;
+      const payment = { event: type, eventId, amount, currency, paymentRef };
       if (typeof orderRef === 'string') {
         return unmatched(
           'foreign_order_ref',
@@ -109,12 +83,14 @@ export function toDelivery(notification: Actionable, context: DeliveryContext): 
 }
 
 export type DeliveryOutcome =
-  | { kind: 'started'; started: StartedPayment }
-  | { kind: 'unmatched'; id: number; created: boolean };
+  | { kind: 'started'; started: StartedPayment | StartedThinEvent }
+  | { kind: 'unmatched'; id: number; created: boolean; reason: UnmatchedReason; note: string };
 
 export interface DeliveryDeps {
-  payments: ProviderEventStarter;
+  payments: PaymentStarter;
   unmatched: Pick<UnmatchedRepository, 'record'>;
+  /** Starts the fetch of a thin event's object; unset (no STRIPE_API_KEY): kept as unmatched. */
+  thinEvents?: ThinEventStarter;
 }
 
 /** Starts the delivery's workflow, or keeps it in the unmatched inbox. */
@@ -126,7 +102,29 @@ export async function deliver(delivery: Delivery, deps: DeliveryDeps): Promise<D
       return { kind: 'started', started: await deps.payments.startRefund(delivery.event) };
     case 'dispute':
       return { kind: 'started', started: await deps.payments.startDispute(delivery.event) };
+    case 'thin':
+      if (deps.thinEvents) {
+        return { kind: 'started', started: await deps.thinEvents.start(delivery.input) };
+      }
+      return keep(deps.unmatched, {
+        kind: 'unmatched',
+        entry: {
+          reason: 'thin_unresolved',
+          provider: delivery.provider,
+          eventId: delivery.input.eventId,
+          payload: { event: delivery.type, notification: delivery.input.notification },
+        },
+        note: 'a thin event, and no STRIPE_API_KEY to fetch its object with',
+      });
     case 'unmatched':
-      return { kind: 'unmatched', ...(await deps.unmatched.record(delivery.entry)) };
+      return keep(deps.unmatched, delivery);
   }
+}
+
+async function keep(
+  inbox: DeliveryDeps['unmatched'],
+  delivery: Extract<Delivery, { kind: 'unmatched' }>,
+): Promise<DeliveryOutcome> {
+  const { id, created } = await inbox.record(delivery.entry);
+  return { kind: 'unmatched', id, created, reason: delivery.entry.reason, note: delivery.note };
 }

@@ -1,8 +1,14 @@
 import { z } from 'zod';
-import { EVENT_ID_PATTERN, PAYMENT_SUCCEEDED_EVENT } from '../../shared/constants';
+import { PAYMENT_SUCCEEDED_EVENT } from '../../shared/constants';
 import { createWebhookVerifier, type WebhookAuthOptions } from '../webhook-auth';
-import { amountMinorUnits, eventType, orderIdNumber, readPayment } from './payment-fields';
-import type { ProviderNotification, WebhookProvider } from './provider';
+import {
+  amountMinorUnits,
+  eventIdText,
+  eventType,
+  orderIdNumber,
+  readPayment,
+} from './payment-fields';
+import { type ProviderNotification, type WebhookProvider, webhookProvider } from './provider';
 
 /** The contract's endpoint (DESIGN.md): unchanged, whatever other providers are configured. */
 export const PAYMENT_WEBHOOK_PATH = '/api/v1/webhooks/payment';
@@ -11,10 +17,6 @@ export const PAYMENT_WEBHOOK_PATH = '/api/v1/webhooks/payment';
 export const PAYMENT_REFUNDED_EVENT = 'payment.refunded';
 /** A dispute opened or closed on a payment, in both schemes likewise. */
 export const PAYMENT_DISPUTED_EVENT = 'payment.disputed';
-
-const eventIdText = z
-  .string()
-  .regex(EVENT_ID_PATTERN, 'must be 1-200 characters of letters, digits and _ . : -');
 
 const paymentSucceededSchema = z.object({
   id: eventIdText,
@@ -59,16 +61,16 @@ const notificationSchema = z
       case PAYMENT_SUCCEEDED_EVENT:
         return readPayment(body, ctx, paymentSucceededSchema, (p) => ({
           kind: 'payment',
-          event: p.event,
-          eventId: p.id,
+          type: p.event,
+          id: p.id,
           orderRef: p.order_id,
           amount: p.amount,
         }));
       case PAYMENT_REFUNDED_EVENT:
         return readPayment(body, ctx, paymentRefundedSchema, (r) => ({
           kind: 'refund',
-          event: body.event,
-          eventId: r.id,
+          type: body.event,
+          id: r.id,
           paymentRef: r.payment_id,
           refund: {
             kind: 'refund',
@@ -81,8 +83,8 @@ const notificationSchema = z
       case PAYMENT_DISPUTED_EVENT:
         return readPayment(body, ctx, paymentDisputedSchema, (d) => ({
           kind: 'dispute',
-          event: body.event,
-          eventId: d.id,
+          type: body.event,
+          id: d.id,
           paymentRef: d.payment_id,
           dispute: {
             disputeId: d.dispute_id,
@@ -93,7 +95,7 @@ const notificationSchema = z
           },
         }));
       default:
-        return { kind: 'ignored', event: body.event };
+        return { kind: 'ignored', type: body.event };
     }
   });
 
@@ -103,12 +105,11 @@ const notificationSchema = z
  * already started under it say.
  */
 export function originalProvider(options: WebhookAuthOptions): WebhookProvider {
-  return {
+  return webhookProvider({
     name: 'payment',
     path: PAYMENT_WEBHOOK_PATH,
     verify: createWebhookVerifier(options),
     notification: notificationSchema,
-    qualifyEventId: (eventId) => eventId,
-    qualifyPaymentRef: (ref) => ref,
-  };
+    keys: { eventId: (id) => id, paymentRef: (ref) => ref },
+  });
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_INTEGER_COLUMN, MAX_ROW_ID } from '../../db/schema';
+import { EVENT_ID_PATTERN } from '../../shared/constants';
 import type { ProviderNotification } from './provider';
 
 /*
@@ -30,6 +31,11 @@ export const currencyCode = z
   .regex(/^[A-Za-z]{3}$/, 'must be a three-letter ISO 4217 currency code')
   .transform((code) => code.toLowerCase());
 
+/** An event's ID in the body, as the contract's scheme and Stripe's send it. */
+export const eventIdText = z
+  .string()
+  .regex(EVENT_ID_PATTERN, 'must be 1-200 characters of letters, digits and _ . : -');
+
 /** An event type: any short text (every type is acknowledged; only some are acted on). */
 export const eventType = z.string().min(1).max(100);
 
@@ -38,12 +44,12 @@ export const eventType = z.string().min(1).max(100);
  * maps it. Its problems are reported as the fields that failed (a 400 naming them), where a
  * union of event shapes would only say that none matched.
  */
-export function readPayment<P>(
+export function readPayment<P, N extends ProviderNotification = ProviderNotification>(
   body: unknown,
   ctx: z.RefinementCtx,
   schema: z.ZodType<P>,
-  toPayment: (payment: P) => ProviderNotification,
-): ProviderNotification {
+  toPayment: (payment: P) => N,
+): N {
   const payment = schema.safeParse(body);
   if (!payment.success) {
     for (const issue of payment.error.issues) ctx.addIssue({ ...issue });

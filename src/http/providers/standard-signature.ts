@@ -158,7 +158,7 @@ export function createStandardVerifier(options: StandardSignatureOptions): Provi
         reason: `${prefix}timestamp is outside the ${options.toleranceSeconds} s tolerance window`,
       };
     }
-    return { ok: true, matchedSecret: matched, eventId: id.value };
+    return { ok: true, matchedSecret: matched, id: id.value };
   };
 }
 

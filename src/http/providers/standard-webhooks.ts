@@ -11,10 +11,10 @@ import {
   readPayment,
 } from './payment-fields';
 import {
-  namedProvider,
   providerEventId,
   type ProviderNotification,
   type WebhookProvider,
+  webhookProvider,
 } from './provider';
 import { createStandardVerifier, type StandardSignatureOptions } from './standard-signature';
 
@@ -74,27 +74,27 @@ const notificationSchema = z
   .object({ type: eventType })
   .loose()
   .transform((body, ctx): ProviderNotification => {
-    const event = body.type;
-    switch (event) {
+    const { type } = body;
+    switch (type) {
       case PAYMENT_SUCCEEDED_EVENT:
         return readPayment(body, ctx, paymentSchema, ({ data }) =>
           amountInRange(data.amount)
             ? {
                 kind: 'payment',
-                event,
+                type,
                 orderRef: data.order_id,
                 amount: data.amount,
                 currency: data.currency,
                 ...(data.payment_id === undefined ? {} : { paymentRef: data.payment_id }),
               }
-            : outOfRange(event, data),
+            : outOfRange(type, data),
         );
       case PAYMENT_REFUNDED_EVENT:
         return readPayment(body, ctx, refundSchema, ({ data }) =>
           amountInRange(data.amount)
             ? {
                 kind: 'refund',
-                event,
+                type,
                 paymentRef: data.payment_id,
                 refund: {
                   kind: 'refund',
@@ -105,14 +105,14 @@ const notificationSchema = z
                   ...orderIdOf(data.order_id),
                 },
               }
-            : outOfRange(event, data),
+            : outOfRange(type, data),
         );
       case PAYMENT_DISPUTED_EVENT:
         return readPayment(body, ctx, disputeSchema, ({ data }) =>
           amountInRange(data.amount)
             ? {
                 kind: 'dispute',
-                event,
+                type,
                 paymentRef: data.payment_id,
                 dispute: {
                   disputeId: data.dispute_id,
@@ -125,10 +125,10 @@ const notificationSchema = z
                   ...orderIdOf(data.order_id),
                 },
               }
-            : outOfRange(event, data),
+            : outOfRange(type, data),
         );
       default:
-        return { kind: 'ignored', event };
+        return { kind: 'ignored', type };
     }
   });
 
@@ -136,10 +136,10 @@ function orderIdOf(ref: number | string | undefined): { orderId?: number } {
   return typeof ref === 'number' ? { orderId: ref } : {};
 }
 
-function outOfRange(event: string, data: { amount: number }): ProviderNotification {
+function outOfRange(type: string, data: { amount: number }): ProviderNotification {
   return {
     kind: 'unmatched',
-    event,
+    type,
     reason: 'amount_mismatch',
     note: `amount ${data.amount} cannot be an order's (1 to 2147483647 in the smallest unit)`,
     object: data,
@@ -161,13 +161,11 @@ export function standardEventKey(webhookId: string): string {
 
 /** A Standard Webhooks sender (Svix and others); its events are keyed by `standardEventKey`. */
 export function standardWebhooksProvider(options: StandardSignatureOptions): WebhookProvider {
-  return {
-    ...namedProvider(
-      PROVIDER,
-      STANDARD_WEBHOOK_PATH,
-      createStandardVerifier(options),
-      notificationSchema,
-    ),
-    qualifyEventId: standardEventKey,
-  };
+  return webhookProvider({
+    name: PROVIDER,
+    path: STANDARD_WEBHOOK_PATH,
+    verify: createStandardVerifier(options),
+    notification: notificationSchema,
+    keys: { eventId: standardEventKey, paymentRef: (ref) => providerEventId(PROVIDER, ref) },
+  });
 }

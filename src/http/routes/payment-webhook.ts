@@ -1,21 +1,15 @@
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { UnmatchedInbox } from '../../db';
-import { type StartedPayment, TemporalUnavailableError } from '../../temporal/payment-starter';
-import type { StartedThinEvent, ThinEventStarter } from '../../temporal/thin-event-starter';
-import { HttpError } from '../errors';
 import {
-  deliver,
-  type DeliveryOutcome,
-  type ProviderEventStarter,
-  toDelivery,
-} from '../providers/delivery';
-import type {
-  ProviderAuthResult,
-  ProviderNotification,
-  WebhookProvider,
-} from '../providers/provider';
+  type PaymentStarter,
+  type StartedPayment,
+  TemporalUnavailableError,
+} from '../../temporal/payment-starter';
+import type { ThinEventStarter } from '../../temporal/thin-event-starter';
+import { HttpError } from '../errors';
+import { deliver, type DeliveryOutcome, toDelivery } from '../providers/delivery';
+import type { WebhookProvider } from '../providers/provider';
 import type { FailureLimiter } from '../rate-limit';
-import { withZodSchemas } from '../validation';
 
 export { SIGNATURE_HEADER, TIMESTAMP_HEADER } from '../webhook-auth';
 export { PAYMENT_WEBHOOK_PATH } from '../providers/original';
@@ -23,17 +17,13 @@ export { PAYMENT_WEBHOOK_PATH } from '../providers/original';
 /** Every provider's endpoint is under it (and only it is routed from the internet). */
 export const WEBHOOKS_PATH_PREFIX = '/api/v1/webhooks/';
 
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
-
-type Verified = Extract<ProviderAuthResult, { ok: true }>;
-
 export interface PaymentWebhookOptions {
   /** Whose deliveries this endpoint takes: its path, signature check and event mapping. */
   provider: WebhookProvider;
   /** Counts failed signature checks per client (one limiter for every provider's endpoint). */
   failures: FailureLimiter;
   bodyLimitBytes: number;
-  payments: ProviderEventStarter;
+  payments: PaymentStarter;
   /**
    * The unmatched inbox: signed deliveries answered 2xx that no workflow can act on as sent, and
    * the payments whose workflow found no order (a redelivery of one is counted there).
@@ -53,7 +43,7 @@ export interface PaymentWebhookOptions {
  * POST to a provider's endpoint (the contract's /api/v1/webhooks/payment, Stripe's, a Standard
  * Webhooks sender's). Answers 200 only once the event is durably queued in Temporal (a workflow
  * started, or found already started with the same body); 409 when the event ID was already
- * received with another order or amount; 422 for a payment in another currency than the shop's;
+ * received with another order or amount; 200 "unmatched" for a signed event no workflow can act on;
  * 503 when Temporal can't be reached, so the provider delivers again and nothing accepted is
  * ever lost. Register it once per provider.
  */
@@ -61,21 +51,18 @@ export async function paymentWebhookRoutes(
   fastify: FastifyInstance,
   options: PaymentWebhookOptions,
 ) {
-  const app = withZodSchemas(fastify);
   // The signature covers the raw bytes, so this route takes the body unparsed, whatever its
-  // content type claims, and parses it only after the signature holds.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  // content type claims; the provider parses it only after the signature holds.
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) =>
+    done(null, body),
+  );
   const { provider } = options;
-  // What the signature check verified (which secret; the event ID of header-signed schemes),
-  // for the handler.
-  const verified = new WeakMap<FastifyRequest, Verified>();
 
-  app.post(
+  fastify.post(
     provider.path,
     {
       bodyLimit: options.bodyLimitBytes,
-      schema: { body: provider.notification },
       // A client that keeps failing the signature check is refused before its body is buffered
       // or any HMAC computed. Only failures count, so the provider's bursts are never refused.
       onRequest: async (request) => {
@@ -92,61 +79,43 @@ export async function paymentWebhookRoutes(
         request.headers['content-type'] = 'application/octet-stream';
         return payload;
       },
-      // The signature is checked on the raw bytes, before anything reads them; only then are
-      // they decoded and parsed, and the schema checks what they say.
-      preValidation: async (request) => {
-        const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-        const auth = provider.verify(rawBody, request.raw.rawHeaders);
-        if (!auth.ok) {
-          if (options.failures.recordFailure(request.ip)) {
-            request.log.warn(
-              { clientIp: request.ip },
-              'webhook: client used up its budget of failed signature checks; refusing it for now',
-            );
-          }
-          throw new HttpError(401, auth.reason);
-        }
-        verified.set(request, auth);
-        // Unchecked here: the route's schema checks it next, before the handler sees it.
-        request.body = parseJson(rawBody) as typeof request.body;
-      },
     },
     async (request, reply) => {
-      const auth = verified.get(request);
-      const matchedSecret = auth?.matchedSecret;
-      const notification = request.body;
-      const log = { provider: provider.name, event: notification.event, matchedSecret };
-      if (notification.kind === 'ignored') {
-        request.log.info(
-          { ...log, note: notification.note },
-          'webhook ignored: event type not handled',
-        );
+      const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+      const receipt = provider.receive(rawBody, request.raw.rawHeaders);
+      if (!receipt.ok) {
+        if (receipt.status === 401 && options.failures.recordFailure(request.ip)) {
+          request.log.warn(
+            { clientIp: request.ip },
+            'webhook: client used up its budget of failed signature checks; refusing it for now',
+          );
+        }
+        throw new HttpError(receipt.status, receipt.reason);
+      }
+      const { event, matchedSecret } = receipt;
+      const log = { provider: provider.name, event: event.type, matchedSecret };
+      if (event.kind === 'ignored') {
+        request.log.info({ ...log, note: event.note }, 'webhook ignored: event type not handled');
         return reply.code(200).send({ status: 'ignored' });
       }
-      // Every scheme gives an ID (its body's, or the header the verifier checked).
-      const providerEventId = notification.eventId ?? auth?.eventId ?? '';
-      if (notification.kind === 'thin') {
-        return startThinEvent(request, reply, notification, log, options);
-      }
-      const delivery = toDelivery(notification, {
-        provider,
-        providerEventId,
+      const delivery = toDelivery(event, {
+        provider: provider.name,
         shopCurrency: options.shopCurrency,
       });
       let outcome: DeliveryOutcome;
       try {
         outcome = await deliver(delivery, options);
       } catch (err) {
-        throw deferred(request.log, err, { ...log, providerEventId });
+        throw deferred(request.log, err, { ...log, eventId: event.eventId });
       }
 
       if (outcome.kind === 'unmatched') {
         request.log.warn(
           {
             ...log,
-            eventId: delivery.kind === 'unmatched' ? delivery.entry.eventId : undefined,
-            reason: delivery.kind === 'unmatched' ? delivery.entry.reason : undefined,
-            note: delivery.kind === 'unmatched' ? delivery.note : undefined,
+            eventId: event.eventId,
+            reason: outcome.reason,
+            note: outcome.note,
             unmatchedId: outcome.id,
             duplicate: !outcome.created,
           },
@@ -157,96 +126,33 @@ export async function paymentWebhookRoutes(
 
       const { started } = outcome;
       const { workflowId } = started;
-      if (delivery.kind === 'payment') {
+      if (delivery.kind === 'payment' && 'existing' in started) {
         const { eventId, orderId, amount } = delivery.input;
-        if (started.duplicate) {
-          checkDuplicate(request.log, started, { eventId, orderId, amount, matchedSecret });
-          const kept = await keptAsUnknownOrder(request.log, options.unmatched, eventId);
-          if (kept) {
-            request.log.warn(
-              {
-                eventId,
-                orderId,
-                workflowId,
-                unmatchedId: kept.id,
-                duplicate: true,
-                matchedSecret,
-              },
-              'webhook: duplicate delivery of a payment kept as unmatched (unknown order): counted',
-            );
-            return reply
-              .code(200)
-              .header('x-workflow-id', workflowId)
-              .send({ status: 'unmatched' });
-          }
-        } else {
-          request.log.info(
-            { eventId, orderId, workflowId, duplicate: false, matchedSecret },
-            'webhook accepted: payment workflow started',
+        checkDuplicate(request.log, started, { eventId, orderId, amount, matchedSecret });
+        const kept = await keptAsUnknownOrder(request.log, options.unmatched, eventId);
+        if (kept) {
+          request.log.warn(
+            { eventId, orderId, workflowId, unmatchedId: kept.id, duplicate: true, matchedSecret },
+            'webhook: duplicate delivery of a payment kept as unmatched (unknown order): counted',
           );
+          return reply.code(200).header('x-workflow-id', workflowId).send({ status: 'unmatched' });
         }
-      } else if (delivery.kind !== 'unmatched') {
-        // A refund or dispute keyed by its event ID: a second start is the provider's retry.
+      } else {
+        // Keyed by its event ID, a second start is the provider's retry; a payment's was compared above.
+        const about =
+          delivery.kind === 'payment'
+            ? { orderId: delivery.input.orderId }
+            : 'event' in delivery
+              ? { paymentRef: delivery.event.paymentRef }
+              : {};
         request.log.info(
-          {
-            ...log,
-            eventId: delivery.event.eventId,
-            paymentRef: delivery.event.paymentRef,
-            workflowId,
-            duplicate: started.duplicate,
-          },
+          { ...log, eventId: event.eventId, ...about, workflowId, duplicate: started.duplicate },
           `webhook accepted: ${delivery.kind} workflow ${started.duplicate ? 'already started' : 'started'}`,
         );
       }
       return reply.code(200).header('x-workflow-id', workflowId).send({ status: 'accepted' });
     },
   );
-}
-
-/**
- * A Stripe thin event: its object is fetched from Stripe's API by a workflow, whose activity
- * retries until Stripe answers; the notification is durably queued once that workflow starts.
- * Without an API key there is nothing to fetch with: kept as unmatched, for an operator.
- */
-async function startThinEvent(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  notification: Extract<ProviderNotification, { kind: 'thin' }>,
-  log: Record<string, unknown>,
-  options: PaymentWebhookOptions,
-) {
-  const { provider } = options;
-  const eventId = provider.qualifyEventId(notification.eventId);
-  if (!options.thinEvents) {
-    const kept = await options.unmatched.record({
-      reason: 'thin_unresolved',
-      provider: provider.name,
-      eventId,
-      payload: { event: notification.event, notification: notification.notification },
-    });
-    request.log.warn(
-      {
-        ...log,
-        eventId,
-        reason: 'thin_unresolved',
-        unmatchedId: kept.id,
-        duplicate: !kept.created,
-      },
-      'webhook kept as unmatched: a thin event, and no STRIPE_API_KEY to fetch its object with',
-    );
-    return reply.code(200).send({ status: 'unmatched' });
-  }
-  let started: StartedThinEvent;
-  try {
-    started = await options.thinEvents.start({ eventId, notification: notification.notification });
-  } catch (err) {
-    throw deferred(request.log, err, { ...log, eventId });
-  }
-  request.log.info(
-    { ...log, eventId, workflowId: started.workflowId, duplicate: started.duplicate },
-    'webhook accepted: thin event queued for its fetch',
-  );
-  return reply.code(200).header('x-workflow-id', started.workflowId).send({ status: 'accepted' });
 }
 
 /** A start Temporal did not take: 503, so the provider delivers again and nothing is lost. */
@@ -348,18 +254,4 @@ function checkDuplicate(
       : { ...fields, notCompared: `the first run's memo has no ${unrecorded.join(' or ')}` },
     'webhook accepted: duplicate delivery',
   );
-}
-
-function parseJson(raw: Buffer): unknown {
-  let text: string;
-  try {
-    text = strictUtf8.decode(raw);
-  } catch {
-    throw new HttpError(400, 'body is not valid UTF-8');
-  }
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    throw new HttpError(400, 'body is not valid JSON');
-  }
 }

@@ -29,6 +29,7 @@ exports.scopes = {
     'src/http/providers/standard-signature.ts',
     'src/http/providers/original.ts',
     'src/http/providers/stripe.ts',
+    'src/http/providers/stripe-objects.ts',
     'src/http/providers/standard-webhooks.ts',
     'src/http/providers/payment-fields.ts',
     'src/http/providers/index.ts',
