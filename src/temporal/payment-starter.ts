@@ -3,6 +3,7 @@ import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
 } from '@temporalio/client';
+import type { SearchAttributePair } from '@temporalio/common';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../shared/constants';
 import type { PaymentWorkflowInput } from '../shared/payment';
 import {
@@ -12,7 +13,12 @@ import {
   type RefundEvent,
 } from '../shared/payment-events';
 import { OrderIdSearchAttribute, PaymentEventIdSearchAttribute } from '../shared/search-attributes';
-import type { disputeWorkflow, paymentWorkflow, refundWorkflow } from '../workflows';
+import type {
+  disputeWorkflow,
+  paymentWorkflow,
+  refundWorkflow,
+  thinEventWorkflow,
+} from '../workflows';
 import { grpcStatus } from './grpc-status';
 
 export type StartedPayment =
@@ -115,38 +121,24 @@ export function createPaymentStarter(
    * A refund's or dispute's intake, with the payment's policies. A duplicate's `existing` carries
    * no comparison: their memo is not read back.
    */
-  async function startIntake<W extends typeof refundWorkflow | typeof disputeWorkflow>(
-    workflowType: string,
+  async function startIntake<T extends 'refundWorkflow' | 'disputeWorkflow'>(
+    workflowType: T,
     workflowId: string,
     event: RefundEvent | DisputeEvent,
   ): Promise<StartedPayment> {
-    const deadline = Date.now() + options.startTimeoutMs;
-    try {
-      await client.connection.withDeadline(deadline, () =>
-        client.workflow.start<W>(workflowType, {
-          workflowId,
-          taskQueue: PAYMENTS_TASK_QUEUE,
-          args: [event] as Parameters<W>,
-          workflowIdConflictPolicy: 'FAIL',
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          memo: { eventId: event.eventId, paymentRef: event.paymentRef, amount: event.amount },
-          typedSearchAttributes:
-            event.orderId === undefined
-              ? []
-              : [{ key: OrderIdSearchAttribute, value: event.orderId }],
-        }),
-      );
-      return { workflowId, duplicate: false };
-    } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) {
-        return {
-          workflowId,
-          duplicate: true,
-          existing: { known: true, orderId: event.orderId, amount: undefined },
-        };
-      }
-      throw new TemporalUnavailableError(err);
-    }
+    const started = await startOnce(client, Date.now() + options.startTimeoutMs, workflowType, {
+      workflowId,
+      args: [event] as Parameters<IntakeWorkflows[T]>,
+      memo: { eventId: event.eventId, paymentRef: event.paymentRef, amount: event.amount },
+      typedSearchAttributes:
+        event.orderId === undefined ? [] : [{ key: OrderIdSearchAttribute, value: event.orderId }],
+    });
+    if (started) return { workflowId, duplicate: false };
+    return {
+      workflowId,
+      duplicate: true,
+      existing: { known: true, orderId: event.orderId, amount: undefined },
+    };
   }
 
   return {
@@ -155,51 +147,69 @@ export function createPaymentStarter(
       // One budget for the start and, for a duplicate, the describe: TEMPORAL_START_TIMEOUT_MS
       // stays the longest a delivery waits for Temporal.
       const deadline = Date.now() + options.startTimeoutMs;
-      try {
-        await client.connection.withDeadline(deadline, () =>
-          client.workflow.start<typeof paymentWorkflow>('paymentWorkflow', {
-            workflowId,
-            taskQueue: PAYMENTS_TASK_QUEUE,
-            args: [input],
-            workflowIdConflictPolicy: 'FAIL',
-            workflowIdReusePolicy: 'REJECT_DUPLICATE',
-            // Shown in workflow lists (Web UI, operator CLI) without reading the history, and
-            // read back on a duplicate delivery to compare its body with the first one's.
-            memo: { orderId: input.orderId, eventId: input.eventId, amount: input.amount },
-            // Filters for the Web UI and the CLI (`OrderId = 12`), set at start: no workflow code
-            // changes, so no patch. The server must know them (src/shared/search-attributes.ts).
-            typedSearchAttributes: [
-              { key: OrderIdSearchAttribute, value: input.orderId },
-              { key: PaymentEventIdSearchAttribute, value: input.eventId },
-            ],
-          }),
-        );
-        return { workflowId, duplicate: false };
-      } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError) {
-          // Only here, on the duplicate path, is the existing run read: a first delivery costs
-          // one call, as before.
-          return {
-            workflowId,
-            duplicate: true,
-            existing: await existingPayment(workflowId, deadline),
-          };
-        }
-        // Anything else is on our side of the wire (server down, deadline, overload): the event
-        // is not durably queued, so the provider must deliver it again.
-        throw new TemporalUnavailableError(err);
-      }
+      const started = await startOnce(client, deadline, 'paymentWorkflow', {
+        workflowId,
+        args: [input],
+        // Shown in workflow lists (Web UI, operator CLI) without reading the history, and read
+        // back on a duplicate delivery to compare its body with the first one's.
+        memo: { orderId: input.orderId, eventId: input.eventId, amount: input.amount },
+        // Filters for the Web UI and the CLI (`OrderId = 12`), set at start: no workflow code
+        // changes, so no patch. The server must know them (src/shared/search-attributes.ts).
+        typedSearchAttributes: [
+          { key: OrderIdSearchAttribute, value: input.orderId },
+          { key: PaymentEventIdSearchAttribute, value: input.eventId },
+        ],
+      });
+      if (started) return { workflowId, duplicate: false };
+      // Only on the duplicate path is the existing run read: a first delivery costs one call.
+      return { workflowId, duplicate: true, existing: await existingPayment(workflowId, deadline) };
     },
 
-    startRefund: (event) =>
-      startIntake<typeof refundWorkflow>('refundWorkflow', refundWorkflowId(event.eventId), event),
+    startRefund: (event) => startIntake('refundWorkflow', refundWorkflowId(event.eventId), event),
     startDispute: (event) =>
-      startIntake<typeof disputeWorkflow>(
-        'disputeWorkflow',
-        disputeWorkflowId(event.eventId),
-        event,
-      ),
+      startIntake('disputeWorkflow', disputeWorkflowId(event.eventId), event),
   };
+}
+
+type IntakeWorkflows = {
+  paymentWorkflow: typeof paymentWorkflow;
+  refundWorkflow: typeof refundWorkflow;
+  disputeWorkflow: typeof disputeWorkflow;
+  thinEventWorkflow: typeof thinEventWorkflow;
+};
+
+/**
+ * Starts an event's workflow under its event's workflow ID, at most once: conflict policy FAIL
+ * and reuse policy REJECT_DUPLICATE (see createPaymentStarter). False: a run with that ID exists
+ * or existed, and nothing was started. Any other failure is on our side of the wire (server
+ * down, deadline, overload): the event is not durably queued, and the provider must deliver it
+ * again (TemporalUnavailableError, a 503).
+ */
+export async function startOnce<T extends keyof IntakeWorkflows>(
+  client: Client,
+  deadline: number,
+  workflowType: T,
+  options: {
+    workflowId: string;
+    args: Parameters<IntakeWorkflows[T]>;
+    memo: Record<string, unknown>;
+    typedSearchAttributes?: SearchAttributePair[];
+  },
+): Promise<boolean> {
+  try {
+    await client.connection.withDeadline(deadline, () =>
+      client.workflow.start<IntakeWorkflows[T]>(workflowType, {
+        ...options,
+        taskQueue: PAYMENTS_TASK_QUEUE,
+        workflowIdConflictPolicy: 'FAIL',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
+    throw new TemporalUnavailableError(err);
+  }
 }
 
 /**

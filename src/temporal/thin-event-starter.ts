@@ -1,8 +1,6 @@
-import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { PAYMENTS_TASK_QUEUE } from '../shared/constants';
+import type { Client } from '@temporalio/client';
 import { thinEventWorkflowId, type ThinEventWorkflowInput } from '../shared/thin-event';
-import type { thinEventWorkflow } from '../workflows';
-import { TemporalUnavailableError } from './payment-starter';
+import { startOnce } from './payment-starter';
 
 export interface StartedThinEvent {
   workflowId: string;
@@ -27,23 +25,17 @@ export function createThinEventStarter(
   return {
     async start(input) {
       const workflowId = thinEventWorkflowId(input.eventId);
-      try {
-        await client.connection.withDeadline(Date.now() + options.startTimeoutMs, () =>
-          client.workflow.start<typeof thinEventWorkflow>('thinEventWorkflow', {
-            workflowId,
-            taskQueue: PAYMENTS_TASK_QUEUE,
-            args: [input],
-            workflowIdConflictPolicy: 'FAIL',
-            workflowIdReusePolicy: 'REJECT_DUPLICATE',
-            memo: { eventId: input.eventId, type: input.notification.type },
-          }),
-        );
-        return { workflowId, duplicate: false };
-      } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError)
-          return { workflowId, duplicate: true };
-        throw new TemporalUnavailableError(err);
-      }
+      const started = await startOnce(
+        client,
+        Date.now() + options.startTimeoutMs,
+        'thinEventWorkflow',
+        {
+          workflowId,
+          args: [input],
+          memo: { eventId: input.eventId, type: input.notification.type },
+        },
+      );
+      return { workflowId, duplicate: !started };
     },
   };
 }
