@@ -17,15 +17,14 @@ import {
   buildWebhookApp,
   deliverWebhook,
   recordingPaymentStarter,
-  recordingUnmatched,
   type RecordingPaymentStarter,
   type RecordingUnmatched,
+  recordingWebhookApp,
+  WEBHOOK_NOW_S as NOW_S,
 } from '../support/webhook';
 
 // Refunds, disputes and what is not ours to act on, as each provider sends them (the shapes of
 // docs/webhook-security.md), mapped to the contract's internal events or the unmatched inbox.
-
-const NOW_S = 1_700_000_000;
 
 let starter: RecordingPaymentStarter;
 let inbox: RecordingUnmatched;
@@ -47,21 +46,15 @@ async function build(
   config: Record<string, unknown> = {},
   thin: boolean | ThinEventStarter = true,
 ) {
-  starter = recordingPaymentStarter();
-  inbox = recordingUnmatched();
   thinStarts = [];
-  app = await buildWebhookApp({
-    payments: starter,
-    unmatchedRepository: inbox,
-    thinEvents: thin === true ? recordingThinEvents() : thin || undefined,
-    now: () => NOW_S * 1000,
-    config: {
+  ({ app, starter, inbox } = await recordingWebhookApp(
+    {
       STRIPE_WEBHOOK_SECRETS: [TEST_STRIPE_SECRET],
       STANDARD_WEBHOOK_SECRETS: [TEST_STANDARD_SECRET],
-      SHOP_CURRENCY: 'jpy',
       ...config,
     },
-  });
+    { thinEvents: thin === true ? recordingThinEvents() : thin || undefined },
+  ));
 }
 afterEach(() => app?.close());
 

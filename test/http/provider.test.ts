@@ -112,23 +112,24 @@ describe('keyed', () => {
       amount: 3,
       status: 'succeeded' as const,
     };
-    expect(
-      keyed({ kind: 'refund', type: 'r', paymentRef: 'pi_9', refund }, 'evt_r', keys),
-    ).toStrictEqual({
-      kind: 'refund',
-      type: 'r',
-      eventId: 'event~evt_r',
-      refund: { ...refund, eventId: 'event~evt_r', paymentRef: 'ref~pi_9' },
-    });
     const dispute = { disputeId: 'dp_1', amount: 5, status: 'opened' as const };
-    expect(
-      keyed({ kind: 'dispute', type: 'd', paymentRef: 'pi_9', dispute }, 'evt_d', keys),
-    ).toStrictEqual({
-      kind: 'dispute',
-      type: 'd',
-      eventId: 'event~evt_d',
-      dispute: { ...dispute, eventId: 'event~evt_d', paymentRef: 'ref~pi_9' },
-    });
+    const refunded = keyed({ kind: 'refund', type: 'r', paymentRef: 'pi_9', refund }, 'e1', keys);
+    const disputed = keyed({ kind: 'dispute', type: 'd', paymentRef: 'pi_9', dispute }, 'e2', keys);
+    const keyedAs = { paymentRef: 'ref~pi_9' };
+    expect([refunded, disputed]).toStrictEqual([
+      {
+        kind: 'refund',
+        type: 'r',
+        eventId: 'event~e1',
+        refund: { ...refund, eventId: 'event~e1', ...keyedAs },
+      },
+      {
+        kind: 'dispute',
+        type: 'd',
+        eventId: 'event~e2',
+        dispute: { ...dispute, eventId: 'event~e2', ...keyedAs },
+      },
+    ]);
   });
 
   it('keeps a payment’s own reference over the event ID', () => {

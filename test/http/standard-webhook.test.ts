@@ -14,18 +14,16 @@ import {
   TEST_STANDARD_SECRET,
 } from '../support/providers';
 import {
-  buildWebhookApp,
-  recordingPaymentStarter,
-  recordingUnmatched,
   type RecordingPaymentStarter,
   type RecordingUnmatched,
+  recordingWebhookApp,
+  WEBHOOK_NOW_S as NOW_S,
 } from '../support/webhook';
 
 // The spec's reference library (`standardwebhooks`) signs every delivery here and gives its own
 // verdict; where it and our endpoint disagree, the library is right. `v1a` (ed25519), which the
 // library does not implement, is signed with node:crypto as the spec describes it.
 
-const NOW_S = 1_700_000_000;
 const OLD_SECRET = `whsec_${Buffer.from('the-secret-being-rotated-out').toString('base64')}`;
 const { publicKey, privateKey } = generateKeyPairSync('ed25519');
 const PUBLIC_KEY = `whpk_${Buffer.from(publicKey.export({ format: 'jwk' }).x!, 'base64url').toString('base64')}`;
@@ -35,14 +33,7 @@ let inbox: RecordingUnmatched;
 let app: FastifyInstance;
 
 async function build(config: Record<string, unknown>) {
-  starter = recordingPaymentStarter();
-  inbox = recordingUnmatched();
-  app = await buildWebhookApp({
-    payments: starter,
-    unmatchedRepository: inbox,
-    now: () => NOW_S * 1000,
-    config: { SHOP_CURRENCY: 'jpy', ...config },
-  });
+  ({ app, starter, inbox } = await recordingWebhookApp(config));
 }
 
 beforeEach(() =>

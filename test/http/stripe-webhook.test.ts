@@ -12,18 +12,16 @@ import {
   TEST_STRIPE_SECRET,
 } from '../support/providers';
 import {
-  buildWebhookApp,
-  recordingPaymentStarter,
-  recordingUnmatched,
   type RecordingPaymentStarter,
   type RecordingUnmatched,
+  recordingWebhookApp,
+  WEBHOOK_NOW_S as NOW_S,
 } from '../support/webhook';
 
 // Stripe's own library signs every delivery here; where it and our endpoint disagree, the
 // library is right. Its verifier (constructEvent) is asked too, so each case is the library's
 // verdict as well as ours.
 
-const NOW_S = 1_700_000_000;
 const OLD_SECRET = 'whsec_test_stripe_endpoint_secret_old0';
 
 let starter: RecordingPaymentStarter;
@@ -31,14 +29,9 @@ let inbox: RecordingUnmatched;
 let app: FastifyInstance;
 
 beforeEach(async () => {
-  starter = recordingPaymentStarter();
-  inbox = recordingUnmatched();
-  app = await buildWebhookApp({
-    payments: starter,
-    unmatchedRepository: inbox,
-    now: () => NOW_S * 1000,
-    config: { STRIPE_WEBHOOK_SECRETS: [TEST_STRIPE_SECRET, OLD_SECRET], SHOP_CURRENCY: 'jpy' },
-  });
+  ({ app, starter, inbox } = await recordingWebhookApp({
+    STRIPE_WEBHOOK_SECRETS: [TEST_STRIPE_SECRET, OLD_SECRET],
+  }));
 });
 afterEach(() => app.close());
 
@@ -425,7 +418,7 @@ describe('Stripe events as payments', () => {
 
 describe('the Stripe endpoint without a secret', () => {
   it('is not served (404), nor the Standard Webhooks one: an unconfigured provider authenticates nothing', async () => {
-    const bare = await buildWebhookApp({ payments: recordingPaymentStarter() });
+    const { app: bare } = await recordingWebhookApp({});
     const payload = JSON.stringify(stripePaymentIntentEvent());
     const response = await deliverStripe(bare, payload, stripeSignature(payload));
     expect([response.statusCode, response.json()]).toEqual([

@@ -155,3 +155,32 @@ export function buildWebhookApp(
 ): Promise<FastifyInstance> {
   return buildTestApp(deps);
 }
+
+/** Webhook tests' clock: every provider's signature is made and checked at this Unix second. */
+export const WEBHOOK_NOW_S = 1_700_000_000;
+
+export interface RecordingWebhookApp {
+  app: FastifyInstance;
+  starter: RecordingPaymentStarter;
+  inbox: RecordingUnmatched;
+}
+
+/**
+ * The webhook-only app at WEBHOOK_NOW_S, in a JPY shop, that records what it starts and keeps
+ * instead of reaching Temporal or a database. `config` names the providers it serves.
+ */
+export async function recordingWebhookApp(
+  config: Partial<AppDeps['config']>,
+  deps: Partial<Pick<AppDeps, 'logger' | 'thinEvents'>> = {},
+): Promise<RecordingWebhookApp> {
+  const starter = recordingPaymentStarter();
+  const inbox = recordingUnmatched();
+  const app = await buildWebhookApp({
+    ...deps,
+    payments: starter,
+    unmatchedRepository: inbox,
+    now: () => WEBHOOK_NOW_S * 1000,
+    config: { SHOP_CURRENCY: 'jpy', ...config },
+  });
+  return { app, starter, inbox };
+}
