@@ -14,7 +14,19 @@ const FLOOR = 90;
  * must still differ from its baseline: once measured it fails here until it leaves this list.
  */
 const OWED = new Set([
-  'src/temporal/payment-starter.ts', // intake: the scope's run is about 2 h on two cores
+  // intake: the scope's run is about 2 h on two cores. The event's walk (issue 28 point 6,
+  // 3 Dec 2026) changed these; their run had not ended when the change landed.
+  'src/http/providers/delivery.ts',
+  'src/http/providers/original.ts',
+  'src/http/providers/payment-fields.ts',
+  'src/http/providers/provider.ts',
+  'src/http/providers/standard-signature.ts',
+  'src/http/providers/standard-webhooks.ts',
+  'src/http/providers/stripe-objects.ts',
+  'src/http/providers/stripe.ts',
+  'src/http/routes/payment-webhook.ts',
+  'src/temporal/thin-event-starter.ts',
+  'src/temporal/payment-starter.ts',
   'src/workflows/order.ts', // workflows: a minute or two per mutant, a few hours in all
   'src/workflows/payment.ts',
 ]);
