@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import prettier from 'prettier';
-import { parseArgs } from './lib/args';
+import { readBenchArgs } from './lib/args';
 import { workflowBundlePath } from './lib/bundles';
 import { loadAverage, RESULTS_DIR } from './lib/report';
 
@@ -21,7 +21,9 @@ const SERVERS = ['dev', 'cluster'] as const;
 const KEPT_SECTIONS = /^## (Concurrency|Where the CPU goes|Temporal cluster processes)/;
 
 async function main(): Promise<void> {
-  const args = parseArgs();
+  const args = await readBenchArgs(
+    'The intake and end-to-end benchmarks on the dev server, then on the multi-service cluster, side by side in bench/results/dev-vs-cluster.md.',
+  );
   const started = performance.now();
   const loadAtStart = loadAverage();
   await workflowBundlePath('payments');

@@ -4,7 +4,7 @@ import { createPaymentsRepository } from '../src/db';
 import { paymentWorkflowId } from '../src/shared/constants';
 import { orderWorkflowId } from '../src/shared/order';
 import type { ActivityTimingSummary } from './lib/activity-timing';
-import { parseArgs } from './lib/args';
+import { readBenchArgs } from './lib/args';
 import { FLOWS, OrderPool, type Flow, type FlowContext, type FlowKind } from './lib/flows';
 import { keepAliveAgent } from './lib/http-client';
 import { closedLoop } from './lib/loop';
@@ -67,7 +67,9 @@ interface Round {
 const runTag = `${Date.now().toString(36)}${process.pid}`;
 
 async function main(): Promise<void> {
-  const args = parseArgs();
+  const args = await readBenchArgs(
+    "Completed flows per second and their latency, ours against a minimal workflow and a mirror of our flow's shape with no-op activities, in alternating rounds.",
+  );
   const settings = { ...(args.quick ? SETTINGS.quick : SETTINGS.full) };
   if (args.rounds !== undefined) settings.rounds = args.rounds;
   const startedAt = Date.now();

@@ -15,7 +15,7 @@ import {
 import { paymentWorkflowId } from '../src/shared/constants';
 import { orderWorkflowId } from '../src/shared/order';
 import { invoiceWorkflowId } from '../src/shared/invoice';
-import { parseArgs } from './lib/args';
+import { readBenchArgs } from './lib/args';
 import { workflowBundlePath } from './lib/bundles';
 import { FLOWS, OrderPool, type Flow, type FlowContext } from './lib/flows';
 import { keepAliveAgent } from './lib/http-client';
@@ -70,7 +70,9 @@ const SETTINGS = {
 };
 
 async function main(): Promise<void> {
-  const args = parseArgs();
+  const args = await readBenchArgs(
+    "What one payment asks of the Temporal server (history events, tasks) and the server's CPU per payment; writes bench/results/flow-cost.md.",
+  );
   // The in-process heavy worker's SDK logs would bury the table.
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const settings = args.quick ? SETTINGS.quick : SETTINGS.full;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { PAYMENT_WEBHOOK_PATH } from '../src/http/routes/payment-webhook';
 import { matchingSecret, signBody } from '../src/http/signature';
-import { parseArgs } from './lib/args';
+import { readBenchArgs } from './lib/args';
 import { summarizeProfile, type ProfileSummary } from './lib/cpu-profile';
 import { BENCH_WEBHOOK_SECRET, keepAliveAgent, post, signedDelivery } from './lib/http-client';
 import { closedLoop, type LoopResult } from './lib/loop';
@@ -64,7 +64,9 @@ interface Round {
 const runTag = `${Date.now().toString(36)}${process.pid}`;
 
 async function main(): Promise<void> {
-  const args = parseArgs();
+  const args = await readBenchArgs(
+    'How fast the webhook turns signed HTTP requests into started workflows, next to starting them straight through the client and a bare Fastify 200.',
+  );
   const settings = args.quick ? SETTINGS.quick : SETTINGS.full;
   const startedAt = Date.now();
   const facts = machineFacts();

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from './lib/args';
+import { readBenchArgs } from './lib/args';
 import { workflowBundlePath } from './lib/bundles';
 import { loadAverage } from './lib/report';
 
@@ -22,7 +22,9 @@ const BENCHMARKS = [
 ];
 
 async function main(): Promise<void> {
-  const args = parseArgs();
+  const args = await readBenchArgs(
+    'Every benchmark, one after another, each in a process of its own; each writes bench/results/<name>[.quick].md.',
+  );
   const command = `npm run bench${args.quick ? ' -- --quick' : ''}`;
   const started = performance.now();
   log(

@@ -3,7 +3,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } fr
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from './lib/args';
+import { readBenchArgs } from './lib/args';
 import { machineFacts, table, writeResults } from './lib/report';
 import { fmt, sum } from './lib/stats';
 
@@ -36,7 +36,9 @@ interface JestReport {
 }
 
 async function main(): Promise<void> {
-  const args = parseArgs();
+  const args = await readBenchArgs(
+    'The wall time of npx jest (what npm test runs) and of each test file; the quick pass runs only the files that need no server.',
+  );
   const startedAt = Date.now();
   const facts = machineFacts();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'order-payments-bench-jest-'));

@@ -8,7 +8,7 @@ import {
 } from '../src/shared/order';
 import type { orderWorkflow } from '../src/workflows';
 import type { benchWaitingWorkflow } from './workflows';
-import { parseArgs } from './lib/args';
+import { readBenchArgs } from './lib/args';
 import { closedLoop } from './lib/loop';
 import { BENCH_TASK_QUEUE } from './lib/names';
 import { rssBytes } from './lib/procstat';
@@ -70,7 +70,9 @@ interface Measured {
 const runTag = `${Date.now().toString(36)}${process.pid}`;
 
 async function main(): Promise<void> {
-  const args = parseArgs();
+  const args = await readBenchArgs(
+    'Worker memory per 1,000 open workflows (a waiting bench workflow, our order workflow on a durable timer), with the default workflow cache and with it off.',
+  );
   const configs = args.quick ? SETTINGS.quick : SETTINGS.full;
   const startedAt = Date.now();
   const facts = machineFacts();

@@ -1,8 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { format, resolveConfig } from 'prettier';
 import { z } from 'zod';
+import { createTool, parseTool } from '../src/cli/command-line';
 import { CONFIG_SLICES } from '../src/config';
 import { TEMPORAL_PROFILE_VARIABLES } from '../src/config/temporal';
 
@@ -120,10 +120,24 @@ export async function renderReference(): Promise<string> {
   return format(`${lines.join('\n')}\n`, { ...options, filepath: REFERENCE_PATH });
 }
 
+const commandLine = createTool(
+  `${FIX} --`,
+  'Writes docs/configuration.md from the configuration slices of src/config/.',
+).option(
+  '--check',
+  'write nothing; exit 1 when docs/configuration.md differs from what it would write',
+);
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { check: { type: 'boolean' } } });
+  const line = await parseTool(commandLine, (_args, options) => ({
+    check: options.check === true,
+  }));
+  if (line.kind === 'exit') {
+    process.exitCode = line.code;
+    return;
+  }
   const rendered = await renderReference();
-  if (!values.check) {
+  if (!line.work.check) {
     writeFileSync(REFERENCE_PATH, rendered);
     console.log(`wrote ${REFERENCE_PATH}`);
     return;

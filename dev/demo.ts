@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import { Client } from '@temporalio/client';
+import { Option } from 'commander';
+import { createTool, parseTool } from '../src/cli/command-line';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
 import { embeddedTemporalAddress, loadConfig } from '../src/config';
 import { orderWorkflowId } from '../src/shared/order';
@@ -23,9 +24,24 @@ import {
  * payment and one shipment came out of it.
  */
 const config = loadConfig();
-const { values: args } = parseArgs({
-  options: { provider: { type: 'string', default: 'payment' } },
-});
+const commandLine = createTool(
+  'npm run demo --',
+  'Plays a payment provider against the stack that npm start runs: creates an order, delivers ' +
+    'its payment twice, out of order, with ignored events, a replay and a forgery, then shows ' +
+    'the one payment and the one shipment that came out of it.',
+)
+  .addOption(
+    new Option('--provider <name>', 'the provider whose webhooks are played')
+      .choices(PROVIDERS)
+      .default('payment'),
+  )
+  .addHelpText(
+    'after',
+    `
+Environment: DEMO_BASE_URL (default: the HTTP server of npm start), DEMO_API_KEY (a key with
+orders:write and orders:read, when ORDERS_API_KEYS is set), DEMO_WAIT_SECONDS (how long to watch
+the order, default 60), DEMO_UI_URL (the Temporal Web UI of the links).`,
+  );
 const baseUrl = process.env.DEMO_BASE_URL ?? localHttpUrl(config.HOST, config.PORT);
 // Without ORDERS_API_KEYS, `npm start` on loopback serves the orders API without a key; with
 // keys, the demo needs one with orders:write and orders:read.
@@ -39,10 +55,12 @@ const uiBase =
   `http://localhost:${config.TEMPORAL_UI_PORT}`;
 
 async function main(): Promise<void> {
-  if (!(PROVIDERS as readonly string[]).includes(args.provider)) {
-    throw new Error(`--provider must be one of ${PROVIDERS.join(', ')}`);
+  const line = await parseTool(commandLine, (_args, options) => options.provider as ProviderName);
+  if (line.kind === 'exit') {
+    process.exitCode = line.code;
+    return;
   }
-  const player = providerPlayer(args.provider as ProviderName, baseUrl, config);
+  const player = providerPlayer(line.work, baseUrl, config);
   const suffix = randomBytes(4).toString('hex');
 
   const orderResponse = await post(

@@ -1,3 +1,4 @@
+import { createTool, parseTool } from '../src/cli/command-line';
 import { PROMETHEUS_BIN_DIR_ENV, provisionPrometheus } from '../harness/prometheus/provision';
 import { temporalCacheDir } from '../harness/provision/cache';
 import {
@@ -12,7 +13,19 @@ import {
  * monitoring tests, and prints where they are. Progress goes to stderr; the result goes to
  * stdout as `NAME=path` lines, ready for `export`.
  */
+const commandLine = createTool(
+  'npm run provision --',
+  'Makes sure both Temporal servers (the CLI dev server and the time-skipping test server) and ' +
+    'Prometheus with promtool are on this machine, building them the first time when the SDK ' +
+    'cannot download them. Progress goes to stderr; the result to stdout as NAME=path lines.',
+);
+
 async function main(): Promise<void> {
+  const line = await parseTool(commandLine, () => undefined);
+  if (line.kind === 'exit') {
+    process.exitCode = line.code;
+    return;
+  }
   const started = Date.now();
   const servers = await provisionTemporalServers();
   const prometheus = await provisionPrometheus();

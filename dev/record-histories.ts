@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { historyToJson, type ManifestEntry } from '../harness/histories';
+import { createTool, parseTool, UsageError } from '../src/cli/command-line';
 import { scenarios } from './record-histories/scenarios';
 import { withRecordingStack } from './record-histories/stack';
 import type { Run } from './record-histories/steps';
@@ -23,17 +24,27 @@ const HISTORIES_DIR = path.resolve(__dirname, '..', 'test', 'replay', 'histories
  */
 const SCENARIO_TIMEOUT_MS = 120_000;
 
+const commandLine = createTool(
+  'npm run record-histories --',
+  'Records the replay histories of the current workflow code into test/replay/histories/<set>/ ' +
+    '(docs/deploys.md says when).',
+)
+  .usage('<set> [--force]')
+  .argument('<set>', 'the name of the set, e.g. v3 (letters, digits, ".", "_", "-")')
+  .option('--force', 'replace an existing set');
+
 async function main(argv: string[]): Promise<number> {
-  const force = argv.includes('--force');
-  const [set, ...rest] = argv.filter((a) => a !== '--force');
-  if (!set || rest.length > 0 || !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(set)) {
-    process.stderr.write(
-      'Usage: npm run record-histories -- <set> [--force]\n' +
-        '  Records the replay histories of the current workflow code into\n' +
-        '  test/replay/histories/<set>/ (e.g. v3). --force replaces an existing set.\n',
-    );
-    return 2;
-  }
+  const line = await parseTool(
+    commandLine,
+    ([set], options) => {
+      if (!set || !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(set))
+        throw new UsageError(`"${set}" is not a set name: letters, digits, ".", "_" and "-".`);
+      return { set, force: options.force === true };
+    },
+    argv,
+  );
+  if (line.kind === 'exit') return line.code;
+  const { set, force } = line.work;
   const outDir = path.join(HISTORIES_DIR, set);
   const existing = await readdir(outDir).catch(() => [] as string[]);
   if (existing.length > 0 && !force) {

@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { createTool, parseTool, UsageError } from '../src/cli/command-line';
 import { loadConfig } from '../src/config';
 import { runMain } from '../src/process/run-main';
 import { shipmentIdempotencyKey } from '../src/shared/constants';
@@ -12,8 +12,7 @@ import type { WarehouseMode } from '../harness/partners/warehouse-simulator';
  * PUT /_simulator/shipments/{ref}), so a full refund after it meets `already_shipped`.
  */
 
-const USAGE = `Usage: npm run simulate -- warehouse <mode> [--times N]
-
+const MODES = `
 Modes (every shipment request, and the warehouse's health endpoint, answers so):
   ok                  shipments are created (the normal state)
   down [status]       5xx, default 503: the server retries (10 s, 30 s, then 120 s) for 30 minutes
@@ -24,37 +23,40 @@ Modes (every shipment request, and the warehouse's health endpoint, answers so):
   ship <orderId>      the order's parcel leaves the warehouse: a full refund now cannot cancel
                       it (409 already_shipped) and asks a person for a return review
 
---times N: the mode applies to the next N requests, then the simulator is back to ok.
 The simulator listens on 127.0.0.1:WAREHOUSE_SIMULATOR_PORT (4001 by default), or WAREHOUSE_API_URL
 if that is a simulator. Exit codes: 0 done, 1 the simulator did not answer, 2 wrong command line.`;
 
-class UsageError extends Error {}
+// A new one each call: commander keeps the option values of a parse on the command.
+const commandLine = () =>
+  createTool(
+    'npm run simulate --',
+    "Switches the failure mode of the warehouse simulator that npm start runs, or ships an order's parcel.",
+  )
+    .usage('warehouse <mode> [value] [--times N]')
+    .argument('[partner]', 'warehouse (the one partner simulated)')
+    .argument('[mode]', 'ok, down, slow, reject, ratelimit, status or ship (below)')
+    .argument('[value]', "the mode's status, milliseconds or seconds; ship's order ID")
+    .option(
+      '--times <n>',
+      'the mode applies to the next n requests, then the simulator is back to ok',
+    )
+    .addHelpText('after', MODES);
 
-export function parseMode(args: readonly string[]): {
-  mode: WarehouseMode | 'status' | 'ship' | 'help';
+interface Parsed {
+  mode: WarehouseMode | 'status' | 'ship';
   times?: number;
   orderId?: number;
-} {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...args],
-      options: { times: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-    });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  if (parsed.values.help) return { mode: 'help' };
+}
+
+function parseMode(positionals: string[], options: Record<string, unknown>): Parsed {
   let times: number | undefined;
-  if (parsed.values.times !== undefined) {
-    times = Number(parsed.values.times);
+  if (options.times !== undefined) {
+    times = Number(options.times);
     if (!Number.isInteger(times) || times < 1)
       throw new UsageError('--times takes a whole number of 1 or more.');
   }
-  const [partner, name, value, extra] = parsed.positionals;
+  const [partner, name, value] = positionals;
   if (partner !== 'warehouse') throw new UsageError('Name the partner: warehouse.');
-  if (extra !== undefined) throw new UsageError(`Unexpected argument "${extra}".`);
   const number = (fallback: number, min: number, max: number) => {
     const n = value === undefined ? fallback : Number(value);
     if (!Number.isInteger(n) || n < min || n > max) {
@@ -88,18 +90,9 @@ export async function main(
   io = { out: (t: string) => console.log(t), err: (t: string) => console.error(t) },
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseMode(argv);
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    io.err(`${error.message}\n\n${USAGE}`);
-    return 2;
-  }
-  if (parsed.mode === 'help') {
-    io.out(USAGE);
-    return 0;
-  }
+  const line = await parseTool(commandLine(), parseMode, argv, io);
+  if (line.kind === 'exit') return line.code;
+  const parsed = line.work;
   const config = loadConfig(env);
   const base = config.WAREHOUSE_API_URL ?? `http://127.0.0.1:${config.WAREHOUSE_SIMULATOR_PORT}`;
   const shipping = parsed.mode === 'ship';

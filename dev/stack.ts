@@ -1,5 +1,4 @@
 import { createPaymentStarter } from '../src/temporal/payment-starter';
-import { parseArgs } from 'node:util';
 import { NativeConnection } from '@temporalio/worker';
 import {
   codecEndpointFor,
@@ -26,6 +25,7 @@ import { providerLines } from './providers/banner';
 import { createLogger } from '../src/logger';
 import { startWatchdogFromConfig, WATCHED_TASK_QUEUES } from '../src/monitoring';
 import { findNpmLauncher, watchLauncher } from '../harness/process/launcher';
+import { createTool, parseTool } from '../src/cli/command-line';
 import { runMain } from '../src/process/run-main';
 import { onShutdownSignal } from '../src/process/shutdown';
 import { createLazyClient } from '../src/temporal/connection';
@@ -48,11 +48,27 @@ import { startWorkerRuntime } from '../src/workers/runtime';
  * database, and runs the warehouse simulator, the worker and the HTTP server in this process.
  * Ctrl-C stops everything in reverse order.
  */
-async function main(): Promise<void> {
-  const { values: flags } = parseArgs({ options: { 'without-workers': { type: 'boolean' } } });
-  // The rehearsal of docs/deploys.md: each build's workers run as processes of their own
-  // (npm run worker / heavy-worker), and the operator, not this stack, makes a build current.
-  const withWorkers = flags['without-workers'] !== true;
+const commandLine = createTool(
+  'npm start --',
+  'The whole system on one machine with embedded defaults: the Temporal dev server (Web UI ' +
+    'included), the database migrated, the warehouse simulator, an SMTP sink, the workers and ' +
+    'the HTTP server. Ctrl-C stops everything.',
+)
+  .option(
+    '--without-workers',
+    'no workers and no build of its own: each build runs as npm run worker / heavy-worker ' +
+      '(the rollout rehearsal of docs/deploys.md)',
+  )
+  .addHelpText('after', '\nConfigured by the environment: docs/configuration.md.');
+
+async function main(): Promise<number | void> {
+  const line = await parseTool(commandLine, (_args, options) => ({
+    // The rehearsal of docs/deploys.md: each build's workers run as processes of their own
+    // (npm run worker / heavy-worker), and the operator, not this stack, makes a build current.
+    withWorkers: options.withoutWorkers !== true,
+  }));
+  if (line.kind === 'exit') return line.code;
+  const { withWorkers } = line.work;
   const config = loadConfig();
   // Refused before anything starts (e.g. HOST=0.0.0.0 without ORDERS_API_KEYS).
   const ordersApi = ordersApiAccess(config);

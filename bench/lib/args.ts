@@ -1,5 +1,6 @@
 import path from 'node:path';
-import { parseArgs as parseCommandLine } from 'node:util';
+import { Option } from 'commander';
+import { createTool, parseTool, UsageError } from '../../src/cli/command-line';
 
 /** What every benchmark script accepts on its command line. */
 export interface BenchArgs {
@@ -13,39 +14,48 @@ export interface BenchArgs {
   rounds?: number;
 }
 
-export function parseArgs(argv: readonly string[] = process.argv.slice(2)): BenchArgs {
-  let values;
-  try {
-    ({ values } = parseCommandLine({
-      args: [...argv],
-      options: {
-        quick: { type: 'boolean', default: false },
-        server: { type: 'string', default: 'dev' },
-        rounds: { type: 'string' },
-      },
-    }));
-  } catch (error) {
-    throw new Error(
-      `${(error as Error).message} (options: --quick, --server dev|cluster, --rounds N)`,
-    );
-  }
-  const { quick, server } = values;
-  if (server !== 'dev' && server !== 'cluster') {
-    throw new Error(`--server takes dev or cluster, not ${server}`);
-  }
-  let rounds: number | undefined;
-  if (values.rounds !== undefined) {
-    rounds = Number(values.rounds);
-    if (!Number.isInteger(rounds) || rounds < 1) {
-      throw new Error(`--rounds takes a whole number ≥ 1, not ${values.rounds}`);
-    }
-  }
-  return {
-    quick,
-    server,
-    rounds,
-    command: process.env.BENCH_COMMAND ?? ownCommand(quick, server, rounds),
-  };
+/**
+ * The benchmark's command line, `about` saying what it measures in its `--help`. Help and a
+ * wrong command line end the process here (0 and 2), before anything is measured.
+ */
+export async function readBenchArgs(
+  about: string,
+  argv: readonly string[] = process.argv.slice(2),
+): Promise<BenchArgs> {
+  const script = process.env.npm_lifecycle_event;
+  const name = script ? `npm run ${script} --` : `node --import tsx ${ownFile()}`;
+  const tool = createTool(name, about)
+    .option('--quick', 'a short pass that shows the benchmark runs; its numbers are not to quote')
+    .addOption(
+      new Option('--server <server>', 'the Temporal server')
+        .choices(['dev', 'cluster'])
+        .default('dev'),
+    )
+    .option(
+      '--rounds <n>',
+      "measured rounds per variant instead of the benchmark's own (bench:e2e)",
+    )
+    .addHelpText('after', '\nResults go to bench/results/ (docs/benchmarks.md).');
+  const line = await parseTool(
+    tool,
+    (_args, options) => {
+      const quick = options.quick === true;
+      const server = options.server as BenchArgs['server'];
+      const rounds = options.rounds === undefined ? undefined : Number(options.rounds);
+      if (rounds !== undefined && !(Number.isInteger(rounds) && rounds >= 1)) {
+        throw new UsageError(`--rounds takes a whole number ≥ 1, not ${String(options.rounds)}.`);
+      }
+      return {
+        quick,
+        server,
+        rounds,
+        command: process.env.BENCH_COMMAND ?? ownCommand(quick, server, rounds),
+      };
+    },
+    argv,
+  );
+  if (line.kind === 'exit') process.exit(line.code);
+  return line.work;
 }
 
 /** `npm run bench:intake -- --quick` when started through npm, else the node command line. */
@@ -57,6 +67,9 @@ function ownCommand(quick: boolean, server: BenchArgs['server'], rounds?: number
   ];
   const script = process.env.npm_lifecycle_event;
   if (script) return `npm run ${script}${flags.length ? ` -- ${flags.join(' ')}` : ''}`;
-  const file = path.relative(process.cwd(), process.argv[1] ?? 'bench');
-  return `node --import tsx ${file}${flags.map((f) => ` ${f}`).join('')}`;
+  return `node --import tsx ${ownFile()}${flags.map((f) => ` ${f}`).join('')}`;
+}
+
+function ownFile(): string {
+  return path.relative(process.cwd(), process.argv[1] ?? 'bench');
 }

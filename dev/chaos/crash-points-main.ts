@@ -1,31 +1,78 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { Option } from 'commander';
 import { format, resolveConfig } from 'prettier';
 import { CRASH_POINTS, type CrashPointName } from '../../src/activities/crash-points';
+import { createTool, parseTool, UsageError } from '../../src/cli/command-line';
 import { runCrashPoints, type Database, type Fault } from './crash-points';
 import { SCENARIOS } from './crash-scenarios';
 import { allPointRuns, armName, rotatingShare, type PointRun } from './crash-matrix';
 import { renderCrashPointTable } from './crash-points-table';
 
-const USAGE = `npm run crash-points [-- options]
+const FAULTS: readonly Fault[] = ['worker-kill', 'temporal-restart', 'db-down', 'db-hung'];
 
-The crash-point matrix (docs/chaos.md, "Every crash point, by list"): every declared point, on
-both sides, under every scenario that reaches it, and the operator commands killed after each
-server call, on SQLite and PostgreSQL side by side. The whole matrix writes
-reports/crash-points.md; a selection prints its table only.
+const commandLine = createTool(
+  'npm run crash-points --',
+  'The crash-point matrix (docs/chaos.md, "Every crash point, by list"): every declared point, ' +
+    'on both sides, under every scenario that reaches it, and the operator commands killed ' +
+    'after each server call, on SQLite and PostgreSQL side by side. The whole matrix writes ' +
+    'reports/crash-points.md; a selection prints its table only.',
+)
+  .addOption(new Option('--db <db>', 'one database').choices(['sqlite', 'postgres']))
+  .option('--scenario <a,b>', `these scenarios (${Object.keys(SCENARIOS).join(', ')})`)
+  .option('--point <texts>', 'rows whose point or arm contains one of these comma-separated texts')
+  .option('--only <text>', 'rows whose "<arm> <scenario>" contains the text')
+  .option('--share <n>', 'a rotating share of n rows of the selection (CI)')
+  .option('--rotation <n>', 'which share (default: CRASH_POINTS_ROTATION, else the day number)')
+  .addOption(
+    new Option(
+      '--fault <f>',
+      'the fault at each row; the whole list under a fault writes reports/crash-points-<f>.md',
+    )
+      .choices(FAULTS)
+      .default('worker-kill'),
+  )
+  .option('--list', 'print the selected rows and exit')
+  .addHelpText('after', '\nExits 1 when a row failed, 2 when the run could not be made.');
 
-  --db sqlite|postgres     one database
-  --scenario a,b           these scenarios (${Object.keys(SCENARIOS).join(', ')})
-  --point <text>[,<text>]  rows whose point or arm contains one of the texts
-  --only <text>            rows whose "<arm> <scenario>" contains the text
-  --share <n>              a rotating share of n rows of the selection (CI)
-  --rotation <n>           which share (default: CRASH_POINTS_ROTATION, else the day number)
-  --fault <f>              worker-kill (default), temporal-restart, db-down, db-hung;
-                           the whole list under a fault writes reports/crash-points-<f>.md
-  --list                   print the selected rows and exit
+interface Selection {
+  db?: Database;
+  scenarios?: string[];
+  points?: string[];
+  only?: string;
+  share?: number;
+  rotation: number;
+  fault: Fault;
+  list: boolean;
+}
 
-Exits 1 when a row failed, 2 when the run could not be made.`;
+function selection(_args: string[], options: Record<string, unknown>): Selection {
+  const text = (name: string) => options[name] as string | undefined;
+  const scenarios = text('scenario')?.split(',');
+  const unknown = scenarios?.filter((s) => !(s in SCENARIOS));
+  if (unknown?.length) throw new UsageError(`Unknown scenario(s): ${unknown.join(', ')}.`);
+  const whole = (name: string, value: string | undefined, min: number) => {
+    if (value === undefined) return undefined;
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min)
+      throw new UsageError(`${name} takes a whole number of ${min} or more, not "${value}".`);
+    return n;
+  };
+  const rotation = process.env.CRASH_POINTS_ROTATION;
+  return {
+    db: text('db') as Database | undefined,
+    scenarios,
+    points: text('point')?.split(','),
+    only: text('only'),
+    share: whole('--share', text('share'), 1),
+    rotation:
+      whole('--rotation', text('rotation'), 0) ??
+      whole('CRASH_POINTS_ROTATION', rotation === '' ? undefined : rotation, 0) ??
+      Math.floor(Date.now() / 86_400_000),
+    fault: options.fault as Fault,
+    list: options.list === true,
+  };
+}
 
 /** The rows a fault applies to: the server restart at replies, the database faults at points. */
 function underFault(run: PointRun, fault: Fault): boolean {
@@ -35,29 +82,9 @@ function underFault(run: PointRun, fault: Fault): boolean {
 }
 
 async function main(): Promise<number> {
-  const text = { type: 'string' } as const;
-  const { values } = parseArgs({
-    options: {
-      ...{ db: text, scenario: text, point: text, only: text, share: text, rotation: text },
-      ...{ fault: text, list: { type: 'boolean' }, help: { type: 'boolean' } },
-    },
-  });
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  const { db, only, share } = values;
-  const points = values.point?.split(',');
-  const scenarios = values.scenario?.split(',');
-  const fault = (values.fault ?? 'worker-kill') as Fault;
-  if (!['worker-kill', 'temporal-restart', 'db-down', 'db-hung'].includes(fault)) {
-    throw new Error('--fault must be worker-kill, temporal-restart, db-down or db-hung');
-  }
-  if (db !== undefined && db !== 'sqlite' && db !== 'postgres') {
-    throw new Error('--db must be sqlite or postgres');
-  }
-  const unknown = scenarios?.filter((s) => !(s in SCENARIOS));
-  if (unknown?.length) throw new Error(`unknown scenario(s): ${unknown.join(', ')}`);
+  const line = await parseTool(commandLine, selection);
+  if (line.kind === 'exit') return line.code;
+  const { db, scenarios, points, only, share, rotation, fault } = line.work;
   // Only PostgreSQL can be taken away; the server restart is at the moment an activity reports.
   const databases: Database[] = db
     ? [db]
@@ -69,17 +96,14 @@ async function main(): Promise<number> {
     .filter((r) => !scenarios || scenarios.includes(r.scenario))
     .filter((r) => !points || points.some((p) => r.point.includes(p) || armName(r).includes(p)))
     .filter((r) => !only || `${armName(r)} ${r.scenario}`.includes(only));
-  const rotation = Number(
-    values.rotation ?? process.env.CRASH_POINTS_ROTATION ?? Math.floor(Date.now() / 86_400_000),
-  );
-  const runs = share ? rotatingShare(selected, Number(share), rotation) : selected;
+  const runs = share ? rotatingShare(selected, share, rotation) : selected;
   if (share) {
     process.stderr.write(
       `[crash-points] share ${runs.length} of ${selected.length} rows, rotation ${rotation} ` +
-        `(--rotation ${rotation} replays it; the whole matrix every ${Math.ceil(selected.length / Number(share))} rotations)\n`,
+        `(--rotation ${rotation} replays it; the whole matrix every ${Math.ceil(selected.length / share)} rotations)\n`,
     );
   }
-  if (values.list) {
+  if (line.work.list) {
     for (const r of runs) process.stdout.write(`${r.scenario}\t${r.point}\t${r.phase}\n`);
     return 0;
   }

@@ -1,5 +1,5 @@
 import { runChaos } from './driver';
-import { parseChaosArgs, usage } from './options';
+import { readChaosOptions } from './options';
 import { passed, renderReport } from './table';
 
 /**
@@ -8,12 +8,9 @@ import { passed, renderReport } from './table';
  * invariant failed, 2 when the run itself could not be carried out, 130 when interrupted.
  */
 async function main(): Promise<number> {
-  const argv = process.argv.slice(2);
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(`${usage()}\n`);
-    return 0;
-  }
-  const options = parseChaosArgs(argv, process.env);
+  const line = await readChaosOptions(process.argv.slice(2), process.env);
+  if (line.kind === 'exit') return line.code;
+  const options = line.work;
   const controller = new AbortController();
   let interrupted = false;
   const onSignal = (signal: NodeJS.Signals) => {

@@ -1,4 +1,5 @@
-import { parseArgs } from 'node:util';
+import { type Command, Option } from 'commander';
+import { createTool, parseTool, type ToolLine, UsageError } from '../../src/cli/command-line';
 
 /**
  * What a chaos run does, and how big it is. Two presets: `full` for `npm run chaos` (about five
@@ -213,17 +214,41 @@ const KNOBS: Knob[] = [
   },
 ];
 
-export function usage(): string {
-  const lines = KNOBS.map(
-    (k) =>
-      `  --${`${k.flag}${k.kind === 'bool' ? '' : ' <v>'}`.padEnd(28)} ${k.env.padEnd(30)} ${k.help}`,
+/** A knob's meaning, with what each size sets it to and its environment variable. */
+function describe(knob: Knob): string {
+  const preset = (size: Size) => PRESETS[size][knob.key as keyof (typeof PRESETS)[Size]];
+  const shown = (value: unknown) => (Array.isArray(value) ? value.join('-') : String(value));
+  const sizes =
+    knob.key in PRESETS.full
+      ? `full ${shown(preset('full'))}, small ${shown(preset('small'))}; `
+      : '';
+  return `${knob.help} (${sizes}env ${knob.env})`;
+}
+
+// A new one each parse: commander keeps the option values of a parse on the command.
+function commandLine(): Command {
+  const program = createTool(
+    'npm run chaos --',
+    'The chaos run (docs/chaos.md): payment events delivered while workers, the Temporal ' +
+      'server and PostgreSQL are killed, then every invariant checked. Every knob is a flag or ' +
+      'an environment variable (the flag wins).',
+  ).addOption(
+    new Option('--size <size>', 'the preset, full unless set (env CHAOS_SIZE)').choices([
+      'full',
+      'small',
+    ]),
   );
-  return [
-    'npm run chaos -- [--size full|small] [options]   (env CHAOS_SIZE)',
-    '',
-    `  ${'flag'.padEnd(30)} ${'environment'.padEnd(30)} meaning`,
-    ...lines,
-  ].join('\n');
+  for (const knob of KNOBS) {
+    // A boolean knob is --keep alone, or --keep=true|false as its variable takes.
+    const value =
+      knob.kind === 'bool' ? '[true|false]' : knob.kind === 'range' ? '<ms[-ms]>' : '<n>';
+    program.option(`--${knob.flag} ${value}`, describe(knob));
+  }
+  return program.addHelpText(
+    'after',
+    '\nExits 0 when every invariant held, 1 when one failed, 2 when the run could not be made,\n' +
+      '130 when interrupted.',
+  );
 }
 
 /** Options for a size, with any overrides; a fresh random seed unless one is given. */
@@ -237,55 +262,53 @@ export function chaosOptions(size: Size, overrides: Partial<ChaosOptions> = {}):
   };
 }
 
-/** Reads `--size` and the knobs from argv, then the environment; throws on anything unknown. */
-export function parseChaosArgs(argv: string[], env: NodeJS.ProcessEnv): ChaosOptions {
-  const overrides: Partial<ChaosOptions> = {};
-  const set = (key: keyof ChaosOptions, value: unknown) =>
-    Object.assign(overrides, { [key]: value });
-  let size = env.CHAOS_SIZE ?? 'full';
-  for (const knob of KNOBS) {
-    const value = env[knob.env];
-    if (value !== undefined && value !== '') set(knob.key, parseValue(knob, value, knob.env));
-  }
-  // Booleans take --flag or --flag=true|false (parseArgs reads a boolean's inline value as an
-  // error), so every knob is read as a string and a bare boolean flag means true.
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: argv.map((arg) =>
-        KNOBS.some((k) => k.kind === 'bool' && arg === `--${k.flag}`) ? `${arg}=true` : arg,
-      ),
-      options: Object.fromEntries(
-        ['size', ...KNOBS.map((k) => k.flag)].map((flag) => [flag, { type: 'string' as const }]),
-      ),
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    throw new Error(`${(error as Error).message}\n\n${usage()}`);
-  }
-  if (typeof values.size === 'string') size = values.size;
-  for (const knob of KNOBS) {
-    const value = values[knob.flag];
-    if (typeof value === 'string') set(knob.key, parseValue(knob, value, `--${knob.flag}`));
-  }
-  if (size !== 'full' && size !== 'small')
-    throw new Error(`size must be full or small (got ${size})`);
-  return chaosOptions(size, overrides);
+/**
+ * Reads `--size` and the knobs from argv, then the environment (a flag wins); `--help` and a wrong
+ * command line or variable come back as the exit code.
+ */
+export async function readChaosOptions(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): Promise<ToolLine<ChaosOptions>> {
+  return parseTool(
+    commandLine(),
+    (_args, flags) => {
+      const overrides: Partial<ChaosOptions> = {};
+      const set = (key: keyof ChaosOptions, value: unknown) =>
+        Object.assign(overrides, { [key]: value });
+      for (const knob of KNOBS) {
+        const value = env[knob.env];
+        if (value !== undefined && value !== '') set(knob.key, parseValue(knob, value, knob.env));
+      }
+      for (const knob of KNOBS) {
+        // camelCase of the flag, as commander names it: --double-charge-rate is doubleChargeRate.
+        const value = flags[knob.key] as string | true | undefined;
+        if (value === true) set(knob.key, true);
+        else if (value !== undefined) set(knob.key, parseValue(knob, value, `--${knob.flag}`));
+      }
+      const size = (flags.size as string | undefined) ?? env.CHAOS_SIZE ?? 'full';
+      if (size !== 'full' && size !== 'small')
+        throw new UsageError(`CHAOS_SIZE must be full or small (got ${size}).`);
+      return chaosOptions(size, overrides);
+    },
+    argv,
+  );
 }
 
 function parseValue(knob: Knob, value: string, source: string): unknown {
   switch (knob.kind) {
     case 'bool':
-      if (!['true', 'false', '1', '0'].includes(value)) throw new Error(`${source}: true or false`);
+      if (!['true', 'false', '1', '0'].includes(value))
+        throw new UsageError(`${source}: true or false`);
       return value === 'true' || value === '1';
     case 'int': {
       const n = Number(value);
-      if (!Number.isInteger(n) || n < 0) throw new Error(`${source}: a whole number >= 0`);
+      if (!Number.isInteger(n) || n < 0) throw new UsageError(`${source}: a whole number >= 0`);
       return n;
     }
     case 'fraction': {
       const n = Number(value);
-      if (!(n >= 0 && n <= 1)) throw new Error(`${source}: a number between 0 and 1`);
+      if (!(n >= 0 && n <= 1)) throw new UsageError(`${source}: a number between 0 and 1`);
       return n;
     }
     case 'range': {
@@ -300,7 +323,7 @@ function parseValue(knob: Knob, value: string, source: string): unknown {
         min < 0 ||
         max < min
       ) {
-        throw new Error(`${source}: milliseconds, or a range such as 3000-6000`);
+        throw new UsageError(`${source}: milliseconds, or a range such as 3000-6000`);
       }
       return [min, max];
     }

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { createTool, parseTool } from '../../src/cli/command-line';
 import { startCluster, type TemporalCluster } from './cluster';
 import { fixedPorts, NUM_HISTORY_SHARDS, SERVICES } from './config';
 import { provisionClusterBinaries, SERVER_BIN_ENV, SQL_TOOL_BIN_ENV } from './provision-server';
@@ -11,40 +11,41 @@ import { provisionClusterBinaries, SERVER_BIN_ENV, SQL_TOOL_BIN_ENV } from './pr
  * See docs/temporal-cluster.md.
  */
 
-const USAGE = `Usage: npm run cluster [-- --fresh] [--data-dir DIR] [--plain-internode]
-
-Starts PostgreSQL and the Temporal frontend, history, matching and worker services (separate
-processes, mTLS on the frontend), registers the namespace and the app's search attributes, and
-prints how to point the app at it. Ctrl-C stops everything.
-
-  --data-dir DIR       where PostgreSQL data, certificates, config and logs live
-                       (default ./data/temporal-cluster; kept between runs)
-  --fresh              delete that directory first: new databases and certificates
-  --plain-internode    no TLS between the services (the frontend keeps mTLS)
-  --provision-only     build (or find) temporal-server and temporal-sql-tool, print where, exit`;
+const commandLine = createTool(
+  'npm run cluster --',
+  'Starts PostgreSQL and the Temporal frontend, history, matching and worker services (separate ' +
+    "processes, mTLS on the frontend), registers the namespace and the app's search attributes, " +
+    'and prints how to point the app at it. Ctrl-C stops everything.',
+)
+  .option(
+    '--data-dir <dir>',
+    'where PostgreSQL data, certificates, config and logs live (kept between runs)',
+    path.join('data', 'temporal-cluster'),
+  )
+  .option('--fresh', 'delete that directory first: new databases and certificates')
+  .option('--plain-internode', 'no TLS between the services (the frontend keeps mTLS)')
+  .option(
+    '--provision-only',
+    'build (or find) temporal-server and temporal-sql-tool, print where, exit',
+  );
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({
-    options: {
-      'data-dir': { type: 'string', default: path.join('data', 'temporal-cluster') },
-      fresh: { type: 'boolean', default: false },
-      'plain-internode': { type: 'boolean', default: false },
-      'provision-only': { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  });
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  if (values['provision-only']) {
+  const line = await parseTool(commandLine, (_args, options) => ({
+    dataDir: options.dataDir as string,
+    fresh: options.fresh === true,
+    plainInternode: options.plainInternode === true,
+    provisionOnly: options.provisionOnly === true,
+  }));
+  if (line.kind === 'exit') return line.code;
+  const values = line.work;
+  if (values.provisionOnly) {
     const binaries = await provisionClusterBinaries();
     process.stdout.write(
       `${SERVER_BIN_ENV}=${binaries.server}\n${SQL_TOOL_BIN_ENV}=${binaries.sqlTool}\n`,
     );
     return 0;
   }
-  const root = path.resolve(values['data-dir']);
+  const root = path.resolve(values.dataDir);
   if (values.fresh) await fs.rm(root, { recursive: true, force: true });
 
   const ports = fixedPorts();
@@ -74,7 +75,7 @@ async function main(): Promise<number> {
     cluster = await startCluster({
       root,
       ports,
-      internodeTls: !values['plain-internode'],
+      internodeTls: !values.plainInternode,
       signal: abort.signal,
     });
   } catch (error) {

@@ -34,6 +34,38 @@ export function addCommand<Work>(
   return onProgram(configure(parent.command(name)).usage(usage), parse);
 }
 
+/**
+ * A tool of dev/ or bench/ (`npm start`, `npm run chaos`, `npm run bench:e2e`…): one command with
+ * options, the same parser, help and usage errors as the operator program (issue 28). Arguments
+ * it does not declare with `.argument()` are a usage error, as an unknown option is.
+ */
+export function createTool(name: string, description: string): Command {
+  return configure(new Command(name))
+    .description(description)
+    .usage('[options]')
+    .allowExcessArguments(false);
+}
+
+/** A tool's command line came to work, or to the exit code of help (0) or a usage error (2). */
+export type ToolLine<Work> = { kind: 'work'; work: Work } | { kind: 'exit'; code: 0 | 2 };
+
+/** Help and usage errors go to the process's stdout and stderr unless `io` says otherwise. */
+export async function parseTool<Work>(
+  tool: Command,
+  parse: Parse<Work>,
+  argv: readonly string[] = process.argv.slice(2),
+  io: CommandLineIo = STANDARD_IO,
+): Promise<ToolLine<Work>> {
+  const parsed = await parseCommandLine<Work>(onProgram(tool, parse), argv, io);
+  if (parsed.kind === 'work') return parsed;
+  return { kind: 'exit', code: parsed.kind === 'help' ? 0 : 2 };
+}
+
+const STANDARD_IO: CommandLineIo = {
+  out: (text) => process.stdout.write(`${text}\n`),
+  err: (text) => process.stderr.write(`${text}\n`),
+};
+
 export function onProgram<Work>(command: Command, parse: Parse<Work>): Command {
   return command.action(() => {
     works.set(command, parse(command.args, command.opts()));
