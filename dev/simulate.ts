@@ -1,4 +1,4 @@
-import { createTool, parseTool, UsageError } from '../src/cli/command-line';
+import { createTool, parseTool, UsageError, wholeNumber } from '../src/cli/command-line';
 import { loadConfig } from '../src/config';
 import { runMain } from '../src/process/run-main';
 import { shipmentIdempotencyKey } from '../src/shared/constants';
@@ -49,21 +49,11 @@ interface Parsed {
 }
 
 function parseMode(positionals: string[], options: Record<string, unknown>): Parsed {
-  let times: number | undefined;
-  if (options.times !== undefined) {
-    times = Number(options.times);
-    if (!Number.isInteger(times) || times < 1)
-      throw new UsageError('--times takes a whole number of 1 or more.');
-  }
+  const times = wholeNumber('--times', options.times as string | undefined, 1);
   const [partner, name, value] = positionals;
   if (partner !== 'warehouse') throw new UsageError('Name the partner: warehouse.');
-  const number = (fallback: number, min: number, max: number) => {
-    const n = value === undefined ? fallback : Number(value);
-    if (!Number.isInteger(n) || n < min || n > max) {
-      throw new UsageError(`${name} takes a whole number from ${min} to ${max}.`);
-    }
-    return n;
-  };
+  const number = (fallback: number, min: number, max: number) =>
+    wholeNumber(name!, value, min, max) ?? fallback;
   switch (name) {
     case 'ok':
       return { mode: { kind: 'ok' }, times };
@@ -79,7 +69,7 @@ function parseMode(positionals: string[], options: Record<string, unknown>): Par
       return { mode: 'status' };
     case 'ship':
       if (times !== undefined) throw new UsageError('ship takes no --times.');
-      return { mode: 'ship', orderId: number(0, 1, Number.MAX_SAFE_INTEGER) };
+      return { mode: 'ship', orderId: wholeNumber('ship', value ?? '', 1)! };
     default:
       throw new UsageError(name ? `Unknown mode "${name}".` : 'Name a mode.');
   }

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { Option } from 'commander';
-import { createTool, parseTool, UsageError } from '../../src/cli/command-line';
+import { createTool, parseTool, wholeNumber } from '../../src/cli/command-line';
 
 /** What every benchmark script accepts on its command line. */
 export interface BenchArgs {
@@ -41,10 +41,7 @@ export async function readBenchArgs(
     (_args, options) => {
       const quick = options.quick === true;
       const server = options.server as BenchArgs['server'];
-      const rounds = options.rounds === undefined ? undefined : Number(options.rounds);
-      if (rounds !== undefined && !(Number.isInteger(rounds) && rounds >= 1)) {
-        throw new UsageError(`--rounds takes a whole number ≥ 1, not ${String(options.rounds)}.`);
-      }
+      const rounds = wholeNumber('--rounds', options.rounds as string | undefined, 1);
       return {
         quick,
         server,

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Option } from 'commander';
 import { format, resolveConfig } from 'prettier';
 import { CRASH_POINTS, type CrashPointName } from '../../src/activities/crash-points';
-import { createTool, parseTool, UsageError } from '../../src/cli/command-line';
+import { createTool, parseTool, UsageError, wholeNumber } from '../../src/cli/command-line';
 import { runCrashPoints, type Database, type Fault } from './crash-points';
 import { SCENARIOS } from './crash-scenarios';
 import { allPointRuns, armName, rotatingShare, type PointRun } from './crash-matrix';
@@ -51,23 +51,16 @@ function selection(_args: string[], options: Record<string, unknown>): Selection
   const scenarios = text('scenario')?.split(',');
   const unknown = scenarios?.filter((s) => !(s in SCENARIOS));
   if (unknown?.length) throw new UsageError(`Unknown scenario(s): ${unknown.join(', ')}.`);
-  const whole = (name: string, value: string | undefined, min: number) => {
-    if (value === undefined) return undefined;
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min)
-      throw new UsageError(`${name} takes a whole number of ${min} or more, not "${value}".`);
-    return n;
-  };
   const rotation = process.env.CRASH_POINTS_ROTATION;
   return {
     db: text('db') as Database | undefined,
     scenarios,
     points: text('point')?.split(','),
     only: text('only'),
-    share: whole('--share', text('share'), 1),
+    share: wholeNumber('--share', text('share'), 1),
     rotation:
-      whole('--rotation', text('rotation'), 0) ??
-      whole('CRASH_POINTS_ROTATION', rotation === '' ? undefined : rotation, 0) ??
+      wholeNumber('--rotation', text('rotation')) ??
+      wholeNumber('CRASH_POINTS_ROTATION', rotation === '' ? undefined : rotation) ??
       Math.floor(Date.now() / 86_400_000),
     fault: options.fault as Fault,
     list: options.list === true,

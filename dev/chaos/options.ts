@@ -1,5 +1,11 @@
 import { type Command, Option } from 'commander';
-import { createTool, parseTool, type ToolLine, UsageError } from '../../src/cli/command-line';
+import {
+  createTool,
+  parseTool,
+  type ToolLine,
+  UsageError,
+  wholeNumber,
+} from '../../src/cli/command-line';
 
 /**
  * What a chaos run does, and how big it is. Two presets: `full` for `npm run chaos` (about five
@@ -299,16 +305,13 @@ function parseValue(knob: Knob, value: string, source: string): unknown {
   switch (knob.kind) {
     case 'bool':
       if (!['true', 'false', '1', '0'].includes(value))
-        throw new UsageError(`${source}: true or false`);
+        throw new UsageError(`${source} must be true or false.`);
       return value === 'true' || value === '1';
-    case 'int': {
-      const n = Number(value);
-      if (!Number.isInteger(n) || n < 0) throw new UsageError(`${source}: a whole number >= 0`);
-      return n;
-    }
+    case 'int':
+      return wholeNumber(source, value);
     case 'fraction': {
       const n = Number(value);
-      if (!(n >= 0 && n <= 1)) throw new UsageError(`${source}: a number between 0 and 1`);
+      if (!(n >= 0 && n <= 1)) throw new UsageError(`${source} must be a number from 0 to 1.`);
       return n;
     }
     case 'range': {
@@ -323,7 +326,7 @@ function parseValue(knob: Knob, value: string, source: string): unknown {
         min < 0 ||
         max < min
       ) {
-        throw new UsageError(`${source}: milliseconds, or a range such as 3000-6000`);
+        throw new UsageError(`${source} must be milliseconds, or a range such as 3000-6000.`);
       }
       return [min, max];
     }

@@ -9,7 +9,7 @@ import { HEAVY_TASK_QUEUE } from '../shared/constants';
 import { EXPORT_ID_PATTERN, exportWorkflowId, type ExportOrdersInput } from '../shared/export';
 import type { exportOrdersWorkflow } from '../workflows/batch';
 import { exportStatus, type ExportStatus, progressLine, report } from './batch-report';
-import { addCommand, addGroup, atMost, type Run, UsageError } from './command-line';
+import { addCommand, addGroup, atMost, type Run, UsageError, wholeNumber } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM } from './io';
 import { withTemporalClient } from './temporal-session';
 
@@ -36,8 +36,8 @@ export function addBatchGroup(parent: Command, io: CliIo): void {
     '[--from ID] [--to ID] [--id EXPORT_ID] [--watch]',
     (args, options) => {
       atMost(args, 0);
-      const fromOrderId = orderId('--from', options.from as string | undefined);
-      const toOrderId = orderId('--to', options.to as string | undefined);
+      const fromOrderId = wholeNumber('--from', options.from as string | undefined, 1);
+      const toOrderId = wholeNumber('--to', options.to as string | undefined, 1);
       if (fromOrderId !== undefined && toOrderId !== undefined && fromOrderId > toOrderId) {
         throw new UsageError('--from must not be above --to.');
       }
@@ -73,11 +73,9 @@ export function addBatchGroup(parent: Command, io: CliIo): void {
       const [target] = atMost(args, 1);
       if (target === undefined)
         throw new UsageError('Name the export: its workflow ID or export ID.');
-      const interval = options.interval as string | undefined;
-      const intervalMs = interval === undefined ? DEFAULT_WATCH_INTERVAL_MS : Number(interval);
-      if (!Number.isInteger(intervalMs) || intervalMs < 100) {
-        throw new UsageError('--interval is in milliseconds, 100 or more.');
-      }
+      const intervalMs =
+        wholeNumber('--interval', options.interval as string | undefined, 100) ??
+        DEFAULT_WATCH_INTERVAL_MS;
       const workflowId = target.startsWith(exportWorkflowId(''))
         ? target
         : exportWorkflowId(target);
@@ -96,13 +94,6 @@ export function addBatchGroup(parent: Command, io: CliIo): void {
       '--interval <MS>',
       `milliseconds between polls of --watch (default: ${DEFAULT_WATCH_INTERVAL_MS})`,
     );
-}
-
-function orderId(name: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^[1-9]\d{0,14}$/.test(value))
-    throw new UsageError(`${name} must be an order ID (1 or more).`);
-  return Number(value);
 }
 
 /** The same range names the same export, so a `start` run again finds the one it started. */

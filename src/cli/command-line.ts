@@ -140,6 +140,29 @@ export async function parseCommandLine<Work>(
   return { kind: 'work', work: works.get(command) as Work };
 }
 
+/**
+ * An option's or argument's whole number from `min` (default 0) to `max`, for every command and
+ * tool alike; unset stays undefined. Unbounded, it stays within the database's integer, the range
+ * of an order or entry ID.
+ */
+export function wholeNumber(
+  name: string,
+  value: string | undefined,
+  min = 0,
+  max?: number,
+): number | undefined {
+  if (value === undefined) return undefined;
+  const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
+  if (!(n >= min && n <= (max ?? MAX_INTEGER))) {
+    const range = max === undefined ? `of ${min} or more` : `from ${min} to ${max}`;
+    throw new UsageError(`${name} must be a whole number ${range}.`);
+  }
+  return n;
+}
+
+// PostgreSQL's integer: the order and entry IDs, and beyond any count a person types.
+const MAX_INTEGER = 2_147_483_647;
+
 export function atMost(args: string[], max: number): string[] {
   if (args.length > max) throw new UsageError(`Unexpected argument "${args[max]}".`);
   return args;

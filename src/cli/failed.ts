@@ -7,16 +7,9 @@ import {
   listFailedWorkflows,
 } from '../operator/failed-workflows';
 import { type Column, formatTable } from '../operator/table';
-import { addCommand, atMost, type Run, UsageError } from './command-line';
+import { addCommand, atMost, type Run, UsageError, wholeNumber } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM } from './io';
-import {
-  asOperator,
-  describeFailure,
-  positiveInteger,
-  reportUndecodable,
-  timestamp,
-  typeOption,
-} from './report';
+import { asOperator, describeFailure, reportUndecodable, timestamp, typeOption } from './report';
 
 // A server deletes a closed run once it has recorded that the close was processed, which a
 // default server does every 30 s: a minute covers that and the retries of the deletion.
@@ -25,7 +18,7 @@ const DELETION_WAIT_MS = 60_000;
 export function addFailedCommands(program: Command, io: CliIo): void {
   addCommand<Run>(program, 'failed', '[--type T] [--limit N]', (args, options) => {
     atMost(args, 0);
-    const limit = positiveInteger('--limit', options.limit as string | undefined);
+    const limit = wholeNumber('--limit', options.limit as string | undefined, 1);
     const workflowType = options.type as string | undefined;
     return () => asOperator(io, 'failed', (c) => failedCommand(c, io, { workflowType, limit }));
   })

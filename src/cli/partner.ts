@@ -8,7 +8,7 @@ import { wakeHeldWorkflows } from '../operator/partner';
 import { type Column, formatTable } from '../operator/table';
 import { isPartner, PARTNERS, type Partner } from '../shared/partner';
 import type { Command } from 'commander';
-import { addCommand, addGroup, atMost, type Run, UsageError } from './command-line';
+import { addCommand, addGroup, atMost, type Run, UsageError, wholeNumber } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 
@@ -49,7 +49,7 @@ partner changes nothing (the first pause, its author and time stay).`,
 
   addCommand<Run>(program, 'resume', '<partner> [--rate N]', (args, options) => {
     const partner = partnerArg(atMost(args, 1)[0]);
-    const rate = positiveInteger('--rate', options.rate as string | undefined);
+    const rate = wholeNumber('--rate', options.rate as string | undefined, 1, 999_999);
     return withPauses(io, (pauses) => resumeCommand(pauses, io, partner, rate));
   })
     .summary('release the held calls, at most N per second with --rate')
@@ -172,12 +172,4 @@ function partnerArg(value: string | undefined): Partner {
     throw new UsageError(`Unknown partner "${value}"; partners: ${PARTNERS.join(', ')}.`);
   }
   return value;
-}
-
-function positiveInteger(name: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^[1-9]\d{0,5}$/.test(value)) {
-    throw new UsageError(`${name} must be a whole number from 1 to 999999.`);
-  }
-  return Number(value);
 }

@@ -59,16 +59,3 @@ export function since(value: string | undefined, now = Date.now()): Date | undef
   }
   return new Date(at);
 }
-
-export function wholeNumber(name: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value)) throw new UsageError(`${name} must be a whole number of 0 or more.`);
-  return Number(value);
-}
-
-export function positiveInteger(name: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^[1-9]\d*$/.test(value))
-    throw new UsageError(`${name} must be a whole number of 1 or more.`);
-  return Number(value);
-}

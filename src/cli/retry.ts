@@ -14,17 +14,9 @@ import {
 import { awaitRetryOutcome, isProblem, type RetryOutcome } from '../operator/retry-outcome';
 import { formatTable } from '../operator/table';
 import { DESCRIBE_CONCURRENCY, mapConcurrently } from '../operator/visibility';
-import { addCommand, atMost, type Run, UsageError } from './command-line';
+import { addCommand, atMost, type Run, UsageError, wholeNumber } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
-import {
-  asOperator,
-  describeFailure,
-  positiveInteger,
-  reportUndecodable,
-  since,
-  typeOption,
-  wholeNumber,
-} from './report';
+import { asOperator, describeFailure, reportUndecodable, since, typeOption } from './report';
 
 /** `ops retry`: re-runs failed workflows from the step that failed (the seed's `queue:retry`). */
 
@@ -52,7 +44,7 @@ export function addRetryCommand(program: Command, io: CliIo): void {
           rootCause: options.rootCause as string | undefined,
           since: since(options.since as string | undefined),
           dryRun: options.dryRun === true,
-          resetsPerSecond: positiveInteger('--rate', options.rate as string | undefined),
+          resetsPerSecond: wholeNumber('--rate', options.rate as string | undefined, 1),
         };
         return () => asOperator(io, 'retry', (c) => retryAllCommand(c, io, filter, waitMs));
       }

@@ -1,7 +1,7 @@
 import { createDatabase, createSettlementsRepository, type Settlement } from '../db';
 import { handOverSettlement, recordSettlement } from '../operator/settle';
 import type { Command } from 'commander';
-import { addCommand, atMost, type Run, UsageError } from './command-line';
+import { addCommand, atMost, type Run, UsageError, wholeNumber } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 
@@ -19,7 +19,8 @@ interface Request {
 export function addSettleCommand(program: Command, io: CliIo): void {
   addCommand<Run>(program, 'settle', '<orderId> --reason <text> [--by <who>]', (args, options) => {
     const [order] = atMost(args, 1);
-    const orderId = positiveInteger(order);
+    // Required: unset is refused as a missing ID is.
+    const orderId = wholeNumber('The order ID', order ?? '', 1)!;
     const reason = (options.reason as string | undefined)?.trim();
     if (!reason) throw new UsageError('Say why: --reason <text>.');
     if (reason.length > MAX_REASON_LENGTH) {
@@ -89,11 +90,4 @@ async function settle(io: CliIo, { orderId, reason, by }: Request): Promise<numb
 function whoWhenWhy(settlement: Settlement): string {
   const at = settlement.settledAt.replace(/\.\d{3}Z$/, 'Z');
   return `by ${settlement.settledBy} at ${at} (${settlement.reason})`;
-}
-
-function positiveInteger(value: string | undefined): number {
-  if (value === undefined || !/^[1-9]\d{0,9}$/.test(value) || Number(value) > 2_147_483_647) {
-    throw new UsageError('The order ID must be a whole number of 1 or more.');
-  }
-  return Number(value);
 }

@@ -4,9 +4,9 @@ import { heldWorkflowIds } from '../operator/partner';
 import { DEFAULT_MIN_ATTEMPTS, groupByCause, inspectRunningWorkflows } from '../operator/stuck';
 import { formatTable } from '../operator/table';
 import { PARTNERS } from '../shared/partner';
-import { addCommand, atMost, type Run } from './command-line';
+import { addCommand, atMost, type Run, wholeNumber } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_STUCK } from './io';
-import { asOperator, positiveInteger, reportUndecodable, timestamp, typeOption } from './report';
+import { asOperator, reportUndecodable, timestamp, typeOption } from './report';
 import { errorMessage } from './temporal-session';
 
 /** `ops stuck`: running workflows whose work keeps failing, for a person and for cron. */
@@ -14,10 +14,7 @@ import { errorMessage } from './temporal-session';
 export function addStuckCommand(program: Command, io: CliIo): void {
   addCommand<Run>(program, 'stuck', '[--min-attempts N] [--type T]', (args, options) => {
     atMost(args, 0);
-    const minAttempts = positiveInteger(
-      '--min-attempts',
-      options.minAttempts as string | undefined,
-    );
+    const minAttempts = wholeNumber('--min-attempts', options.minAttempts as string | undefined, 1);
     const workflowType = options.type as string | undefined;
     return () => asOperator(io, 'stuck', (c) => stuckCommand(c, io, { minAttempts, workflowType }));
   })

@@ -8,7 +8,7 @@ import {
 } from '../operator/unmatched';
 import { createPaymentStarter, type PaymentStarter } from '../temporal/payment-starter';
 import type { Command } from 'commander';
-import { addCommand, addGroup, atMost, type Run, UsageError } from './command-line';
+import { addCommand, addGroup, atMost, type Run, UsageError, wholeNumber } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 
@@ -44,7 +44,7 @@ Reads DATABASE_URL; attach also connects to TEMPORAL_ADDRESS.`,
   addCommand<Run>(program, 'list', '[--all | --resolved] [--limit N]', (args, options) => {
     atMost(args, 0);
     const state = options.all ? 'all' : options.resolved ? 'resolved' : 'open';
-    const limit = positiveInteger('--limit', options.limit as string | undefined);
+    const limit = wholeNumber('--limit', options.limit as string | undefined, 1);
     return inSession(io, 'list', false, (s) => listCommand(s, io, state, limit));
   })
     .summary('list open entries, newest first')
@@ -61,7 +61,7 @@ Reads DATABASE_URL; attach also connects to TEMPORAL_ADDRESS.`,
     const id = entryId(atMost(args, 1)[0]);
     const order = options.order as string | undefined;
     if (order === undefined) throw new UsageError('Name the order: --order <orderId>.');
-    const orderId = positiveInteger('--order', order)!;
+    const orderId = wholeNumber('--order', order, 1)!;
     const note = options.note as string | undefined;
     return inSession(io, 'attach', true, (s) => attachCommand(s, io, id, orderId, note));
   })
@@ -236,15 +236,7 @@ function withUser(io: CliIo, note: string | undefined): string {
 
 function entryId(value: string | undefined): number {
   if (value === undefined) throw new UsageError('Name the entry: its ID, from "unmatched list".');
-  return positiveInteger('the entry ID', value)!;
-}
-
-function positiveInteger(name: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^[1-9]\d{0,9}$/.test(value) || Number(value) > 2_147_483_647) {
-    throw new UsageError(`${name} must be a whole number of 1 or more.`);
-  }
-  return Number(value);
+  return wholeNumber('the entry ID', value, 1)!;
 }
 
 function seconds(at: string): string {

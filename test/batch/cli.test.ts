@@ -23,13 +23,13 @@ describe('ops batch command line', () => {
   it.each([
     [[], 'Usage: npm run ops -- batch'],
     [['export'], 'Unknown command "export"'],
-    [['start', '--from', '0'], '--from must be an order ID'],
-    [['start', '--to', 'ten'], '--to must be an order ID'],
+    [['start', '--from', '0'], '--from must be a whole number of 1 or more'],
+    [['start', '--to', 'ten'], '--to must be a whole number of 1 or more'],
     [['start', '--from', '20', '--to', '10'], '--from must not be above --to'],
     [['start', '--id', '../etc'], '--id may hold letters, digits'],
     [['start', 'extra'], 'Unexpected argument "extra"'],
     [['progress'], 'Name the export'],
-    [['progress', 'x', '--interval', '5'], '--interval is in milliseconds, 100 or more'],
+    [['progress', 'x', '--interval', '5'], '--interval must be a whole number of 100 or more'],
     [['progress', 'x', '--bogus'], "Unknown option '--bogus'"],
   ])('%j is a usage error (exit 2, nothing sent)', async (argv, message) => {
     const result = await run(argv);

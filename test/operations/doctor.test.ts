@@ -265,6 +265,6 @@ describe('npm run ops -- doctor', () => {
   it('refuses a wrong command line with exit 2', async () => {
     const report = await doctor(settings(withAttributes, migrated), ['--backlog-warn', 'lots']);
     expect(report.code).toBe(2);
-    expect(report.err).toContain('--backlog-warn takes a whole number');
+    expect(report.err).toContain('--backlog-warn must be a whole number of 0 or more');
   });
 });

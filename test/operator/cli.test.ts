@@ -88,7 +88,7 @@ describe('ops usage errors (exit 2, nothing sent)', () => {
     [['deployment', 'ramp', 'b1', '101'], 'Give the build and a share of new runs'],
     [['deployment', 'drain', 'b1', 'b2'], 'Unexpected argument "b2"'],
     [['doctor', 'extra'], 'Unexpected argument "extra"'],
-    [['doctor', '--backlog-warn', 'ten'], '--backlog-warn takes a whole number'],
+    [['doctor', '--backlog-warn', 'ten'], '--backlog-warn must be a whole number of 0 or more'],
     [['partner', 'pause', 'nobody'], 'Unknown partner "nobody"'],
   ])('%j', async (argv, message) => {
     const result = await run(argv);
