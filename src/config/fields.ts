@@ -35,8 +35,19 @@ export const optionalUrl = () => blankToUndefined.pipe(z.url().optional());
 const HOST_PORT = /^[A-Za-z0-9.-]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/;
 
 /** A listening or dialled address: host:port, IPv6 hosts in brackets ([::]:9464). */
-export function hostPort(message: string) {
+function hostPort(message: string) {
   return z.string().regex(HOST_PORT, message);
+}
+
+/**
+ * An optional `host:port` (blank is unset), `example` in the refusal; `orOff`: or the word `off`,
+ * for a listener that can be turned off.
+ */
+export function optionalHostPort(example: string, { orOff = false } = {}) {
+  const address = orOff
+    ? z.union([z.literal('off'), hostPort(`must be host:port (e.g. ${example}) or off`)])
+    : hostPort(`must be host:port, e.g. ${example}`);
+  return blankToUndefined.pipe(address.optional());
 }
 
 /** A signature scheme's tolerance window: how far its timestamp may be from our clock. */

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { parseApiKeys } from './api-keys';
-import { blankToUndefined, doc, hostPort, integer, port } from './fields';
+import { blankToUndefined, doc, integer, optionalHostPort, port } from './fields';
 
 /** Where the HTTP process serves /metrics and /readyz unless ADMIN_ADDRESS says otherwise. */
 export const DEFAULT_ADMIN_ADDRESS = '127.0.0.1:9465';
@@ -42,13 +42,9 @@ export const httpFields = {
     'unset',
   ),
   ADMIN_ADDRESS: doc(
-    blankToUndefined
-      .pipe(
-        z
-          .union([z.literal('off'), hostPort('must be host:port (e.g. 127.0.0.1:9465) or off')])
-          .optional(),
-      )
-      .transform((v) => v ?? DEFAULT_ADMIN_ADDRESS),
+    optionalHostPort('127.0.0.1:9465', { orOff: true }).transform(
+      (v) => v ?? DEFAULT_ADMIN_ADDRESS,
+    ),
     'host:port of the HTTP process’s admin listener (`/metrics`, `/readyz`, `/healthz`), or `off`; loopback by default: what it reveals is for operators, never for the internet',
     `\`${DEFAULT_ADMIN_ADDRESS}\``,
   ),

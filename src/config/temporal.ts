@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { parseEncryptionKeys } from '../codec/codec';
-import { blankToUndefined, type Checked, doc, hostPort, optionalUrl } from './fields';
+import { blankToUndefined, type Checked, doc, optionalHostPort, optionalUrl } from './fields';
 
 /** Address and namespace come from `loadTemporalConnection`; TLS and API keys stay with it. */
 export const temporalFields = {
   TEMPORAL_ADDRESS: doc(
-    blankToUndefined.pipe(hostPort('must be host:port, e.g. 127.0.0.1:7233').optional()),
+    optionalHostPort('127.0.0.1:7233'),
     '`host:port` of a Temporal server (no scheme); required in production. Unset: `npm start` runs the embedded dev server on `127.0.0.1:7233` (`TEMPORAL_DEV_PORT`)',
     'unset (the profile’s, if any)',
   ),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { blankToUndefined, doc, hostPort, integer } from './fields';
+import { blankToUndefined, doc, integer, optionalHostPort } from './fields';
 
 /** The payments and heavy workers: slots, the build they declare, what they expose, where files go. */
 export const workerFields = {
@@ -50,16 +50,12 @@ export const workerFields = {
     'what a standalone worker does with its build: `if-none` makes it current when the deployment has none yet (the first start), `never` leaves that to `npm run ops -- deployment current`; `npm start` always makes its build current',
   ),
   WORKER_METRICS_ADDRESS: doc(
-    blankToUndefined.pipe(
-      z
-        .union([z.literal('off'), hostPort('must be host:port (e.g. 0.0.0.0:9464) or off')])
-        .optional(),
-    ),
+    optionalHostPort('0.0.0.0:9464', { orOff: true }),
     'host:port of the worker’s Prometheus endpoint (`/metrics`, the SDK’s metrics), or `off`',
     'off (`npm start`: `127.0.0.1:9464`)',
   ),
   WORKER_HEALTH_ADDRESS: doc(
-    blankToUndefined.pipe(hostPort('must be host:port, e.g. 0.0.0.0:8081').optional()),
+    optionalHostPort('0.0.0.0:8081'),
     'host:port of the standalone worker’s `/healthz` and `/readyz` (Kubernetes probes)',
     'off',
   ),
