@@ -1,6 +1,6 @@
 import type { Connection } from '@temporalio/client';
 import { DEFAULT_RETENTION_DAYS, ensureTemporalSetup, type SetupStep } from '../temporal/setup';
-import { atMost, createProgram, onProgram, parseCommandLine, UsageError } from './command-line';
+import { atMost, createProgram, onProgram, parseCommandLine, wholeNumber } from './command-line';
 import { type CliIo, processIo } from './io';
 import { withTemporalClient } from './temporal-session';
 import { runMain } from '../process/run-main';
@@ -31,13 +31,14 @@ or a temporal.toml profile (TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE).`,
     );
   return onProgram(program, (args, options) => {
     atMost(args, 0);
-    const days = options.retentionDays as string | undefined;
-    if (days === undefined) return DEFAULT_RETENTION_DAYS;
     // The server's bounds: at least a day; Cloud allows up to 90.
-    if (!/^\d+$/.test(days) || Number(days) < 1 || Number(days) > 3650) {
-      throw new UsageError('--retention-days takes a whole number of days, 1 to 3650.');
-    }
-    return Number(days);
+    const days = wholeNumber(
+      '--retention-days',
+      options.retentionDays as string | undefined,
+      1,
+      3650,
+    );
+    return days ?? DEFAULT_RETENTION_DAYS;
   });
 }
 

@@ -9,6 +9,7 @@ import {
   WORKFLOW_BUNDLE_FILENAME,
 } from './payments';
 import { runMain } from '../process/run-main';
+import { createTool, parseTool } from '../cli/command-line';
 
 /**
  * Built once (`npm run build`) so production workers skip webpack at start; the interceptors are
@@ -64,11 +65,23 @@ export async function loadVersionedWorkflowCode(
   };
 }
 
-// `npm run build`, after tsc: node --import tsx src/workers/workflow-bundle.ts [out-file]
+// `npm run build`, after tsc (the crash and chaos stacks name a file of their own).
+const commandLine = () =>
+  createTool(
+    'node --import tsx src/workers/workflow-bundle.ts',
+    'Bundles the workflow code for production workers (npm run build runs it after tsc).',
+  )
+    .usage('[out-file]')
+    .argument(
+      '[out-file]',
+      `where to write it (default: ${path.relative(process.cwd(), DEFAULT_BUNDLE_PATH)})`,
+    );
+
 if (require.main === module) {
   runMain(async () => {
-    const outFile = process.argv[2] ? path.resolve(process.argv[2]) : undefined;
-    const { path: file, bytes, buildId } = await buildWorkflowBundle(outFile);
+    const line = await parseTool(commandLine(), ([file]) => file && path.resolve(file));
+    if (line.kind === 'exit') return line.code;
+    const { path: file, bytes, buildId } = await buildWorkflowBundle(line.work);
     process.stdout.write(
       `Workflow bundle: ${path.relative(process.cwd(), file)} (${(bytes / 1024).toFixed(0)} KiB), build ID ${buildId}\n`,
     );
