@@ -27,6 +27,9 @@ let secured: FrontDoor;
 let securedBare: FrontDoor;
 let expiredServer: FrontDoor;
 let blackHole: net.Server;
+// The connections it accepted and never answers: closing the server leaves them open (and jest
+// running after the last test) until they are destroyed.
+const swallowed = new Set<net.Socket>();
 
 beforeAll(async () => {
   [server, bare] = await Promise.all([
@@ -52,11 +55,12 @@ beforeAll(async () => {
     startFrontDoor({ ...door, target: bare.address }),
     startFrontDoor({ certPem: expired.certPem, keyPem: expired.keyPem, target: server.address }),
   ]);
-  blackHole = net.createServer(() => undefined);
+  blackHole = net.createServer((socket) => swallowed.add(socket));
   await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
 });
 afterAll(async () => {
   blackHole?.close();
+  for (const socket of swallowed) socket.destroy();
   await Promise.all([secured?.close(), securedBare?.close(), expiredServer?.close()]);
   await Promise.all([server?.teardown(), bare?.teardown()]);
   pki?.remove();
