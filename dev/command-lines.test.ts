@@ -23,6 +23,9 @@ const TOOLS = [
   'crash-points',
   'cluster',
   'record-histories',
+  'migrate',
+  'worker',
+  'heavy-worker',
   ...Object.keys(scripts).filter((name) => /^bench(:|$)/.test(name)),
 ];
 
@@ -58,7 +61,7 @@ function runScript(name: string, args: string[]): Promise<Ran> {
 const usageOf = (name: string) => (name === 'start' ? 'npm start --' : `npm run ${name} --`);
 
 it('lists the tools this test covers among the npm scripts', () => {
-  for (const name of TOOLS) expect(scripts[name]).toMatch(/^node --import tsx (dev|bench)\//);
+  for (const name of TOOLS) expect(scripts[name]).toMatch(/^node --import tsx (dev|bench|src)\//);
   expect(TOOLS.filter((name) => name.startsWith('bench'))).toHaveLength(8);
 });
 

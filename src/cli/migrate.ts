@@ -1,9 +1,18 @@
 import { loadConfig } from '../config';
 import { createDatabase, migrateToLatest } from '../db';
 import { runMain } from '../process/run-main';
+import { createTool, parseTool } from './command-line';
 
-// Safe to run again, beside another, or after a killed one (src/db/migrate.ts).
-async function main(): Promise<void> {
+const commandLine = createTool(
+  'npm run migrate --',
+  'Brings the database of DATABASE_URL to the latest schema. Safe to run again, beside another ' +
+    'run, or after a killed one.',
+);
+
+// Why a rerun, a concurrent run or one after a killed run is safe: src/db/migrate.ts.
+async function main(): Promise<number | void> {
+  const line = await parseTool(commandLine, () => undefined);
+  if (line.kind === 'exit') return line.code;
   // Only DATABASE_URL is passed on: a migration job must not need the app's other settings
   // (e.g. the production-only Temporal and warehouse addresses) to run.
   const config = loadConfig({ DATABASE_URL: process.env.DATABASE_URL });

@@ -1,4 +1,5 @@
 import type { Worker } from '@temporalio/worker';
+import { createTool, parseTool } from '../cli/command-line';
 import { loadConfig } from '../config';
 import { createDatabase } from '../db';
 import { createLogger } from '../logger';
@@ -9,11 +10,25 @@ import { temporalSetupReadiness } from '../temporal/setup';
 import { connectWorker } from '../temporal/connection';
 import { startWorkerRuntime, type WorkerQueue } from './runtime';
 
+const ABOUT: Record<WorkerQueue, string> = {
+  payments:
+    'The payments worker: the workflows and the activities of task queue payments, with the ' +
+    'metrics and health endpoints (WORKER_METRICS_ADDRESS, WORKER_HEALTH_ADDRESS).',
+  heavy: 'The heavy worker: invoices and exports, task queue heavy.',
+};
+
 /**
  * The metrics and health endpoints belong to the payments worker: a heavy worker beside it on
  * one host would otherwise take the same ports.
  */
-export async function runWorkerProcess(name: string, queue: WorkerQueue): Promise<void> {
+export async function runWorkerProcess(name: string, queue: WorkerQueue): Promise<number | void> {
+  // Configured by the environment alone; a command line is --help or a mistake, not a start.
+  const commandLine = createTool(`npm run ${name} --`, ABOUT[queue]).addHelpText(
+    'after',
+    '\nConfigured by the environment: docs/configuration.md; deploy units in deploy/.',
+  );
+  const line = await parseTool(commandLine, () => undefined);
+  if (line.kind === 'exit') return line.code;
   const config = loadConfig();
   const logger = createLogger(config, name);
   const needed = {
