@@ -157,3 +157,21 @@ export async function failedPayment(
 export function warehouseRequestsFor(stack: PaymentStack, orderId: number) {
   return stack.warehouse.requests.filter((r) => r.orderId === orderId);
 }
+
+/**
+ * Pauses a run's pending activity as the on-call operator does for a warehouse outage: the
+ * server runs no further attempt of it until someone unpauses or resets it.
+ */
+export async function pauseForMaintenance(
+  env: TestWorkflowEnvironment,
+  workflowId: string,
+  activityId: string,
+): Promise<void> {
+  await env.client.workflowService.pauseActivity({
+    namespace: env.namespace ?? 'default',
+    execution: { workflowId },
+    id: activityId,
+    identity: 'on-call',
+    reason: 'warehouse maintenance',
+  });
+}
