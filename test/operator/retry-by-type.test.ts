@@ -4,15 +4,10 @@ import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { ActivityInterceptorsFactory, Worker } from '@temporalio/worker';
+import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { main } from '../../src/cli/ops';
-import {
-  createLoyaltyRepository,
-  createOrderExportRepository,
-  createStockRepository,
-  createUnmatchedRepository,
-} from '../../src/db';
+import { createLoyaltyRepository, createUnmatchedRepository } from '../../src/db';
 import { listFailedWorkflows } from '../../src/operator/failed-workflows';
 import { findResetPoint } from '../../src/operator/reset-point';
 import { resetRequestId } from '../../src/operator/retry';
@@ -23,6 +18,7 @@ import { invoiceWorkflowId } from '../../src/shared/invoice';
 import { orderWorkflowId } from '../../src/shared/order';
 import { createHeavyWorker } from '../../src/workers/heavy';
 import { prebuilt, workflowBundle } from '../support/bundles';
+import { heavyTestActivityDeps, runUntilStopped, type RunningWorker } from '../support/workers';
 import { createTestOrder } from '../support/orders';
 import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { uniqueEventId } from '../support/webhook';
@@ -42,8 +38,7 @@ import {
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
 let stack: PaymentStack;
-let heavy: Worker;
-let heavyRun: Promise<void>;
+let heavy: RunningWorker;
 let fileDir: string;
 
 /** Activities that give up at once, as a step does when its retry policy ends. */
@@ -75,26 +70,21 @@ beforeAll(async () => {
   const workerCode = { ...prebuilt(bundle), interceptors: { activity: [faults] } };
   stack = await startPaymentStack(env, { worker: workerCode });
   fileDir = mkdtempSync(path.join(tmpdir(), 'ops-retry-'));
-  heavy = await createHeavyWorker({
-    connection: env.nativeConnection,
-    namespace: env.namespace ?? 'default',
-    activities: {
-      orders: stack.orders,
-      payments: stack.payments,
-      orderExport: createOrderExportRepository(stack.db.db),
-      invoiceDir: path.join(fileDir, 'invoices'),
-      exportDir: path.join(fileDir, 'exports'),
-      stock: createStockRepository(stack.db.db),
-      alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
-    },
-    overrides: workerCode,
-  });
-  heavyRun = heavy.run();
+  heavy = runUntilStopped(
+    await createHeavyWorker({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      activities: heavyTestActivityDeps(stack.db, {
+        invoiceDir: path.join(fileDir, 'invoices'),
+        exportDir: path.join(fileDir, 'exports'),
+      }),
+      overrides: workerCode,
+    }),
+  );
 }, 120_000);
 
 afterAll(async () => {
-  heavy?.shutdown();
-  await heavyRun;
+  await heavy?.stop();
   await stack?.close();
   await env?.teardown();
   if (fileDir) rmSync(fileDir, { recursive: true, force: true });
