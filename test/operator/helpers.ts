@@ -12,6 +12,7 @@ import type { PaymentStack } from '../support/stack';
 import { uniqueEventId } from '../support/webhook';
 import { createStepActivities } from './step-activities';
 import { createTestOrder } from '../support/orders';
+import { runUntilStopped } from '../support/workers';
 
 export { eventually } from '../support/eventually';
 
@@ -81,14 +82,7 @@ export async function runTestWorkflows(
     activities,
     ...options,
   });
-  const running = worker.run();
-  return {
-    taskQueue,
-    async close() {
-      worker.shutdown();
-      await running;
-    },
-  };
+  return { taskQueue, close: runUntilStopped(worker).stop };
 }
 
 /**

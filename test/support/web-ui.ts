@@ -11,6 +11,7 @@ import { freePort } from '../../harness/ports';
 import { startDevServer, type DevServer } from '../../harness/temporal/dev-server';
 import { assertChromium, launchBrowser, requireUi, type TestBrowser } from './browser';
 import { startPartners, type Partners } from './stack';
+import { runUntilStopped } from './workers';
 
 // What the Web UI tests (test/webui) run, as `npm start` runs it: the dev server with its Web
 // UI on a free port, the real payment worker on a SQLite database with local partners, a
@@ -74,11 +75,7 @@ export async function startWebUiHarness(options: WebUiHarnessOptions): Promise<W
       dataConverter,
       activities: testActivityDeps(db, partners),
     });
-    const running = worker.run();
-    stops.push(async () => {
-      worker.shutdown();
-      await running;
-    });
+    stops.push(runUntilStopped(worker).stop);
     const clientConnection = await Connection.connect({ address: server.address });
     stops.push(() => clientConnection.close());
     const client = new Client({ connection: clientConnection, namespace, dataConverter });

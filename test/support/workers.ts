@@ -12,14 +12,14 @@ import type { HeavyActivityDeps } from '../../src/activities/heavy';
 export interface RunningWorker {
   worker: Worker;
   /** Shuts the worker down and waits until its run has ended (in-flight tasks finished). */
-  stop(): Promise<void>;
+  stop: () => Promise<void>;
 }
 
 export function runUntilStopped(worker: Worker): RunningWorker {
   const run = worker.run();
   return {
     worker,
-    async stop() {
+    stop: async () => {
       worker.shutdown();
       await run;
     },
