@@ -221,28 +221,38 @@ describe('ops retry paymentWorkflow', () => {
   });
 });
 
+/**
+ * A paid order whose fulfilment fails: the warehouse refuses it (400), or the loyalty points step
+ * gives up. Returns once its run is Failed, with the fault switched off again.
+ */
+async function failedOrder(how: 'warehouse' | 'points') {
+  const order = await createTestOrder(stack.orders);
+  if (how === 'warehouse') stack.warehouse.setMode({ kind: 'reject', status: 400 }, 1);
+  else failing.add('awardLoyaltyPoints');
+  const started = await stack.starter.start({
+    eventId: uniqueEventId('retry-failed'),
+    orderId: order.id,
+    amount: 5400,
+  });
+  await env.client.workflow.getHandle(started.workflowId).result();
+  const workflowId = orderWorkflowId(order.id);
+  await expect(env.client.workflow.getHandle(workflowId).result()).rejects.toBeInstanceOf(
+    WorkflowFailedError,
+  );
+  failing.clear();
+  await failedRunOf(workflowId);
+  return { orderId: order.id, workflowId };
+}
+
 describe('ops retry orderWorkflow', () => {
   it('re-runs a local step that gave up from its own workflow task: the warehouse is not asked again', async () => {
-    const order = await createTestOrder(stack.orders);
-    failing.add('awardLoyaltyPoints');
-    const started = await stack.starter.start({
-      eventId: uniqueEventId('retry-points'),
-      orderId: order.id,
-      amount: 5400,
-    });
-    await env.client.workflow.getHandle(started.workflowId).result();
-    const workflowId = orderWorkflowId(order.id);
-    await expect(env.client.workflow.getHandle(workflowId).result()).rejects.toBeInstanceOf(
-      WorkflowFailedError,
-    );
-    await failedRunOf(workflowId);
-    expect(await effects(order.id, workflowId)).toMatchObject({
+    const { orderId, workflowId } = await failedOrder('points');
+    expect(await effects(orderId, workflowId)).toMatchObject({
       shipments: 1,
       mails: 1,
       points: 0,
     });
 
-    failing.clear();
     const cli = await ops('retry', workflowId);
     expect(cli).toMatchObject({ code: 0, stderr: '' });
     expect(cli.stdout).toContain(
@@ -250,7 +260,7 @@ describe('ops retry orderWorkflow', () => {
     );
     expect(cli.stdout).toContain('Outcome: the new run completed and did the work.');
 
-    expect(await effects(order.id, workflowId)).toEqual({
+    expect(await effects(orderId, workflowId)).toEqual({
       payments: 1,
       shipments: 1,
       mails: 1,
@@ -258,7 +268,7 @@ describe('ops retry orderWorkflow', () => {
       alerts: 1,
     });
     // What succeeded before the step that failed was kept, not done again.
-    expect(warehouseRequestsFor(stack, order.id)).toHaveLength(1);
+    expect(warehouseRequestsFor(stack, orderId)).toHaveLength(1);
   });
 });
 
@@ -333,26 +343,6 @@ describe('ops retry exportOrdersWorkflow', () => {
 });
 
 describe('ops retry all, filtered', () => {
-  /** A paid order whose fulfilment fails: the warehouse refuses it (400), or a step gives up. */
-  async function failedOrder(how: 'warehouse' | 'points') {
-    const order = await createTestOrder(stack.orders);
-    if (how === 'warehouse') stack.warehouse.setMode({ kind: 'reject', status: 400 }, 1);
-    else failing.add('awardLoyaltyPoints');
-    const started = await stack.starter.start({
-      eventId: uniqueEventId('retry-all'),
-      orderId: order.id,
-      amount: 5400,
-    });
-    await env.client.workflow.getHandle(started.workflowId).result();
-    const workflowId = orderWorkflowId(order.id);
-    await expect(env.client.workflow.getHandle(workflowId).result()).rejects.toBeInstanceOf(
-      WorkflowFailedError,
-    );
-    failing.clear();
-    await failedRunOf(workflowId);
-    return { orderId: order.id, workflowId };
-  }
-
   async function runsOf(workflowId: string): Promise<number> {
     let count = 0;
     for await (const _ of env.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
