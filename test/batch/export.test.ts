@@ -7,17 +7,11 @@ import { WorkflowFailedError } from '@temporalio/client';
 import type { History } from '@temporalio/common/lib/proto-utils';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { ExportOrdersChunkInput } from '../../src/activities/batch-activities';
-import { createHeavyActivities, type HeavyActivityDeps } from '../../src/activities/heavy';
+import { createHeavyActivities } from '../../src/activities/heavy';
 import { type CliIo, main as ops } from '../../src/cli/ops';
-import {
-  createOrderExportRepository,
-  createOrdersRepository,
-  createPaymentsRepository,
-  createStockRepository,
-  type DatabaseHandle,
-} from '../../src/db';
+import type { DatabaseHandle } from '../../src/db';
 import { createHeavyWorker } from '../../src/workers/heavy';
 import { HEAVY_TASK_QUEUE } from '../../src/shared/constants';
 import { FailureType } from '../../src/shared/errors';
@@ -33,6 +27,7 @@ import { exportOrdersWorkflow } from '../../src/workflows/batch';
 import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { prebuilt, workflowBundle } from '../support/bundles';
+import { heavyTestActivityDeps, runUntilStopped, type RunningWorker } from '../support/workers';
 
 // The order export: a large set in chunks of 100, one activity per chunk, on a real dev server
 // with the real heavy worker. A chunk that fails twice is retried alone, progress is queryable
@@ -71,8 +66,7 @@ describe.each(cases)('exportOrdersWorkflow ($name, $orders orders)', (c) => {
   const taskQueue = c.viaCli ? HEAVY_TASK_QUEUE : `heavy-${randomUUID()}`;
   let db: TestDatabaseHandle;
   let exportDir: string;
-  let worker: Worker;
-  let workerRun: Promise<void>;
+  let worker: RunningWorker;
   /** Every call of exportOrdersChunk, by chunk number, attempts included. */
   const chunkCalls: number[] = [];
 
@@ -80,45 +74,40 @@ describe.each(cases)('exportOrdersWorkflow ($name, $orders orders)', (c) => {
     db = await database.create();
     exportDir = mkdtempSync(path.join(tmpdir(), 'exports-'));
     await seedOrders(db, c.orders);
-    const deps: Omit<HeavyActivityDeps, 'client'> = {
-      orders: createOrdersRepository(db.db),
-      payments: createPaymentsRepository(db.db),
-      orderExport: createOrderExportRepository(db.db),
+    const deps = heavyTestActivityDeps(db, {
       invoiceDir: path.join(exportDir, 'invoices'),
       exportDir,
-      stock: createStockRepository(db.db),
-      alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
-    };
+    });
     const real = createHeavyActivities({ ...deps, client: env.client });
-    worker = await createHeavyWorker({
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
-      taskQueue,
-      activities: deps,
-      overrides: {
-        ...prebuilt(bundle),
-        activities: {
-          ...real,
-          // The injected fault: one chunk fails on its first two attempts.
-          async exportOrdersChunk(input: ExportOrdersChunkInput) {
-            chunkCalls.push(input.chunk);
-            if (input.chunk === c.failingChunk && Context.current().info.attempt <= 2) {
-              throw ApplicationFailure.create({
-                type: 'InjectedFailure',
-                message: `chunk ${input.chunk} fails on purpose`,
-              });
-            }
-            return real.exportOrdersChunk(input);
+    worker = runUntilStopped(
+      await createHeavyWorker({
+        connection: env.nativeConnection,
+        namespace: env.namespace ?? 'default',
+        taskQueue,
+        activities: deps,
+        overrides: {
+          ...prebuilt(bundle),
+          activities: {
+            ...real,
+            // The injected fault: one chunk fails on its first two attempts.
+            async exportOrdersChunk(input: ExportOrdersChunkInput) {
+              chunkCalls.push(input.chunk);
+              if (input.chunk === c.failingChunk && Context.current().info.attempt <= 2) {
+                throw ApplicationFailure.create({
+                  type: 'InjectedFailure',
+                  message: `chunk ${input.chunk} fails on purpose`,
+                });
+              }
+              return real.exportOrdersChunk(input);
+            },
           },
         },
-      },
-    });
-    workerRun = worker.run();
+      }),
+    );
   }, 60_000);
 
   afterAll(async () => {
-    worker?.shutdown();
-    await workerRun;
+    await worker?.stop();
     await db?.close();
     if (exportDir) rmSync(exportDir, { recursive: true, force: true });
   });

@@ -1,27 +1,18 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, main as ops } from '../../src/cli/ops';
 import { eventually } from '../support/eventually';
-import { createDevServerEnv } from '../../harness/temporal/test-env';
+import { devServerForTests } from '../support/dev-server-for-tests';
+import { cliEnv as serverCliEnv } from '../operator/helpers';
 
 // `npm run ops -- batch start` without --id, killed and run again, on a real dev server with no heavy
 // worker: the export it started stays running, so the second start meets it.
 
 const ROOT = path.resolve(__dirname, '../..');
-let env: TestWorkflowEnvironment;
+const server = devServerForTests();
 
-beforeAll(async () => {
-  env = await createDevServerEnv();
-}, 120_000);
-afterAll(async () => {
-  await env?.teardown();
-});
-
-function cliEnv(): NodeJS.ProcessEnv {
-  return { TEMPORAL_ADDRESS: env.address, TEMPORAL_NAMESPACE: env.namespace ?? 'default' };
-}
+const cliEnv = () => serverCliEnv(server.env);
 
 async function batch(argv: string[]) {
   const out: string[] = [];
@@ -33,7 +24,7 @@ async function batch(argv: string[]) {
 
 async function exportWorkflowIds(): Promise<string[]> {
   const ids: string[] = [];
-  for await (const execution of env.client.workflow.list({
+  for await (const execution of server.env.client.workflow.list({
     query: "WorkflowType = 'exportOrdersWorkflow'",
   })) {
     ids.push(execution.workflowId);
@@ -88,7 +79,7 @@ it('start killed and run again finds the export it started instead of starting a
 it('start of an export that has ended says how it ended and starts nothing', async () => {
   const started = await batch(['start', '--to', '10']);
   expect(started.code).toBe(EXIT_OK);
-  const handle = env.client.workflow.getHandle('export-orders-first-10');
+  const handle = server.env.client.workflow.getHandle('export-orders-first-10');
   const { runId } = await handle.describe();
   await handle.terminate('ended by the test');
 

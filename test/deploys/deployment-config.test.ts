@@ -4,6 +4,7 @@ import {
   deploymentFromConfig,
   workerDeploymentOptions,
 } from '../../src/workers/deployment';
+import { thrownBy } from '../support/failures';
 
 describe('the build a worker declares', () => {
   it('is the bundle hash under deployment order-payments unless configured, versioned and PINNED', () => {
@@ -43,18 +44,16 @@ describe('the build a worker declares', () => {
   });
 
   it('refuses names the server refuses (. and :), with what to fix', () => {
-    let problems: string[] = [];
-    try {
-      loadConfig({
-        WORKER_DEPLOYMENT_NAME: 'order.payments',
-        WORKER_BUILD_ID: 'order-payments:1',
-        WORKER_VERSIONING: 'yes',
-        WORKER_SET_CURRENT: 'always',
-      });
-    } catch (error) {
-      expect(error).toBeInstanceOf(ConfigError);
-      problems = (error as ConfigError).problems;
-    }
+    const { problems } = thrownBy(
+      () =>
+        loadConfig({
+          WORKER_DEPLOYMENT_NAME: 'order.payments',
+          WORKER_BUILD_ID: 'order-payments:1',
+          WORKER_VERSIONING: 'yes',
+          WORKER_SET_CURRENT: 'always',
+        }),
+      ConfigError,
+    );
     expect(problems).toEqual([
       expect.stringMatching(/^WORKER_DEPLOYMENT_NAME: .*refuses \. and :/),
       expect.stringMatching(/^WORKER_BUILD_ID: /),

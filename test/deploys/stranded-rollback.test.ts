@@ -1,27 +1,20 @@
-import os from 'node:os';
-import path from 'node:path';
-import { mkdtemp, rm } from 'node:fs/promises';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { NormalModuleReplacementPlugin } from 'webpack';
 import { main as ops } from '../../src/cli/ops';
-import { loadConfig } from '../../src/config';
 import { createAlertDeliveriesRepository } from '../../src/db';
 import { workersReadiness } from '../../src/http/health';
 import { createTaskQueueWatchdog, routedBuilds, WATCHED_TASK_QUEUES } from '../../src/monitoring';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
-import { describeBuildPollers } from '../../src/monitoring/build-pollers';
-import { describeDeployment, waitForBuild } from '../../src/temporal/deployments';
-import { buildIdOf, type WorkerDeployment } from '../../src/workers/deployment';
-import { createHeavyWorker, heavyActivityDepsFromConfig } from '../../src/workers/heavy';
-import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/payments';
-import { prebuilt, workflowBundle } from '../support/bundles';
+import { describeDeployment } from '../../src/temporal/deployments';
 import { eventually } from '../support/eventually';
-import { startPaymentStack, TEST_MAIL_FROM, type PaymentStack } from '../support/stack';
-import { createDevServerEnv } from '../../harness/temporal/test-env';
-import { deliverWebhook } from '../support/webhook';
+import type { PaymentStack } from '../support/stack';
 import { type AlertSink, startAlertSink } from '../operations/helpers';
+import { pauseForMaintenance } from '../operator/helpers';
+import {
+  bundlesOfBuildsAandB,
+  startDeploymentBuilds,
+  type DeploymentBuilds,
+} from '../support/deployment-builds';
 
 // The rollback of issue 26, on the dev server: build A's workers are stopped after B became
 // current, then an operator makes A current again. Without --force the command refuses, naming
@@ -30,7 +23,6 @@ import { type AlertSink, startAlertSink } from '../operations/helpers';
 // watchdog does not post it again), describe marks A's missing workers, and drain names B's
 // order whose warehouse call an operator paused.
 
-const DEPLOYMENT = 'order-payments';
 // The server holds an idle poll 2 s instead of 60 s, so a live worker's last poll is never older
 // than that and one stopped for 8 s is told apart in seconds, as production tells 2 minutes.
 const LONG_POLL_SECONDS = 2;
@@ -38,81 +30,7 @@ const FRESH_MS = 8_000;
 let env: TestWorkflowEnvironment;
 let stack: PaymentStack;
 let sink: AlertSink;
-let invoiceDir: string;
-const builds = new Map<string, Array<{ worker: Worker; run: Promise<void> }>>();
-
-function bundleOfBuildB(): Promise<WorkflowBundleWithSourceMap> {
-  const changed = require.resolve('./fixtures/payment-after-pause');
-  return workflowBundle({
-    webpackConfigHook: (config) => {
-      config.plugins = [
-        ...(config.plugins ?? []),
-        new NormalModuleReplacementPlugin(
-          /^\.\/payment$/,
-          (resource: { context: string; request: string }) => {
-            if (resource.context.endsWith(`${path.sep}src${path.sep}workflows`))
-              resource.request = changed;
-          },
-        ),
-      ];
-      return config;
-    },
-  });
-}
-
-async function startBuild(bundle: WorkflowBundleWithSourceMap): Promise<WorkerDeployment> {
-  const deployment = {
-    deploymentName: DEPLOYMENT,
-    buildId: buildIdOf(bundle.code),
-    useWorkerVersioning: true,
-  };
-  const config = loadConfig({
-    NODE_ENV: 'test',
-    MAIL_FROM: TEST_MAIL_FROM,
-    INVOICE_DIR: invoiceDir,
-  });
-  const common = {
-    connection: env.nativeConnection,
-    namespace: env.namespace ?? 'default',
-    deployment,
-    overrides: { ...prebuilt(bundle), identity: `build-${deployment.buildId}` },
-  };
-  const payments = await createPaymentWorker({
-    ...common,
-    activities: activityDepsFromConfig(config, stack.db, {
-      warehouseUrl: stack.warehouseUrl,
-      temporalUiUrl: undefined,
-      smtpUrl: stack.smtp.url,
-    }),
-  });
-  const heavy = await createHeavyWorker({
-    ...common,
-    activities: heavyActivityDepsFromConfig(config, stack.db, { temporalUiUrl: undefined }),
-  });
-  builds.set(
-    deployment.buildId,
-    [payments, heavy].map((worker) => ({ worker, run: worker.run() })),
-  );
-  await waitForBuild(env.client, deployment);
-  // Each of its four pollers (two queues, two task types) has polled once: it may be made current.
-  await eventually(async () => {
-    const pollers = await describeBuildPollers(
-      env.client.connection,
-      env.namespace ?? 'default',
-      deployment,
-      WATCHED_TASK_QUEUES,
-    );
-    expect(pollers.missing).toEqual([]);
-  });
-  return deployment;
-}
-
-async function stopBuild(buildId: string): Promise<void> {
-  const running = builds.get(buildId) ?? [];
-  builds.delete(buildId);
-  for (const { worker } of running) worker.shutdown();
-  await Promise.all(running.map((r) => r.run));
-}
+let builds: DeploymentBuilds;
 
 const cliEnv = () => ({
   TEMPORAL_ADDRESS: env.address,
@@ -147,22 +65,6 @@ async function doctor() {
   return { code, text, line };
 }
 
-async function pay(eventId: string) {
-  const { order } = await stack.orders.createWithIdempotencyKey({
-    userId: 1,
-    customerEmail: 'buyer@example.com',
-    totalAmount: 100,
-  });
-  const reply = await deliverWebhook(stack.app, {
-    id: eventId,
-    event: 'payment.succeeded',
-    order_id: order.id,
-    amount: 100,
-  });
-  expect(reply.statusCode).toBe(200);
-  return { orderId: order.id, eventId };
-}
-
 function watchdog(logs: string[]) {
   const record = (fields: object | string, msg?: string) =>
     logs.push(typeof fields === 'string' ? fields : `${msg ?? ''} ${JSON.stringify(fields)}`);
@@ -174,54 +76,44 @@ function watchdog(logs: string[]) {
     checkIntervalMs: 60_000,
     logger: { error: record, warn: record, info: record } as never,
     alertWebhookUrl: sink.url,
-    routedBuilds: () => routedBuilds(env.client, DEPLOYMENT),
+    routedBuilds: () => routedBuilds(env.client, builds.deploymentName),
     deliveries: createAlertDeliveriesRepository(stack.db.db),
   });
 }
 
 beforeAll(async () => {
-  invoiceDir = await mkdtemp(path.join(os.tmpdir(), 'stranded-invoices-'));
-  env = await createDevServerEnv({ longPollSeconds: LONG_POLL_SECONDS });
-  stack = await startPaymentStack(env, { worker: false, startTimeoutMs: 10_000 });
+  builds = await startDeploymentBuilds({ longPollSeconds: LONG_POLL_SECONDS });
+  ({ env, stack } = builds);
   sink = await startAlertSink();
 }, 120_000);
 
 afterAll(async () => {
-  for (const buildId of [...builds.keys()]) await stopBuild(buildId);
-  await stack?.close();
+  await builds?.close();
   await sink?.close();
-  await env?.teardown();
-  await rm(invoiceDir, { recursive: true, force: true });
 });
 
 describe('a rollback to a build whose workers were stopped', () => {
   it('is refused without --force; forced, the doctor fails, the watchdog alerts once, drain names the paused run', async () => {
-    const [bundleA, bundleB] = await Promise.all([workflowBundle(), bundleOfBuildB()]);
-    const a = await startBuild(bundleA);
+    const [bundleA, bundleB] = await bundlesOfBuildsAandB();
+    const a = await builds.start(bundleA);
     expect(await operator('current', a.buildId)).toMatchObject({ code: 0 });
-    const b = await startBuild(bundleB);
+    const b = await builds.start(bundleB);
     expect(await operator('current', b.buildId)).toMatchObject({ code: 0 });
 
     // An order on B waits out the warehouse, and an operator pauses its warehouse call.
     stack.warehouse.setMode({ kind: 'unavailable', status: 503 });
-    const parked = await pay('evt_parked_on_b');
+    const parked = await builds.pay('evt_parked_on_b');
     const parkedOrder = env.client.workflow.getHandle(orderWorkflowId(parked.orderId));
     const activityId = await eventually(async () => {
       const pending = (await parkedOrder.describe()).raw.pendingActivities?.[0];
       expect(pending?.attempt).toBeGreaterThanOrEqual(2);
       return pending!.activityId!;
     });
-    await env.client.workflowService.pauseActivity({
-      namespace: env.namespace ?? 'default',
-      execution: { workflowId: parkedOrder.workflowId },
-      id: activityId,
-      identity: 'on-call',
-      reason: 'warehouse maintenance',
-    });
+    await pauseForMaintenance(env, parkedOrder.workflowId, activityId);
 
     // A's workers stop (its runs were done); the doctor is content with B's workers, and names
     // the warehouse outage.
-    await stopBuild(a.buildId);
+    await builds.stop(a.buildId);
     const before = await doctor();
     expect(before.line('workers: payments')).toMatch(/ OK /);
     expect(before.line('workers: heavy')).toMatch(/ OK /);
@@ -237,7 +129,7 @@ describe('a rollback to a build whose workers were stopped', () => {
       expect(refused.err).toContain(`${queue} (workflow and activity tasks)`);
     }
     expect((await operator('ramp', a.buildId, '10')).code).toBe(1);
-    expect(await describeDeployment(env.client, DEPLOYMENT)).toMatchObject({
+    expect(await describeDeployment(env.client, builds.deploymentName)).toMatchObject({
       current: b.buildId,
       ramping: undefined,
     });
@@ -248,12 +140,12 @@ describe('a rollback to a build whose workers were stopped', () => {
     expect(forced.err).toContain(`WARNING: current ${a.buildId} forced`);
     const info = await env.client.workflowService.describeWorkerDeployment({
       namespace: env.namespace ?? 'default',
-      deploymentName: DEPLOYMENT,
+      deploymentName: builds.deploymentName,
     });
     expect(info.workerDeploymentInfo?.lastModifierIdentity).toContain('--force');
 
     // A new payment is accepted and waits: no worker of A takes it, B's polls do not help.
-    const stranded = await pay('evt_stranded_on_a');
+    const stranded = await builds.pay('evt_stranded_on_a');
     const strandedPayment = env.client.workflow.getHandle(paymentWorkflowId(stranded.eventId));
     expect((await strandedPayment.describe()).status.name).toBe('RUNNING');
 
@@ -272,7 +164,7 @@ describe('a rollback to a build whose workers were stopped', () => {
     // /readyz names it too (advisory: the webhook still takes and queues payments).
     const readiness = workersReadiness(
       env.client,
-      { deploymentName: DEPLOYMENT, versioned: true },
+      { deploymentName: builds.deploymentName, versioned: true },
       WATCHED_TASK_QUEUES,
       FRESH_MS,
     );
@@ -308,7 +200,7 @@ describe('a rollback to a build whose workers were stopped', () => {
     expect(alerts()).toHaveLength(WATCHED_TASK_QUEUES.length);
 
     // A's workers come back: the stranded payment goes through, and the sink hears of it.
-    await startBuild(bundleA);
+    await builds.start(bundleA);
     await strandedPayment.result();
     await eventually(async () => {
       await restarted.check();

@@ -1,5 +1,4 @@
 import { WorkflowFailedError } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { retryFailedWorkflow } from '../../src/operator/retry';
 import { failureAlertWorkflowId, refundReviewAlertWorkflowId } from '../../src/shared/alert';
 import { paymentWorkflowId } from '../../src/shared/constants';
@@ -7,8 +6,7 @@ import { orderStateQuery, orderWorkflowId } from '../../src/shared/order';
 import { startAlertSink, type AlertSink } from '../operations/helpers';
 import { eventually } from '../support/eventually';
 import { failureAlertWorkflows } from '../support/failure-alerts';
-import { startPaymentStack, type PaymentStack } from '../support/stack';
-import { createDevServerEnv } from '../../harness/temporal/test-env';
+import { paymentStackForTests } from '../support/dev-server-for-tests';
 import { uniqueEventId } from '../support/webhook';
 
 // Issue 9, point 4, over real sockets: a fulfilment gives up (the warehouse answers 503, then
@@ -16,30 +14,24 @@ import { uniqueEventId } from '../support/webhook';
 // payment is still recorded and flagged, the order is failed, alerted once, Failed in Temporal,
 // and `ops retry` (its library function) fulfils it once the warehouse is healthy again.
 
-let env: TestWorkflowEnvironment;
 let sink: AlertSink;
-let stack: PaymentStack;
-
+// The sink starts first, for the worker's settings to name it, and stops last.
 beforeAll(async () => {
-  env = await createDevServerEnv();
   sink = await startAlertSink();
-  stack = await startPaymentStack(env, {
-    settings: { ALERT_WEBHOOK_URL: sink.url },
-    listen: true,
-  });
-}, 120_000);
-
+});
+const live = paymentStackForTests(() => ({
+  settings: { ALERT_WEBHOOK_URL: sink.url },
+  listen: true,
+}));
 afterAll(async () => {
-  await stack?.close();
   await sink?.close();
-  await env?.teardown();
 });
 
-const http = (path: string, init?: RequestInit) => stack.http(path, init);
+const http = (path: string, init?: RequestInit) => live.stack.http(path, init);
 
 /** The provider's delivery: the raw JSON, signed with the shared secret. */
 function deliverPayment(orderId: number, eventId: string) {
-  return stack.deliver({
+  return live.stack.deliver({
     id: eventId,
     event: 'payment.succeeded',
     order_id: orderId,
@@ -64,10 +56,10 @@ describe('a fulfilment that gives up while a second payment for the order waits 
     expect(created.status).toBe(201);
     const orderId = created.body.id as number;
     const workflowId = orderWorkflowId(orderId);
-    const order = env.client.workflow.getHandle(workflowId);
+    const order = live.env.client.workflow.getHandle(workflowId);
 
     // The warehouse is down: the first attempt gets 503, and the server waits 10 s to retry.
-    stack.warehouse.setMode({ kind: 'unavailable', status: 503 });
+    live.stack.warehouse.setMode({ kind: 'unavailable', status: 503 });
     const first = uniqueEventId();
     expect(await deliverPayment(orderId, first)).toEqual({
       status: 200,
@@ -89,19 +81,19 @@ describe('a fulfilment that gives up while a second payment for the order waits 
       status: 200,
       body: { status: 'accepted' },
     });
-    await env.client.workflow.getHandle(paymentWorkflowId(second)).result();
+    await live.env.client.workflow.getHandle(paymentWorkflowId(second)).result();
     expect(await order.query(orderStateQuery)).toMatchObject({
       current: first,
       pending: [second],
     });
 
     // Then the warehouse refuses the order for good: the next attempt gives up.
-    stack.warehouse.setMode({ kind: 'reject', status: 400 });
+    live.stack.warehouse.setMode({ kind: 'reject', status: 400 });
     await expect(order.result()).rejects.toBeInstanceOf(WorkflowFailedError);
     const failedRun = await order.describe();
     expect(failedRun.status.name).toBe('FAILED');
     expect(
-      stack.warehouse.requests.filter((r) => r.orderId === orderId).map((r) => r.status),
+      live.stack.warehouse.requests.filter((r) => r.orderId === orderId).map((r) => r.status),
     ).toEqual([503, 400]);
 
     // The order: compensated, both payments recorded, flagged for a refund review.
@@ -116,15 +108,15 @@ describe('a fulfilment that gives up while a second payment for the order waits 
 
     // Failed where an operator looks (the Web UI's list runs this query), and alerted once.
     await eventually(async () => {
-      const failed = await env.client.workflow.count(
+      const failed = await live.env.client.workflow.count(
         `WorkflowId = "${workflowId}" AND ExecutionStatus = "Failed"`,
       );
       expect(failed.count).toBe(1);
     });
-    await env.client.workflow
+    await live.env.client.workflow
       .getHandle(failureAlertWorkflowId(workflowId, failedRun.runId))
       .result();
-    const refundReview = env.client.workflow.getHandle(
+    const refundReview = live.env.client.workflow.getHandle(
       refundReviewAlertWorkflowId(orderId, second),
     );
     await refundReview.result();
@@ -138,12 +130,14 @@ describe('a fulfilment that gives up while a second payment for the order waits 
     expect(alertsFor(workflowId, 'refund_review')).toHaveLength(1);
 
     // The warehouse is healthy again; the operator retries the order.
-    stack.warehouse.setMode({ kind: 'ok' });
-    const retried = await retryFailedWorkflow(env.client, workflowId, { reason: 'e2e test' });
+    live.stack.warehouse.setMode({ kind: 'ok' });
+    const retried = await retryFailedWorkflow(live.env.client, workflowId, { reason: 'e2e test' });
     expect(retried.failedRunId).toBe(failedRun.runId);
-    await env.client.workflow.getHandle(workflowId, retried.newRunId).result();
+    await live.env.client.workflow.getHandle(workflowId, retried.newRunId).result();
 
-    const shipments = [...stack.warehouse.shipments.values()].filter((s) => s.orderId === orderId);
+    const shipments = [...live.stack.warehouse.shipments.values()].filter(
+      (s) => s.orderId === orderId,
+    );
     expect(shipments).toHaveLength(1);
     expect((await http(`/api/v1/orders/${orderId}`)).body).toMatchObject({
       status: 'paid',
@@ -153,6 +147,6 @@ describe('a fulfilment that gives up while a second payment for the order waits 
     expect((await refundReview.describe()).runId).toBe(refundReviewRunId);
     expect(alertsFor(workflowId, 'refund_review')).toHaveLength(1);
     expect(alertsFor(workflowId, 'failures_opened')).toHaveLength(1);
-    expect(await failureAlertWorkflows(env.client, workflowId)).toHaveLength(1);
+    expect(await failureAlertWorkflows(live.env.client, workflowId)).toHaveLength(1);
   }, 120_000);
 });

@@ -1,34 +1,19 @@
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createLoyaltyRepository } from '../../src/db';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
 import { testDatabases } from '../../harness/databases';
-import { startPaymentStack, type PaymentStack } from '../support/stack';
-import { createDevServerEnv } from '../../harness/temporal/test-env';
+import { devServerForTests, paymentStackForTests } from '../support/dev-server-for-tests';
 import { uniqueEventId } from '../support/webhook';
 
 // The whole flow over real sockets: HTTP webhook -> Temporal dev server -> worker -> database
 // row and one call to the warehouse simulator.
-let env: TestWorkflowEnvironment;
-
-beforeAll(async () => {
-  env = await createDevServerEnv();
-});
-afterAll(async () => {
-  await env?.teardown();
-});
+const server = devServerForTests();
 
 describe.each(testDatabases)('payment flow end to end over HTTP ($name)', ({ name }) => {
-  let stack: PaymentStack;
-
-  beforeAll(async () => {
-    stack = await startPaymentStack(env, { database: name, listen: true });
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const live = paymentStackForTests({ database: name, listen: true }, server);
 
   it('turns a signed webhook, delivered twice, into one payment row and one warehouse call', async () => {
+    const { env, stack } = live;
     const order = await stack.http('/api/v1/orders', {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': uniqueEventId('order') },

@@ -1,5 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import {
@@ -12,20 +11,20 @@ import { FailureType } from '../../src/shared/errors';
 import type { MockActivityEnvironment } from '@temporalio/testing';
 import { quietActivityEnvironment } from '../support/activity-environment';
 import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { tempDirsForTests } from '../support/temp-dirs';
 
 // generateInvoicePdf against a real database and a real directory, outside any workflow.
 
 describe.each(testDatabases)('generateInvoicePdf ($name)', ({ create }) => {
+  const tempDir = tempDirsForTests('invoices-');
   let db: TestDatabaseHandle;
   let invoiceDir: string;
 
   beforeAll(async () => {
-    db = await create();
-    invoiceDir = mkdtempSync(path.join(tmpdir(), 'invoices-'));
+    [db, invoiceDir] = await Promise.all([create(), tempDir()]);
   });
   afterAll(async () => {
     await db?.close();
-    rmSync(invoiceDir, { recursive: true, force: true });
   });
 
   async function paidOrder(): Promise<number> {

@@ -3,13 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import {
-  createOrderExportRepository,
-  createOrdersRepository,
-  createPaymentsRepository,
-  createStockRepository,
-} from '../../src/db';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { createOrdersRepository } from '../../src/db';
 import { createHeavyWorker } from '../../src/workers/heavy';
 import {
   HEAVY_TASK_QUEUE,
@@ -28,6 +23,7 @@ import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { uniqueEventId } from '../support/webhook';
 import { prebuilt, workflowBundle } from '../support/bundles';
 import { createTestOrder } from '../support/orders';
+import { heavyTestActivityDeps, runUntilStopped, type RunningWorker } from '../support/workers';
 import { startPartners, type Partners } from '../support/stack';
 
 // User-facing work and heavy work on separate task queues and worker pools: a heavy queue
@@ -45,7 +41,7 @@ let db: TestDatabaseHandle;
 let partners: Partners;
 let invoiceDir: string;
 let bundle: WorkflowBundleWithSourceMap;
-const workers: Array<{ worker: Worker; run: Promise<void> }> = [];
+const workers: RunningWorker[] = [];
 
 beforeAll(async () => {
   [env, db, bundle] = await Promise.all([
@@ -66,26 +62,18 @@ beforeAll(async () => {
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
     maxConcurrentActivities: 1,
-    activities: {
-      orders: createOrdersRepository(db.db),
-      payments: createPaymentsRepository(db.db),
-      orderExport: createOrderExportRepository(db.db),
+    activities: heavyTestActivityDeps(db, {
       invoiceDir,
       exportDir: path.join(invoiceDir, 'exports'),
       invoiceDelayMs: INVOICE_MS,
-      stock: createStockRepository(db.db),
-      alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
-    },
+    }),
     overrides: prebuilt(bundle),
   });
-  for (const worker of [paymentWorker, heavyWorker]) workers.push({ worker, run: worker.run() });
+  workers.push(...[paymentWorker, heavyWorker].map(runUntilStopped));
 }, 120_000);
 
 afterAll(async () => {
-  for (const { worker, run } of workers) {
-    worker.shutdown();
-    await run;
-  }
+  for (const worker of workers) await worker.stop();
   await partners?.close();
   await db?.close();
   await env?.teardown();

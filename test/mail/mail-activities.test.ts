@@ -330,10 +330,24 @@ describe('sendOrderConfirmation through a pool of connections', () => {
     );
   }
 
-  it('sends one confirmation after another over one connection, and a new one once the idle one is dropped', async () => {
+  /** A pool on a fresh SMTP sink for `use`; both closed after it, whatever it does. */
+  async function withPooledSink(
+    options: Parameters<typeof createMailPool>[1],
+    use: (pool: MailPool, sink: SmtpSink) => Promise<void>,
+  ): Promise<void> {
     const sink = await startSmtpSink();
-    const pool = createMailPool(sink.url, { stepMs: 300 });
+    // The pool connects at its first send, so `use` may still set the sink's mode.
+    const pool = createMailPool(sink.url, options);
     try {
+      await use(pool, sink);
+    } finally {
+      pool.close();
+      await sink.close();
+    }
+  }
+
+  it('sends one confirmation after another over one connection, and a new one once the idle one is dropped', async () => {
+    await withPooledSink({ stepMs: 300 }, async (pool, sink) => {
       for (let i = 0; i < 3; i += 1) await sendThrough(pool, sink.url);
       expect(sink.messages).toHaveLength(3);
       expect(sink.connectionCount).toBe(1);
@@ -343,17 +357,12 @@ describe('sendOrderConfirmation through a pool of connections', () => {
       await expect(sendThrough(pool, sink.url)).resolves.toMatchObject({ sent: true });
       expect(sink.messages).toHaveLength(4);
       expect(sink.connectionCount).toBe(2);
-    } finally {
-      pool.close();
-      await sink.close();
-    }
+    });
   });
 
   it('opens at most maxConnections at once; the other mails wait for a free one', async () => {
-    const sink = await startSmtpSink();
-    sink.setMode({ kind: 'accept', delayMs: 150 });
-    const pool = createMailPool(sink.url, { maxConnections: 2 });
-    try {
+    await withPooledSink({ maxConnections: 2 }, async (pool, sink) => {
+      sink.setMode({ kind: 'accept', delayMs: 150 });
       const results = await Promise.all(
         Array.from({ length: 5 }, () => sendThrough(pool, sink.url)),
       );
@@ -361,10 +370,7 @@ describe('sendOrderConfirmation through a pool of connections', () => {
       expect(results.every((r) => r.sent)).toBe(true);
       expect(sink.messages).toHaveLength(5);
       expect(sink.connectionCount).toBe(2);
-    } finally {
-      pool.close();
-      await sink.close();
-    }
+    });
   });
 
   it('fails the attempt at once, for Temporal to retry, when the server hangs up before its greeting', async () => {

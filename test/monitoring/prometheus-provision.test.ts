@@ -1,21 +1,13 @@
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { PROMETHEUS_BIN_DIR_ENV, provisionPrometheus } from '../../harness/prometheus/provision';
 import { defaultContext } from '../../harness/temporal/provision';
+import { tempDirsForTests } from '../support/temp-dirs';
 
 // Where promtool and prometheus come from: Debian's package, unpacked into a cache once, or a
 // folder named by PROMETHEUS_BIN_DIR.
 
-const dirs: string[] = [];
-async function tempDir(): Promise<string> {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'prometheus-provision-'));
-  dirs.push(dir);
-  return dir;
-}
-afterAll(async () => {
-  await Promise.all(dirs.map((dir) => fs.rm(dir, { recursive: true, force: true })));
-});
+const tempDir = tempDirsForTests('prometheus-provision-');
 
 function withoutOverride(): NodeJS.ProcessEnv {
   const env = { ...process.env };

@@ -12,6 +12,7 @@ import type { PaymentStack } from '../support/stack';
 import { uniqueEventId } from '../support/webhook';
 import { createStepActivities } from './step-activities';
 import { createTestOrder } from '../support/orders';
+import { runUntilStopped } from '../support/workers';
 
 export { eventually } from '../support/eventually';
 
@@ -81,14 +82,7 @@ export async function runTestWorkflows(
     activities,
     ...options,
   });
-  const running = worker.run();
-  return {
-    taskQueue,
-    async close() {
-      worker.shutdown();
-      await running;
-    },
-  };
+  return { taskQueue, close: runUntilStopped(worker).stop };
 }
 
 /**
@@ -156,4 +150,22 @@ export async function failedPayment(
 /** Requests the warehouse received for one order, whatever it answered. */
 export function warehouseRequestsFor(stack: PaymentStack, orderId: number) {
   return stack.warehouse.requests.filter((r) => r.orderId === orderId);
+}
+
+/**
+ * Pauses a run's pending activity as the on-call operator does for a warehouse outage: the
+ * server runs no further attempt of it until someone unpauses or resets it.
+ */
+export async function pauseForMaintenance(
+  env: TestWorkflowEnvironment,
+  workflowId: string,
+  activityId: string,
+): Promise<void> {
+  await env.client.workflowService.pauseActivity({
+    namespace: env.namespace ?? 'default',
+    execution: { workflowId },
+    id: activityId,
+    identity: 'on-call',
+    reason: 'warehouse maintenance',
+  });
 }

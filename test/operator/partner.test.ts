@@ -1,4 +1,3 @@
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { main } from '../../src/cli/ops';
 import { heldWorkflowIds } from '../../src/operator/partner';
 import { orderWorkflowId } from '../../src/shared/order';
@@ -7,40 +6,29 @@ import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/p
 import { workflowBundle } from '../support/bundles';
 import { createTestOrder } from '../support/orders';
 import { TEST_MAIL_FROM } from '../support/stack';
-import { createDevServerEnv } from '../../harness/temporal/test-env';
-import { captureIo, cliEnv, eventually, type PaymentStack, startPaymentStack } from './helpers';
+import { paymentStackForTests } from '../support/dev-server-for-tests';
+import { captureIo, cliEnv, eventually } from './helpers';
 
 // `ops partner pause|resume|status` through the real CLI, on a dev server with the production
 // payments worker, database and warehouse simulator.
-let env: TestWorkflowEnvironment;
-let stack: PaymentStack;
-
-beforeAll(async () => {
-  env = await createDevServerEnv();
-  stack = await startPaymentStack(env);
-});
-
-afterAll(async () => {
-  await stack?.close();
-  await env?.teardown();
-});
+const live = paymentStackForTests();
 
 async function ops(...argv: string[]) {
-  const io = captureIo({ env: { ...cliEnv(env), DATABASE_URL: stack.db.url } });
+  const io = captureIo({ env: { ...cliEnv(live.env), DATABASE_URL: live.stack.db.url } });
   const code = await main(argv, io);
   return { code, out: io.stdout(), err: io.stderr() };
 }
 
 const currentDetails = async (workflowId: string) =>
   (
-    await env.client.workflow
+    await live.env.client.workflow
       .getHandle(workflowId)
       .query<{ currentDetails?: string }>('__temporal_workflow_metadata')
   ).currentDetails ?? '';
 
 describe('npm run ops -- partner', () => {
   it('holds new payments without calling the warehouse, shows them, and releases them at most N per second', async () => {
-    stack.warehouse.reset();
+    live.stack.warehouse.reset();
     const paused = await ops('partner', 'pause', 'warehouse', '--reason', 'INC-42');
     expect(paused).toMatchObject({ code: 0 });
     expect(paused.out).toContain('Paused warehouse');
@@ -48,10 +36,10 @@ describe('npm run ops -- partner', () => {
     expect(again.out).toMatch(/already paused by tester since/);
 
     const orders = await Promise.all(
-      Array.from({ length: 6 }, () => createTestOrder(stack.orders, { totalAmount: 5400 })),
+      Array.from({ length: 6 }, () => createTestOrder(live.stack.orders, { totalAmount: 5400 })),
     );
     for (const [i, order] of orders.entries()) {
-      await stack.starter.start({
+      await live.stack.starter.start({
         eventId: `pause-${i}-${order.id}`,
         orderId: order.id,
         amount: 5400,
@@ -60,10 +48,12 @@ describe('npm run ops -- partner', () => {
     const ids = orders.map((o) => orderWorkflowId(o.id));
     await eventually(
       async () =>
-        expect((await heldWorkflowIds(env.client, 'warehouse')).sort()).toEqual([...ids].sort()),
+        expect((await heldWorkflowIds(live.env.client, 'warehouse')).sort()).toEqual(
+          [...ids].sort(),
+        ),
       { timeoutMs: 30_000 },
     );
-    expect(stack.warehouse.requests).toEqual([]);
+    expect(live.stack.warehouse.requests).toEqual([]);
     expect(await currentDetails(ids[0]!)).toMatch(
       /^waiting: warehouse paused by tester since \S+ \(INC-42\)$/,
     );
@@ -81,19 +71,19 @@ describe('npm run ops -- partner', () => {
     expect(resumed.out).toContain('6 held order workflow(s) woken');
 
     for (const id of ids) {
-      await expect(env.client.workflow.getHandle(id).result()).resolves.toMatchObject({
+      await expect(live.env.client.workflow.getHandle(id).result()).resolves.toMatchObject({
         processed: [{ outcome: 'fulfilled' }],
       });
     }
     // Every order once, and never more than two requests in any second.
-    const times = stack.warehouse.requests.map((r) => Date.parse(r.at)).sort((a, b) => a - b);
-    expect(stack.warehouse.requests.map((r) => r.orderId).sort()).toEqual(
+    const times = live.stack.warehouse.requests.map((r) => Date.parse(r.at)).sort((a, b) => a - b);
+    expect(live.stack.warehouse.requests.map((r) => r.orderId).sort()).toEqual(
       orders.map((o) => o.id).sort(),
     );
     for (let i = 0; i + 2 < times.length; i++) {
       expect(times[i + 2]! - times[i]!).toBeGreaterThanOrEqual(1000);
     }
-    expect(await heldWorkflowIds(env.client, 'warehouse')).toEqual([]);
+    expect(await heldWorkflowIds(live.env.client, 'warehouse')).toEqual([]);
     expect((await ops('partner', 'status')).out).toMatch(
       /warehouse\s+running \(released at 2\/s\)/,
     );
@@ -108,29 +98,22 @@ describe('npm run ops -- partner', () => {
 });
 
 describe('a pause across a restart of the workers', () => {
-  let env2: TestWorkflowEnvironment;
-  let stack2: PaymentStack;
-
-  beforeAll(async () => {
-    env2 = await createDevServerEnv();
-    stack2 = await startPaymentStack(env2, { worker: false });
-  });
-
-  afterAll(async () => {
-    await stack2?.close();
-    await env2?.teardown();
-  });
+  const second = paymentStackForTests({ worker: false });
 
   /** A payments worker as a fresh process would start one, on the stack's database. */
   async function startWorker() {
     const worker = await createPaymentWorker({
-      connection: env2.nativeConnection,
-      namespace: env2.namespace ?? 'default',
+      connection: second.env.nativeConnection,
+      namespace: second.env.namespace ?? 'default',
       workflowCode: (await workflowBundle()).code,
       activities: activityDepsFromConfig(
         loadConfig({ NODE_ENV: 'test', MAIL_FROM: TEST_MAIL_FROM }),
-        stack2.db,
-        { warehouseUrl: stack2.warehouseUrl, temporalUiUrl: undefined, smtpUrl: stack2.smtp.url },
+        second.stack.db,
+        {
+          warehouseUrl: second.stack.warehouseUrl,
+          temporalUiUrl: undefined,
+          smtpUrl: second.stack.smtp.url,
+        },
       ),
     });
     const running = worker.run();
@@ -142,14 +125,18 @@ describe('a pause across a restart of the workers', () => {
 
   it('keeps holding the order on the new workers, and releases it once resumed', async () => {
     const run = (...argv: string[]) =>
-      main(argv, captureIo({ env: { ...cliEnv(env2), DATABASE_URL: stack2.db.url } }));
+      main(argv, captureIo({ env: { ...cliEnv(second.env), DATABASE_URL: second.stack.db.url } }));
     expect(await run('partner', 'pause', 'warehouse')).toBe(0);
     const stopFirst = await startWorker();
-    const order = await createTestOrder(stack2.orders, { totalAmount: 5400 });
-    await stack2.starter.start({ eventId: `restart-${order.id}`, orderId: order.id, amount: 5400 });
+    const order = await createTestOrder(second.stack.orders, { totalAmount: 5400 });
+    await second.stack.starter.start({
+      eventId: `restart-${order.id}`,
+      orderId: order.id,
+      amount: 5400,
+    });
     const id = orderWorkflowId(order.id);
     await eventually(
-      async () => expect(await heldWorkflowIds(env2.client, 'warehouse')).toEqual([id]),
+      async () => expect(await heldWorkflowIds(second.env.client, 'warehouse')).toEqual([id]),
       {
         timeoutMs: 30_000,
       },
@@ -159,15 +146,15 @@ describe('a pause across a restart of the workers', () => {
     const stopSecond = await startWorker();
     try {
       // The new worker replays the held run: still held, and the warehouse still not called.
-      await env2.client.workflow.getHandle(id).query('__temporal_workflow_metadata');
-      expect(await heldWorkflowIds(env2.client, 'warehouse')).toEqual([id]);
-      expect(stack2.warehouse.requests).toEqual([]);
+      await second.env.client.workflow.getHandle(id).query('__temporal_workflow_metadata');
+      expect(await heldWorkflowIds(second.env.client, 'warehouse')).toEqual([id]);
+      expect(second.stack.warehouse.requests).toEqual([]);
 
       expect(await run('partner', 'resume', 'warehouse')).toBe(0);
-      await expect(env2.client.workflow.getHandle(id).result()).resolves.toMatchObject({
+      await expect(second.env.client.workflow.getHandle(id).result()).resolves.toMatchObject({
         processed: [{ outcome: 'fulfilled' }],
       });
-      expect(stack2.warehouse.requests.map((r) => r.orderId)).toEqual([order.id]);
+      expect(second.stack.warehouse.requests.map((r) => r.orderId)).toEqual([order.id]);
     } finally {
       await stopSecond();
     }

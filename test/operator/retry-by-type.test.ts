@@ -4,15 +4,10 @@ import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { ActivityInterceptorsFactory, Worker } from '@temporalio/worker';
+import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { main } from '../../src/cli/ops';
-import {
-  createLoyaltyRepository,
-  createOrderExportRepository,
-  createStockRepository,
-  createUnmatchedRepository,
-} from '../../src/db';
+import { createLoyaltyRepository, createUnmatchedRepository } from '../../src/db';
 import { listFailedWorkflows } from '../../src/operator/failed-workflows';
 import { findResetPoint } from '../../src/operator/reset-point';
 import { resetRequestId } from '../../src/operator/retry';
@@ -23,6 +18,7 @@ import { invoiceWorkflowId } from '../../src/shared/invoice';
 import { orderWorkflowId } from '../../src/shared/order';
 import { createHeavyWorker } from '../../src/workers/heavy';
 import { prebuilt, workflowBundle } from '../support/bundles';
+import { heavyTestActivityDeps, runUntilStopped, type RunningWorker } from '../support/workers';
 import { createTestOrder } from '../support/orders';
 import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { uniqueEventId } from '../support/webhook';
@@ -42,8 +38,7 @@ import {
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
 let stack: PaymentStack;
-let heavy: Worker;
-let heavyRun: Promise<void>;
+let heavy: RunningWorker;
 let fileDir: string;
 
 /** Activities that give up at once, as a step does when its retry policy ends. */
@@ -75,26 +70,21 @@ beforeAll(async () => {
   const workerCode = { ...prebuilt(bundle), interceptors: { activity: [faults] } };
   stack = await startPaymentStack(env, { worker: workerCode });
   fileDir = mkdtempSync(path.join(tmpdir(), 'ops-retry-'));
-  heavy = await createHeavyWorker({
-    connection: env.nativeConnection,
-    namespace: env.namespace ?? 'default',
-    activities: {
-      orders: stack.orders,
-      payments: stack.payments,
-      orderExport: createOrderExportRepository(stack.db.db),
-      invoiceDir: path.join(fileDir, 'invoices'),
-      exportDir: path.join(fileDir, 'exports'),
-      stock: createStockRepository(stack.db.db),
-      alerts: { alertWebhookUrl: undefined, temporalUiUrl: undefined },
-    },
-    overrides: workerCode,
-  });
-  heavyRun = heavy.run();
+  heavy = runUntilStopped(
+    await createHeavyWorker({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      activities: heavyTestActivityDeps(stack.db, {
+        invoiceDir: path.join(fileDir, 'invoices'),
+        exportDir: path.join(fileDir, 'exports'),
+      }),
+      overrides: workerCode,
+    }),
+  );
 }, 120_000);
 
 afterAll(async () => {
-  heavy?.shutdown();
-  await heavyRun;
+  await heavy?.stop();
   await stack?.close();
   await env?.teardown();
   if (fileDir) rmSync(fileDir, { recursive: true, force: true });
@@ -231,28 +221,38 @@ describe('ops retry paymentWorkflow', () => {
   });
 });
 
+/**
+ * A paid order whose fulfilment fails: the warehouse refuses it (400), or the loyalty points step
+ * gives up. Returns once its run is Failed, with the fault switched off again.
+ */
+async function failedOrder(how: 'warehouse' | 'points') {
+  const order = await createTestOrder(stack.orders);
+  if (how === 'warehouse') stack.warehouse.setMode({ kind: 'reject', status: 400 }, 1);
+  else failing.add('awardLoyaltyPoints');
+  const started = await stack.starter.start({
+    eventId: uniqueEventId('retry-failed'),
+    orderId: order.id,
+    amount: 5400,
+  });
+  await env.client.workflow.getHandle(started.workflowId).result();
+  const workflowId = orderWorkflowId(order.id);
+  await expect(env.client.workflow.getHandle(workflowId).result()).rejects.toBeInstanceOf(
+    WorkflowFailedError,
+  );
+  failing.clear();
+  await failedRunOf(workflowId);
+  return { orderId: order.id, workflowId };
+}
+
 describe('ops retry orderWorkflow', () => {
   it('re-runs a local step that gave up from its own workflow task: the warehouse is not asked again', async () => {
-    const order = await createTestOrder(stack.orders);
-    failing.add('awardLoyaltyPoints');
-    const started = await stack.starter.start({
-      eventId: uniqueEventId('retry-points'),
-      orderId: order.id,
-      amount: 5400,
-    });
-    await env.client.workflow.getHandle(started.workflowId).result();
-    const workflowId = orderWorkflowId(order.id);
-    await expect(env.client.workflow.getHandle(workflowId).result()).rejects.toBeInstanceOf(
-      WorkflowFailedError,
-    );
-    await failedRunOf(workflowId);
-    expect(await effects(order.id, workflowId)).toMatchObject({
+    const { orderId, workflowId } = await failedOrder('points');
+    expect(await effects(orderId, workflowId)).toMatchObject({
       shipments: 1,
       mails: 1,
       points: 0,
     });
 
-    failing.clear();
     const cli = await ops('retry', workflowId);
     expect(cli).toMatchObject({ code: 0, stderr: '' });
     expect(cli.stdout).toContain(
@@ -260,7 +260,7 @@ describe('ops retry orderWorkflow', () => {
     );
     expect(cli.stdout).toContain('Outcome: the new run completed and did the work.');
 
-    expect(await effects(order.id, workflowId)).toEqual({
+    expect(await effects(orderId, workflowId)).toEqual({
       payments: 1,
       shipments: 1,
       mails: 1,
@@ -268,7 +268,7 @@ describe('ops retry orderWorkflow', () => {
       alerts: 1,
     });
     // What succeeded before the step that failed was kept, not done again.
-    expect(warehouseRequestsFor(stack, order.id)).toHaveLength(1);
+    expect(warehouseRequestsFor(stack, orderId)).toHaveLength(1);
   });
 });
 
@@ -343,26 +343,6 @@ describe('ops retry exportOrdersWorkflow', () => {
 });
 
 describe('ops retry all, filtered', () => {
-  /** A paid order whose fulfilment fails: the warehouse refuses it (400), or a step gives up. */
-  async function failedOrder(how: 'warehouse' | 'points') {
-    const order = await createTestOrder(stack.orders);
-    if (how === 'warehouse') stack.warehouse.setMode({ kind: 'reject', status: 400 }, 1);
-    else failing.add('awardLoyaltyPoints');
-    const started = await stack.starter.start({
-      eventId: uniqueEventId('retry-all'),
-      orderId: order.id,
-      amount: 5400,
-    });
-    await env.client.workflow.getHandle(started.workflowId).result();
-    const workflowId = orderWorkflowId(order.id);
-    await expect(env.client.workflow.getHandle(workflowId).result()).rejects.toBeInstanceOf(
-      WorkflowFailedError,
-    );
-    failing.clear();
-    await failedRunOf(workflowId);
-    return { orderId: order.id, workflowId };
-  }
-
   async function runsOf(workflowId: string): Promise<number> {
     let count = 0;
     for await (const _ of env.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {

@@ -1,4 +1,3 @@
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { EXIT_OK, EXIT_PROBLEM, main } from '../../src/cli/ops';
 import { createOrdersRepository, createSettlementsRepository } from '../../src/db';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
@@ -9,8 +8,7 @@ import {
 } from '../../src/shared/order';
 import { testDatabases } from '../../harness/databases';
 import { createTestOrder } from '../support/orders';
-import { startPaymentStack, type PaymentStack } from '../support/stack';
-import { createDevServerEnv } from '../../harness/temporal/test-env';
+import { paymentStackForTests } from '../support/dev-server-for-tests';
 import { uniqueEventId } from '../support/webhook';
 import { captureIo, cliEnv } from './helpers';
 
@@ -18,20 +16,10 @@ import { captureIo, cliEnv } from './helpers';
 // on a dev server: a pending order paid short or split is settled once, fulfilled once, and
 // who, when and why are in the database and on the order's workflow.
 describe.each(testDatabases)('ops settle ($name)', ({ name }) => {
-  let env: TestWorkflowEnvironment;
-  let stack: PaymentStack;
-
-  beforeAll(async () => {
-    env = await createDevServerEnv();
-    stack = await startPaymentStack(env, { database: name });
-  });
-  afterAll(async () => {
-    await stack?.close();
-    await env?.teardown();
-  });
+  const live = paymentStackForTests({ database: name });
 
   async function ops(...argv: string[]) {
-    const io = captureIo({ env: { ...cliEnv(env), DATABASE_URL: stack.db.url } });
+    const io = captureIo({ env: { ...cliEnv(live.env), DATABASE_URL: live.stack.db.url } });
     const code = await main(argv, io);
     return { code, stdout: io.stdout(), stderr: io.stderr() };
   }
@@ -39,7 +27,7 @@ describe.each(testDatabases)('ops settle ($name)', ({ name }) => {
   /** Pays the order `amount` through the payment workflow and waits for its order run. */
   async function pay(orderId: number, amount: number) {
     const eventId = uniqueEventId();
-    await env.client.workflow.execute('paymentWorkflow', {
+    await live.env.client.workflow.execute('paymentWorkflow', {
       taskQueue: PAYMENTS_TASK_QUEUE,
       workflowId: paymentWorkflowId(eventId),
       args: [{ eventId, orderId, amount }],
@@ -48,18 +36,18 @@ describe.each(testDatabases)('ops settle ($name)', ({ name }) => {
     return orderRun(orderId);
   }
   const orderRun = (orderId: number): Promise<OrderWorkflowResult> =>
-    env.client.workflow.getHandle(orderWorkflowId(orderId)).result();
+    live.env.client.workflow.getHandle(orderWorkflowId(orderId)).result();
   const shipments = (orderId: number) =>
-    stack.warehouse.requests.filter((r) => r.orderId === orderId);
+    live.stack.warehouse.requests.filter((r) => r.orderId === orderId);
 
   it('settles a split payment once, fulfils it once, and says so when run again', async () => {
-    const order = await createTestOrder(stack.orders, { totalAmount: 5400 });
+    const order = await createTestOrder(live.stack.orders, { totalAmount: 5400 });
     for (const amount of [3000, 2000]) {
       expect((await pay(order.id, amount)).processed.map((p) => p.outcome)).toEqual([
         'refund_review',
       ]);
     }
-    expect(await stack.orders.findById(order.id)).toMatchObject({ status: 'pending' });
+    expect(await live.stack.orders.findById(order.id)).toMatchObject({ status: 'pending' });
 
     const first = await ops(
       'settle',
@@ -88,10 +76,10 @@ describe.each(testDatabases)('ops settle ($name)', ({ name }) => {
       },
     ]);
     expect(shipments(order.id)).toHaveLength(1);
-    const settlement = await createSettlementsRepository(stack.db.db).find(order.id);
+    const settlement = await createSettlementsRepository(live.stack.db.db).find(order.id);
     expect(settlement).toMatchObject({ settledBy: 'alice', reason: 'rest paid by bank transfer' });
     expect(settlement!.paymentIds).toHaveLength(2);
-    expect(await createOrdersRepository(stack.db.db).findById(order.id)).toMatchObject({
+    expect(await createOrdersRepository(live.stack.db.db).findById(order.id)).toMatchObject({
       status: 'paid',
       shipmentStatus: 'requested',
       confirmationSentAt: expect.any(String),
@@ -107,17 +95,17 @@ describe.each(testDatabases)('ops settle ($name)', ({ name }) => {
   });
 
   it('lets a settlement and a payment of the total committing together pay the order once', async () => {
-    const settlements = createSettlementsRepository(stack.db.db);
+    const settlements = createSettlementsRepository(live.stack.db.db);
     for (let i = 0; i < 5; i++) {
-      const order = await createTestOrder(stack.orders);
-      await stack.payments.recordPayment({
+      const order = await createTestOrder(live.stack.orders);
+      await live.stack.payments.recordPayment({
         providerEventId: uniqueEventId(),
         orderId: order.id,
         amount: 2700,
       });
       const [settled, paid] = await Promise.all([
         settlements.settle({ orderId: order.id, settledBy: 'race', reason: 'race' }),
-        stack.payments.recordPayment({
+        live.stack.payments.recordPayment({
           providerEventId: uniqueEventId(),
           orderId: order.id,
           amount: 5400,
@@ -132,10 +120,10 @@ describe.each(testDatabases)('ops settle ($name)', ({ name }) => {
   });
 
   it('hands the same settlement over again when the first run stopped before the hand-over', async () => {
-    const order = await createTestOrder(stack.orders);
+    const order = await createTestOrder(live.stack.orders);
     await pay(order.id, 5000);
     // What a run killed between its commit and its signal leaves behind.
-    await createSettlementsRepository(stack.db.db).settle({
+    await createSettlementsRepository(live.stack.db.db).settle({
       orderId: order.id,
       settledBy: 'bob',
       reason: 'short by 400, written off',
@@ -156,12 +144,12 @@ describe.each(testDatabases)('ops settle ($name)', ({ name }) => {
   });
 
   it('refuses, changing nothing, an order that is paid, has no payment, has refunds or does not exist', async () => {
-    const paid = await createTestOrder(stack.orders);
+    const paid = await createTestOrder(live.stack.orders);
     await pay(paid.id, 5400);
-    const unpaid = await createTestOrder(stack.orders);
-    const refunded = await createTestOrder(stack.orders);
+    const unpaid = await createTestOrder(live.stack.orders);
+    const refunded = await createTestOrder(live.stack.orders);
     await pay(refunded.id, 5000);
-    await createOrdersRepository(stack.db.db).setRefundedAmount(refunded.id, 5000);
+    await createOrdersRepository(live.stack.db.db).setRefundedAmount(refunded.id, 5000);
 
     for (const [orderId, message] of [
       [paid.id, `order ${paid.id} is already paid`],
@@ -174,7 +162,7 @@ describe.each(testDatabases)('ops settle ($name)', ({ name }) => {
       expect(result.stderr).toContain(message);
       expect(result.stderr).toContain('Nothing was changed.');
     }
-    expect(await createSettlementsRepository(stack.db.db).find(unpaid.id)).toBeUndefined();
-    expect(await stack.orders.findById(refunded.id)).toMatchObject({ status: 'pending' });
+    expect(await createSettlementsRepository(live.stack.db.db).find(unpaid.id)).toBeUndefined();
+    expect(await live.stack.orders.findById(refunded.id)).toMatchObject({ status: 'pending' });
   });
 });

@@ -7,6 +7,7 @@ import {
   cliEnv,
   eventually,
   FULFILMENT_WORKFLOW_TYPE,
+  pauseForMaintenance,
   type PaymentStack,
   startPayment,
   startPaymentStack,
@@ -117,13 +118,7 @@ it('groups stuck work by cause, and marks a paused activity, which has no next r
   });
   const activityId = (await env.client.workflow.getHandle(second.workflowId).describe()).raw
     .pendingActivities![0]!.activityId!;
-  await env.client.workflowService.pauseActivity({
-    namespace: env.namespace ?? 'default',
-    execution: { workflowId: second.workflowId },
-    id: activityId,
-    identity: 'on-call',
-    reason: 'warehouse maintenance',
-  });
+  await pauseForMaintenance(env, second.workflowId, activityId);
 
   // Paused below the threshold: still listed, since nothing will run it until someone acts.
   const paused = await eventually(async () => {

@@ -1,9 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { NormalModuleReplacementPlugin } from 'webpack';
 import { historyFromJson, type ManifestEntry } from '../../harness/histories';
-import { workflowBundle } from '../support/bundles';
+import { workflowBundle, workflowBundleSwapping } from '../support/bundles';
 
 // The replay gate: the histories of this build, committed under test/replay/histories/<set>/
 // (recorded from real runs by `npm run record-histories -- <set>`), must replay against the
@@ -78,21 +77,10 @@ async function replaySet(
  * workflows import as ../shared/retry-policies is swapped for the retuned one.
  */
 function retunedBundle(): Promise<WorkflowBundleWithSourceMap> {
-  const retuned = require.resolve('./fixtures/retuned-retry-policies');
-  return workflowBundle({
-    webpackConfigHook: (config) => {
-      config.plugins = [
-        ...(config.plugins ?? []),
-        new NormalModuleReplacementPlugin(
-          /retry-policies$/,
-          (resource: { context: string; request: string }) => {
-            if (!resource.context.includes(`${path.sep}test${path.sep}replay`))
-              resource.request = retuned;
-          },
-        ),
-      ];
-      return config;
-    },
+  return workflowBundleSwapping({
+    request: /retry-policies$/,
+    fixture: require.resolve('./fixtures/retuned-retry-policies'),
+    importedFrom: (context) => !context.includes(`${path.sep}test${path.sep}replay`),
   });
 }
 

@@ -147,22 +147,19 @@ describe('disputeOutcome', () => {
   });
 
   it('is lost when any dispute was lost, won when all were, closed at the latest closure', () => {
-    expect(disputeOutcome([dispute('dp_1', 'won', 3), dispute('dp_2', 'won', 2)])).toEqual({
-      status: 'won',
-      closedAt: at(3),
-    });
-    expect(disputeOutcome([dispute('dp_1', 'won', 2), dispute('dp_2', 'won', 3)])).toEqual({
-      status: 'won',
-      closedAt: at(3),
-    });
-    expect(disputeOutcome([dispute('dp_1', 'lost', 2), dispute('dp_2', 'won', 3)])).toEqual({
-      status: 'lost',
-      closedAt: at(3),
-    });
-    expect(disputeOutcome([dispute('dp_1', 'won', 4), dispute('dp_2', 'lost', 3)])).toEqual({
-      status: 'lost',
-      closedAt: at(4),
-    });
+    const closed = (status: 'won' | 'lost', day: number) => ({ status, closedAt: at(day) });
+    expect(disputeOutcome([dispute('dp_1', 'won', 3), dispute('dp_2', 'won', 2)])).toEqual(
+      closed('won', 3),
+    );
+    expect(disputeOutcome([dispute('dp_1', 'won', 2), dispute('dp_2', 'won', 3)])).toEqual(
+      closed('won', 3),
+    );
+    expect(disputeOutcome([dispute('dp_1', 'lost', 2), dispute('dp_2', 'won', 3)])).toEqual(
+      closed('lost', 3),
+    );
+    expect(disputeOutcome([dispute('dp_1', 'won', 4), dispute('dp_2', 'lost', 3)])).toEqual(
+      closed('lost', 4),
+    );
   });
 
   it('dates a closure reported twice by its first recording, in either order', () => {

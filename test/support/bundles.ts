@@ -6,6 +6,7 @@ import {
   type WorkerOptions,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
+import { NormalModuleReplacementPlugin } from 'webpack';
 import { PAYMENT_WORKFLOW_MODULES } from '../../src/workers/payments';
 
 /**
@@ -40,6 +41,38 @@ export function workflowBundle(options: BundleOptions = {}): Promise<WorkflowBun
     cache.set(key, bundle);
   }
   return bundle;
+}
+
+/** One module of the production workflows replaced by a test fixture, as webpack resolves it. */
+export interface ModuleSwap {
+  /** The import request to replace, e.g. `/^\.\/payment$/`. */
+  request: RegExp;
+  /** The fixture that stands in for it (an absolute path, from `require.resolve`). */
+  fixture: string;
+  /** Whether an import from this folder is swapped: the fixture may import the original. */
+  importedFrom: (context: string) => boolean;
+}
+
+/**
+ * The production workflows (and interceptors) with one module swapped for a fixture: another
+ * build of the same code, e.g. a changed workflow for a rollout, or retuned retry numbers for
+ * the replay gate. Built afresh, never cached.
+ */
+export function workflowBundleSwapping(swap: ModuleSwap): Promise<WorkflowBundleWithSourceMap> {
+  return workflowBundle({
+    webpackConfigHook: (config) => {
+      config.plugins = [
+        ...(config.plugins ?? []),
+        new NormalModuleReplacementPlugin(
+          swap.request,
+          (resource: { context: string; request: string }) => {
+            if (swap.importedFrom(resource.context)) resource.request = swap.fixture;
+          },
+        ),
+      ];
+      return config;
+    },
+  });
 }
 
 /** The options of a Worker (or replayer) that runs `bundle`, which holds its interceptors. */

@@ -13,3 +13,15 @@ export async function rejectionOf<T>(
   expect(error).toBeInstanceOf(type);
   return error as T;
 }
+
+/** What `run` throws, asserted to be a `type`; a `run` that returns fails the test. */
+export function thrownBy<T>(run: () => unknown, type: abstract new (...args: never[]) => T): T {
+  let error: unknown;
+  try {
+    run();
+  } catch (e) {
+    error = e;
+  }
+  expect(error).toBeInstanceOf(type);
+  return error as T;
+}

@@ -20,6 +20,7 @@ import { activityDepsFromConfig, createPaymentWorker } from '../../src/workers/p
 import { buildTestApp, type TestAppOptions } from './app';
 import { testDatabases, type TestDatabase, type TestDatabaseHandle } from '../../harness/databases';
 import { TEST_WEBHOOK_SECRET } from './webhook';
+import { runUntilStopped } from './workers';
 
 /** The sender of confirmations in tests: Message-IDs end in `@test.local`. */
 export const TEST_MAIL_FROM = 'Order Payments <orders@test.local>';
@@ -129,11 +130,7 @@ export async function startPaymentStack(
         ),
         overrides: options.worker,
       });
-      const running = worker.run();
-      stops.push(async () => {
-        worker.shutdown();
-        await running;
-      });
+      stops.push(runUntilStopped(worker).stop);
     }
     const starter = createPaymentStarter(env.client, {
       startTimeoutMs: options.startTimeoutMs ?? 5000,

@@ -22,21 +22,14 @@ import {
 import { createDevServerEnv, createTimeSkippingEnv } from '../../harness/temporal/test-env';
 import { freePort, portIsFree } from '../../harness/ports';
 import { eventually } from '../operations/helpers';
+import { tempDirsForTests } from '../support/temp-dirs';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 // Server start-ups and, on a machine with a cold cache, the Maven resolve of the test server.
 jest.setTimeout(180_000);
 
-const tempDirs: string[] = [];
-async function tempDir(): Promise<string> {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'provision-test-'));
-  tempDirs.push(dir);
-  return dir;
-}
-afterAll(async () => {
-  await Promise.all(tempDirs.map((dir) => fs.rm(dir, { recursive: true, force: true })));
-});
+const tempDir = tempDirsForTests('provision-test-');
 
 /** The project-built Java test server folder, from the real user cache (built once if missing). */
 async function javaTestServerDir(): Promise<string> {

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import type { Page } from 'playwright-core';
 import { loadConfig } from '../../src/config';
@@ -8,25 +7,19 @@ import {
   createOrdersRepository,
   createPaymentsRepository,
   createUnmatchedRepository,
-  type DatabaseHandle,
 } from '../../src/db';
 import { buildApp } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
 import { localHttpUrl } from '../../src/net/addresses';
 import { orderWorkflowId } from '../../src/shared/order';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
-import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
 import { codecEndpointFor, dataConverterFor } from '../../src/codec/data-converter';
-import { startDevServer, type DevServer } from '../../harness/temporal/dev-server';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
-import { createPaymentWorker } from '../../src/workers/payments';
-import { testActivityDeps } from '../../harness/activity-deps';
-import { testDatabases } from '../../harness/databases';
 import { uniqueEventId } from '../support/webhook';
 import { freePort } from '../operations/helpers';
-import { assertChromium, launchBrowser, requireUi, UI_WAIT_MS, type TestBrowser } from './browser';
+import { UI_WAIT_MS } from '../support/browser';
 import { createTestOrder } from '../support/orders';
-import { startPartners, type Partners } from '../support/stack';
+import { startWebUiHarness, type WebUiHarness } from '../support/web-ui';
 
 // With PAYLOAD_ENCRYPTION_KEY set the server holds ciphertext only, yet an operator reads a
 // payment's input in clear in the Temporal Web UI: the UI posts the payloads to our HTTP
@@ -44,16 +37,8 @@ interface ServedRequest {
   status: number;
 }
 
-let server: DevServer;
-let db: DatabaseHandle;
-let partners: Partners;
+let ui: WebUiHarness;
 let app: FastifyInstance;
-let workerConnection: NativeConnection;
-let worker: Worker;
-let workerRun: Promise<void>;
-let clientConnection: Connection;
-let client: Client;
-let browser: TestBrowser;
 /** The Web UI's origin, the only one CODEC_CORS_ORIGINS allows. */
 let uiOrigin: string;
 /** What the dev server tells the UI to call, e.g. http://127.0.0.1:<port>/codec. */
@@ -63,7 +48,6 @@ const served: ServedRequest[] = [];
 let payment: { workflowId: string; runId: string; input: PaymentWorkflowInput };
 
 beforeAll(async () => {
-  await assertChromium();
   const uiPort = await freePort();
   const config = loadConfig({
     HOST: '127.0.0.1',
@@ -75,28 +59,14 @@ beforeAll(async () => {
   uiOrigin = config.CODEC_CORS_ORIGINS[0]!;
   // As dev/stack.ts: the UI asks our HTTP server to show encrypted payloads in clear.
   codecEndpoint = `${localHttpUrl(config.HOST, config.PORT)}/codec`;
-  server = await startDevServer({
-    port: await freePort(),
+  ui = await startWebUiHarness({
+    name: 'codec-ui',
     uiPort,
-    searchAttributes: [...CUSTOM_SEARCH_ATTRIBUTES],
     uiCodecEndpoint: codecEndpoint,
-    log: () => {},
+    dataConverter: dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY),
   });
-  expect(requireUi(server.uiUrl)).toBe(uiOrigin);
-
-  const dataConverter = dataConverterFor(config.PAYLOAD_ENCRYPTION_KEY);
-  db = await testDatabases[0]!.create();
-  partners = await startPartners();
-  workerConnection = await NativeConnection.connect({ address: server.address });
-  worker = await createPaymentWorker({
-    connection: workerConnection,
-    namespace: 'default',
-    dataConverter,
-    activities: testActivityDeps(db, partners),
-  });
-  workerRun = worker.run();
-  clientConnection = await Connection.connect({ address: server.address });
-  client = new Client({ connection: clientConnection, namespace: 'default', dataConverter });
+  expect(ui.uiUrl).toBe(uiOrigin);
+  const { client, db } = ui;
 
   app = await buildApp({
     config,
@@ -132,27 +102,16 @@ beforeAll(async () => {
   await client.workflow.getHandle(orderWorkflowId(order.id)).result();
   const { runId } = await client.workflow.getHandle(workflowId).describe();
   payment = { workflowId, runId, input };
-
-  browser = await launchBrowser('codec-ui');
 }, 180_000);
 
 afterAll(async () => {
-  await browser?.close();
   await app?.close();
-  if (worker) {
-    worker.shutdown();
-    await workerRun;
-  }
-  await workerConnection?.close();
-  await clientConnection?.close();
-  await partners?.close();
-  await db?.close();
-  await server?.shutdown();
+  await ui?.close();
 });
 
 /** The started event's input payload exactly as the server stores it (read without a key). */
 async function storedInputPayload() {
-  const plainClient = new Client({ connection: clientConnection, namespace: 'default' });
+  const plainClient = new Client({ connection: ui.clientConnection, namespace: 'default' });
   const history = await plainClient.workflow.getHandle(payment.workflowId).fetchHistory();
   const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
   const payloads = started?.input?.payloads ?? [];
@@ -177,7 +136,7 @@ async function openInputCard(page: Page, uiBase: string, expected: string, shotN
   try {
     await inputBox.getByText(expected).first().waitFor({ timeout: UI_WAIT_MS });
   } finally {
-    await browser.screenshot(page, shotName);
+    await ui.browser.screenshot(page, shotName);
   }
   return inputBox;
 }
@@ -194,7 +153,7 @@ describe('encrypted payloads in the Temporal Web UI (Chromium)', () => {
 
   it('shows the input in clear on the payment page, decoded by our /codec/decode', async () => {
     const storedData = Buffer.from((await storedInputPayload()).data!).toString('base64');
-    const page = await browser.context.newPage();
+    const page = await ui.browser.context.newPage();
     // The browser posts the very ciphertext the server stores to our endpoint and gets it
     // decoded: the clear text comes from our codec, not from anywhere else.
     const inputDecoded = page.waitForResponse(
@@ -225,7 +184,7 @@ describe('encrypted payloads in the Temporal Web UI (Chromium)', () => {
     // The same UI at http://localhost:<port>: a different origin than CODEC_CORS_ORIGINS lists,
     // so the browser's CORS preflight fails and no payload ever reaches /codec/decode.
     const otherOrigin = uiOrigin.replace('127.0.0.1', 'localhost');
-    const page = await browser.context.newPage();
+    const page = await ui.browser.context.newPage();
     const decodeRefused = page.waitForEvent('requestfailed', {
       predicate: (request) => request.url() === `${codecEndpoint}/decode`,
       timeout: UI_WAIT_MS,

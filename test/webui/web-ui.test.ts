@@ -1,20 +1,12 @@
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { Page } from 'playwright-core';
-import type { DatabaseHandle } from '../../src/db';
 import { createOrdersRepository } from '../../src/db';
 import { orderWorkflowId } from '../../src/shared/order';
-import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
-import { startDevServer, type DevServer } from '../../harness/temporal/dev-server';
 import { createPaymentStarter, type PaymentStarter } from '../../src/temporal/payment-starter';
-import { createPaymentWorker } from '../../src/workers/payments';
-import { testActivityDeps } from '../../harness/activity-deps';
-import { testDatabases } from '../../harness/databases';
 import { uniqueEventId } from '../support/webhook';
-import { eventually, freePort } from '../operations/helpers';
-import { assertChromium, launchBrowser, requireUi, UI_WAIT_MS, type TestBrowser } from './browser';
+import { eventually } from '../support/eventually';
+import { UI_WAIT_MS } from '../support/browser';
 import { createTestOrder } from '../support/orders';
-import { startPartners, type Partners } from '../support/stack';
+import { startWebUiHarness, type WebUiHarness } from '../support/web-ui';
 
 // What an operator does in the Temporal Web UI, in a real browser: filter the workflow list by
 // the custom search attribute `OrderId = <id>` and find the order's payment, Completed; read a
@@ -22,57 +14,20 @@ import { startPartners, type Partners } from '../support/stack';
 // `notifyWarehouse` in its Pending Activities tab (docs/web-ui.md has that screenshot). Runs the
 // dev server with its Web UI (as `npm start` does), the real payment worker and local peers.
 
-let server: DevServer;
-let db: DatabaseHandle;
-let partners: Partners;
-let workerConnection: NativeConnection;
-let worker: Worker;
-let workerRun: Promise<void>;
-let clientConnection: Connection;
-let client: Client;
+let ui: WebUiHarness;
 let starter: PaymentStarter;
-let browser: TestBrowser;
 
 beforeAll(async () => {
-  await assertChromium();
-  server = await startDevServer({
-    port: await freePort(),
-    uiPort: await freePort(),
-    searchAttributes: [...CUSTOM_SEARCH_ATTRIBUTES],
-    log: () => {},
-  });
-  requireUi(server.uiUrl);
-  db = await testDatabases[0]!.create();
-  partners = await startPartners();
-  workerConnection = await NativeConnection.connect({ address: server.address });
-  worker = await createPaymentWorker({
-    connection: workerConnection,
-    namespace: 'default',
-    activities: testActivityDeps(db, partners),
-  });
-  workerRun = worker.run();
-  clientConnection = await Connection.connect({ address: server.address });
-  client = new Client({ connection: clientConnection, namespace: 'default' });
-  starter = createPaymentStarter(client, { startTimeoutMs: 10_000 });
-
-  browser = await launchBrowser('web-ui');
+  ui = await startWebUiHarness({ name: 'web-ui' });
+  starter = createPaymentStarter(ui.client, { startTimeoutMs: 10_000 });
 }, 180_000);
 
 afterAll(async () => {
-  await browser?.close();
-  if (worker) {
-    worker.shutdown();
-    await workerRun;
-  }
-  await workerConnection?.close();
-  await clientConnection?.close();
-  await partners?.close();
-  await db?.close();
-  await server?.shutdown();
+  await ui?.close();
 });
 
 async function newOrder(): Promise<number> {
-  const order = await createTestOrder(createOrdersRepository(db.db));
+  const order = await createTestOrder(createOrdersRepository(ui.db.db));
   return order.id;
 }
 
@@ -83,18 +38,18 @@ async function payAndSettle(orderId: number): Promise<string> {
     orderId,
     amount: 5400,
   });
-  await client.workflow.getHandle(workflowId).result();
-  await client.workflow.getHandle(orderWorkflowId(orderId)).result();
+  await ui.client.workflow.getHandle(workflowId).result();
+  await ui.client.workflow.getHandle(orderWorkflowId(orderId)).result();
   return workflowId;
 }
 
 /** Opens the workflow list filtered by a visibility query, reloading until `ready` holds. */
 async function openWorkflowList(query: string, ready: (page: Page) => Promise<boolean>) {
-  const page = await browser.context.newPage();
-  const url = `${server.uiUrl}/namespaces/default/workflows?query=${encodeURIComponent(query)}`;
+  const page = await ui.browser.context.newPage();
+
   const deadline = Date.now() + UI_WAIT_MS;
   for (;;) {
-    await page.goto(url, { waitUntil: 'domcontentloaded' });
+    await ui.open(page, `workflows?query=${encodeURIComponent(query)}`);
     try {
       await page
         .getByRole('link', { name: /^payment-/ })
@@ -105,7 +60,7 @@ async function openWorkflowList(query: string, ready: (page: Page) => Promise<bo
       // Not listed yet: visibility lags a moment behind the close of a workflow.
     }
     if (Date.now() > deadline) {
-      const shot = await browser.screenshot(page, 'workflow-list-timeout');
+      const shot = await ui.browser.screenshot(page, 'workflow-list-timeout');
       throw new Error(`the Web UI did not list the expected workflows for ${query}; see ${shot}`);
     }
   }
@@ -133,19 +88,17 @@ describe('Temporal Web UI (Chromium)', () => {
       .waitFor({ timeout: UI_WAIT_MS });
     expect(await page.getByText(otherPaymentId).count()).toBe(0);
 
-    await browser.screenshot(page, `workflows-order-${orderId}`);
+    await ui.browser.screenshot(page, `workflows-order-${orderId}`);
     await page.close();
   }, 120_000);
 
   it("shows the payment's activities by their summaries in its history", async () => {
     const orderId = await newOrder();
     const paymentId = await payAndSettle(orderId);
-    const { runId } = await client.workflow.getHandle(paymentId).describe();
-    const page = await browser.context.newPage();
+    const { runId } = await ui.client.workflow.getHandle(paymentId).describe();
+    const page = await ui.browser.context.newPage();
     const workflowPath = `workflows/${encodeURIComponent(paymentId)}/${runId}/history`;
-    await page.goto(`${server.uiUrl}/namespaces/default/${workflowPath}`, {
-      waitUntil: 'domcontentloaded',
-    });
+    await ui.open(page, workflowPath);
     try {
       await page
         .getByText('Record the payment (once per provider event)')
@@ -156,22 +109,22 @@ describe('Temporal Web UI (Chromium)', () => {
         .first()
         .waitFor({ timeout: UI_WAIT_MS });
     } finally {
-      await browser.screenshot(page, `history-${paymentId}`);
+      await ui.browser.screenshot(page, `history-${paymentId}`);
     }
     await page.close();
   }, 120_000);
 
   it("shows the retrying warehouse call in the order's Pending Activities: attempt, last failure, next retry", async () => {
-    partners.warehouse.setMode({ kind: 'unavailable', status: 503 });
+    ui.partners.warehouse.setMode({ kind: 'unavailable', status: 503 });
     const orderId = await newOrder();
-    const order = client.workflow.getHandle(orderWorkflowId(orderId));
+    const order = ui.client.workflow.getHandle(orderWorkflowId(orderId));
     try {
       const { workflowId } = await starter.start({
         eventId: uniqueEventId(),
         orderId,
         amount: 5400,
       });
-      await client.workflow.getHandle(workflowId).result();
+      await ui.client.workflow.getHandle(workflowId).result();
       // Attempts 1 and 2 have failed (10 s apart); the server now waits 30 s before attempt 3,
       // long enough for the page to show one steady state.
       await eventually(async () => {
@@ -182,11 +135,9 @@ describe('Temporal Web UI (Chromium)', () => {
       });
       const { runId } = await order.describe();
 
-      const page = await browser.context.newPage();
+      const page = await ui.browser.context.newPage();
       const workflowPath = `workflows/${encodeURIComponent(order.workflowId)}/${runId}`;
-      await page.goto(`${server.uiUrl}/namespaces/default/${workflowPath}/pending-activities`, {
-        waitUntil: 'domcontentloaded',
-      });
+      await ui.open(page, `${workflowPath}/pending-activities`);
       try {
         await page
           .getByText('notifyWarehouse', { exact: true })
@@ -201,13 +152,13 @@ describe('Temporal Web UI (Chromium)', () => {
         expect(text).toMatch(/Next Retry\s+\d{4}-\d\d-\d\d UTC [\d:.]+\s*\(\d+s\)/);
         expect(text).toMatch(/Last Failure[\s\S]*"WarehouseUnavailable"/);
       } finally {
-        await browser.screenshot(page, `pending-activities-order-${orderId}`, { fullPage: false });
+        await ui.browser.screenshot(page, `pending-activities-order-${orderId}`, {
+          fullPage: false,
+        });
       }
       // The workflow's current details, which the failed attempt told it (its metadata query),
       // on the User Metadata tab. By now a slow machine may be past attempt 3: any failed one.
-      await page.goto(`${server.uiUrl}/namespaces/default/${workflowPath}/history`, {
-        waitUntil: 'domcontentloaded',
-      });
+      await ui.open(page, `${workflowPath}/history`);
       try {
         await page
           .getByText('User Metadata', { exact: true })
@@ -228,12 +179,12 @@ describe('Temporal Web UI (Chromium)', () => {
           );
         });
       } finally {
-        await browser.screenshot(page, `current-details-order-${orderId}`, { fullPage: false });
+        await ui.browser.screenshot(page, `current-details-order-${orderId}`, { fullPage: false });
         await page.close();
       }
     } finally {
       await order.terminate('Web UI test done').catch(() => {});
-      partners.warehouse.setMode({ kind: 'ok' });
+      ui.partners.warehouse.setMode({ kind: 'ok' });
     }
   }, 120_000);
 });

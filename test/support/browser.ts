@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { findChromium } from '../support/chromium';
+import { findChromium } from './chromium';
 
 // What the Web UI tests share: Chromium (npm's by default, see test/support/chromium.ts) driven
 // by Playwright, with a profile and a screenshot folder of their own.
