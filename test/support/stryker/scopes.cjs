@@ -57,5 +57,13 @@ exports.scopes = {
   // The refund, dispute and thin-event workflows (issue 25), in the sandbox like the workflows
   // scope but apart from it, so that their baseline does not wait for order.ts's several hundred
   // mutants.
-  events: ['src/workflows/refund.ts', 'src/workflows/dispute.ts', 'src/workflows/thin-event.ts'],
+  events: [
+    'src/workflows/refund.ts',
+    'src/workflows/dispute.ts',
+    'src/workflows/thin-event.ts',
+    // The intake steps the refund, dispute and payment workflows share, and the once-only alert
+    // start of the dispute and order workflows (issue 28 point 8).
+    'src/workflows/intake-steps.ts',
+    'src/workflows/raise-alert.ts',
+  ],
 };
