@@ -1,26 +1,15 @@
-import {
-  ActivityFailure,
-  executeChild,
-  isCancellation,
-  log,
-  proxyActivities,
-} from '@temporalio/workflow';
+import { ActivityFailure, executeChild, isCancellation, log } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import type { Activities } from '../activities';
 import { ALERT_WORKFLOW_TYPE, type AlertDelivery, type Alert } from '../shared/alert';
 import { RetryPolicies } from '../shared/retry-policies';
+import { activitySteps } from './activity-steps';
 
-// Tries(25) + MaxExceptions(3), within an hour: the server schedules the attempts, the activity
-// counts real failures across them and waits out rate limits (src/shared/retry-policies.ts).
-const { deliverAlert } = proxyActivities<Activities>({
-  ...RetryPolicies.alertDelivery,
-  summary: 'Deliver the alert to the alert sink',
-});
-
-// A signal-with-start on the worker's own connection, like the hand-over to an order.
-const { reportFailure } = proxyActivities<Activities>({
-  ...RetryPolicies.temporalCall,
-  summary: 'Report the failure to the digest of its cause',
+const { deliverAlert, reportFailure } = activitySteps({
+  // Tries(25) + MaxExceptions(3), within an hour: the server schedules the attempts, the
+  // activity counts real failures across them and waits out rate limits.
+  deliverAlert: [RetryPolicies.alertDelivery, 'Deliver the alert to the alert sink'],
+  // A signal-with-start on the worker's own connection, like the hand-over to an order.
+  reportFailure: [RetryPolicies.temporalCall, 'Report the failure to the digest of its cause'],
 });
 
 /**
