@@ -3,6 +3,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ALERT_WORKFLOW_TYPE, type AlertDelivery, type Alert } from '../shared/alert';
 import { RetryPolicies } from '../shared/retry-policies';
 import { activitySteps } from './activity-steps';
+import { alertChild } from './raise-alert';
 
 const { deliverAlert, reportFailure } = activitySteps({
   // Tries(25) + MaxExceptions(3), within an hour: the server schedules the attempts, the
@@ -56,12 +57,7 @@ export async function alertWorkflow(alert: Alert): Promise<AlertDelivery> {
  */
 export async function raiseIncidentPost(workflowId: string, alert: Alert, what: string) {
   try {
-    await executeChild<typeof alertWorkflow>(ALERT_WORKFLOW_TYPE, {
-      workflowId,
-      args: [alert],
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      parentClosePolicy: 'ABANDON',
-    });
+    await executeChild<typeof alertWorkflow>(ALERT_WORKFLOW_TYPE, alertChild(workflowId, alert));
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     log.info(`${what} already raised`, { workflowId });

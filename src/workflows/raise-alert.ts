@@ -27,12 +27,7 @@ export async function raiseAlertOnce(workflowId: string, fields: AlertFields): P
     ...fields,
   };
   try {
-    await startChild<typeof alertWorkflow>(ALERT_WORKFLOW_TYPE, {
-      workflowId,
-      args: [alert],
-      parentClosePolicy: 'ABANDON',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    });
+    await startChild<typeof alertWorkflow>(ALERT_WORKFLOW_TYPE, alertChild(workflowId, alert));
     return true;
   } catch (err) {
     // Already raised by an earlier run (for example after a reset): one alert is enough.
@@ -44,4 +39,17 @@ export async function raiseAlertOnce(workflowId: string, fields: AlertFields): P
     });
     return false;
   }
+}
+
+/**
+ * How every alert starts (here and ./alert.ts's incident posts): abandoned, so that a sink that is
+ * down holds up no parent, and once per workflow ID, which names what the alert reports.
+ */
+export function alertChild(workflowId: string, alert: Alert) {
+  return {
+    workflowId,
+    args: [alert] as [Alert],
+    parentClosePolicy: 'ABANDON',
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+  } as const;
 }
