@@ -230,6 +230,7 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
       expect(failure.type).toBe(FailureType.OrderNotFound);
       expect(failure.nonRetryable).toBe(true);
       expect(failure.message).toBe('order 987654 does not exist');
+      expect(failure.details).toEqual([{ orderId: 987_654 }]);
     });
   });
 

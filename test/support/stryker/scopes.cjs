@@ -50,6 +50,10 @@ exports.scopes = {
     // What the refund and dispute workflows and the order workflow do about them (issue 25).
     'src/activities/refund-activities.ts',
     'src/activities/dispute-activities.ts',
+    // What they share with the payment's activities (issue 28 point 8): the hand-over to the
+    // order's workflow, and the order lookup that fails for good.
+    'src/activities/order-hand-over.ts',
+    'src/activities/order-lookup.ts',
   ],
   // Run in the Temporal sandbox (test/support/stryker/workflow-sandbox.ts), a minute or two per
   // mutant (docs/testing.md, The bar).
