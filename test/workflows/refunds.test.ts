@@ -144,12 +144,18 @@ describe.each(testDatabases)('refunds through the order workflow ($name)', ({ na
     expect(stack.partners.warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(1);
   });
 
-  it('flags a full refund of a shipped order for a return review, with one alert', async () => {
-    const orders = ordersOf();
-    const order = await createTestOrder(orders);
+  /** A new order, paid under a provider reference of its own, and fulfilled. */
+  async function fulfilledOrder() {
+    const order = await createTestOrder(ordersOf());
     const paymentRef = `stripe~pi_${randomUUID()}`;
     await pay(order.id, `evt_${randomUUID()}`, paymentRef);
     await orderResult(order.id);
+    return { order, paymentRef };
+  }
+
+  it('flags a full refund of a shipped order for a return review, with one alert', async () => {
+    const orders = ordersOf();
+    const { order, paymentRef } = await fulfilledOrder();
     expect(await stack.partners.warehouse.ship(`order-${order.id}-shipment`)).toBe(true);
 
     for (let i = 0; i < 2; i++) {
@@ -169,10 +175,7 @@ describe.each(testDatabases)('refunds through the order workflow ($name)', ({ na
 
   it('hands a cancel that fails for good to a return review, with one alert', async () => {
     const orders = ordersOf();
-    const order = await createTestOrder(orders);
-    const paymentRef = `stripe~pi_${randomUUID()}`;
-    await pay(order.id, `evt_${randomUUID()}`, paymentRef);
-    await orderResult(order.id);
+    const { order, paymentRef } = await fulfilledOrder();
 
     // SQLite: down for every attempt of RetryPolicies.warehouseCancellation (the backoff waits
     // about 30 s of real time). PostgreSQL: refused at once (non-retryable), the other way to fail.
