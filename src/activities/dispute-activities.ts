@@ -1,16 +1,10 @@
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import type { DisputesRepository, OrdersRepository } from '../db';
-import {
-  disputeRecordedSignal,
-  orderWorkflowId,
-  type OrderDisputeEvent,
-  type OrderWorkflow,
-} from '../shared/order';
+import { disputeRecordedSignal, type OrderDisputeEvent } from '../shared/order';
 import { disputeOutcome, type DisputeEvent, type DisputeOutcome } from '../shared/payment-events';
-import { OrderIdSearchAttribute } from '../shared/search-attributes';
-import type { HandOverResult } from './order-activities';
 import { atCrashPoint } from './crash-points';
+import { signalOrderWorkflow, type HandOverResult } from './order-hand-over';
 
 export interface DisputeActivityDeps {
   client: Client;
@@ -51,15 +45,7 @@ export function createDisputeActivities(deps: DisputeActivityDeps) {
     }): Promise<HandOverResult> {
       if (await deps.disputes.handledBy(input.event.eventId)) return { handedOver: false };
       await atCrashPoint('handOverDisputeToOrder.signal', () =>
-        deps.client.workflow.signalWithStart<OrderWorkflow, [OrderDisputeEvent]>('orderWorkflow', {
-          workflowId: orderWorkflowId(input.orderId),
-          taskQueue: Context.current().info.taskQueue,
-          args: [{ orderId: input.orderId }],
-          signal: disputeRecordedSignal,
-          signalArgs: [input.event],
-          memo: { orderId: input.orderId },
-          typedSearchAttributes: [{ key: OrderIdSearchAttribute, value: input.orderId }],
-        }),
+        signalOrderWorkflow(deps.client, input.orderId, disputeRecordedSignal, input.event),
       );
       return { handedOver: true };
     },

@@ -1,5 +1,4 @@
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import type {
   DisputesRepository,
@@ -8,16 +7,14 @@ import type {
   RefundsRepository,
   SettlementsRepository,
 } from '../db';
-import { FailureType } from '../shared/errors';
 import {
   type OrderEventKind,
   type OrderPaymentEvent,
-  type OrderWorkflow,
-  orderWorkflowId,
   paymentRecordedSignal,
 } from '../shared/order';
-import { OrderIdSearchAttribute } from '../shared/search-attributes';
 import { atCrashPoint } from './crash-points';
+import { signalOrderWorkflow, type HandOverResult } from './order-hand-over';
+import { findOrderOrFail } from './order-lookup';
 
 export interface OrderActivityDeps {
   client: Client;
@@ -26,11 +23,6 @@ export interface OrderActivityDeps {
   refunds: RefundsRepository;
   disputes: DisputesRepository;
   settlements: SettlementsRepository;
-}
-
-export interface HandOverResult {
-  /** False: an order chain already finished with the event; nothing signalled or started. */
-  handedOver: boolean;
 }
 
 interface OrderEventRef {
@@ -55,10 +47,9 @@ export function createOrderActivities(deps: OrderActivityDeps) {
 
   return {
     /**
-     * Signal-with-start: starts `order-<id>` if needed and delivers, atomically. Not when a chain
-     * already finished with the event: a repeated hand-over (lost worker, operator retry,
-     * redelivery) would start a run beside a failed one and hide it from `ops failed`. A running
-     * order workflow ignores event IDs it has seen.
+     * Hands the payment to its order's workflow (./order-hand-over.ts). Not when a chain already
+     * finished with the event: a repeated hand-over (lost worker, operator retry, redelivery)
+     * would start a run beside a failed one and hide it from `ops failed`.
      */
     async handOverToOrder(input: {
       orderId: number;
@@ -74,18 +65,7 @@ export function createOrderActivities(deps: OrderActivityDeps) {
         return { handedOver: false };
       }
       await atCrashPoint('handOverToOrder.signal', () =>
-        deps.client.workflow.signalWithStart<OrderWorkflow, [OrderPaymentEvent]>('orderWorkflow', {
-          workflowId: orderWorkflowId(input.orderId),
-          // Order work stays with the pool of workers whose payments feed it.
-          taskQueue: Context.current().info.taskQueue,
-          args: [{ orderId: input.orderId }],
-          signal: paymentRecordedSignal,
-          signalArgs: [input.event],
-          memo: { orderId: input.orderId },
-          // Set at start, so `OrderId = 12` finds the run from its first event (the order
-          // workflow no longer upserts it, patch 'local-order-steps'; older code still does).
-          typedSearchAttributes: [{ key: OrderIdSearchAttribute, value: input.orderId }],
-        }),
+        signalOrderWorkflow(deps.client, input.orderId, paymentRecordedSignal, input.event),
       );
       return { handedOver: true };
     },
@@ -108,14 +88,7 @@ export function createOrderActivities(deps: OrderActivityDeps) {
     },
 
     async requestRefundReview(input: { orderId: number; eventId: string }): Promise<void> {
-      const order = await deps.orders.findById(input.orderId);
-      if (!order) {
-        throw ApplicationFailure.create({
-          type: FailureType.OrderNotFound,
-          message: `order ${input.orderId} does not exist`,
-          nonRetryable: true,
-        });
-      }
+      await findOrderOrFail(deps.orders, input.orderId);
       await atCrashPoint('requestRefundReview.commit', () =>
         deps.orders.requestRefundReview(input.orderId),
       );

@@ -1,11 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import type {
-  createOrdersRepository,
-  createPaymentsRepository,
-  PartnerPausesRepository,
-} from '../db';
+import type { OrdersRepository, PartnerPausesRepository, PaymentsRepository } from '../db';
 import { FailureType } from '../shared/errors';
 import { shipmentCancelIdempotencyKey, shipmentIdempotencyKey } from '../shared/constants';
 import type { PaymentWorkflowInput } from '../shared/payment';
@@ -21,8 +17,8 @@ import {
 } from './warehouse-attempts';
 
 export interface PaymentActivityDeps {
-  payments: ReturnType<typeof createPaymentsRepository>;
-  orders: ReturnType<typeof createOrdersRepository>;
+  payments: PaymentsRepository;
+  orders: OrdersRepository;
   warehouse: WarehouseClient;
   client: Client;
   /** Read before and after each warehouse call: a paused partner is not called. */

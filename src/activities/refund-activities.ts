@@ -1,20 +1,13 @@
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import type { LoyaltyRepository, OrdersRepository, RefundsRepository } from '../db';
-import { FailureType } from '../shared/errors';
 import { ORDER_CONFIRMED_REASON, ORDER_REFUNDED_REASON } from '../shared/loyalty';
-import {
-  orderWorkflowId,
-  refundRecordedSignal,
-  type OrderRefundEvent,
-  type OrderWorkflow,
-} from '../shared/order';
+import { refundRecordedSignal, type OrderRefundEvent } from '../shared/order';
 import { refundedTotal, type RefundEvent } from '../shared/payment-events';
-import { OrderIdSearchAttribute } from '../shared/search-attributes';
 import type { ShipmentStatus } from '../db/schema';
-import type { HandOverResult } from './order-activities';
 import { atCrashPoint } from './crash-points';
+import { signalOrderWorkflow, type HandOverResult } from './order-hand-over';
+import { findOrderOrFail } from './order-lookup';
 
 export interface RefundActivityDeps {
   client: Client;
@@ -35,18 +28,6 @@ export interface RefundFacts {
 
 /** Activities of refunds: their intake, and what the order workflow does about them. */
 export function createRefundActivities(deps: RefundActivityDeps) {
-  async function orderOf(orderId: number) {
-    const order = await deps.orders.findById(orderId);
-    if (!order) {
-      throw ApplicationFailure.create({
-        type: FailureType.OrderNotFound,
-        message: `order ${orderId} does not exist`,
-        nonRetryable: true,
-      });
-    }
-    return order;
-  }
-
   return {
     /**
      * Records a refund event once (UNIQUE provider event ID) and finds its order through the
@@ -69,22 +50,14 @@ export function createRefundActivities(deps: RefundActivityDeps) {
     }): Promise<HandOverResult> {
       if (await deps.refunds.handledBy(input.event.eventId)) return { handedOver: false };
       await atCrashPoint('handOverRefundToOrder.signal', () =>
-        deps.client.workflow.signalWithStart<OrderWorkflow, [OrderRefundEvent]>('orderWorkflow', {
-          workflowId: orderWorkflowId(input.orderId),
-          taskQueue: Context.current().info.taskQueue,
-          args: [{ orderId: input.orderId }],
-          signal: refundRecordedSignal,
-          signalArgs: [input.event],
-          memo: { orderId: input.orderId },
-          typedSearchAttributes: [{ key: OrderIdSearchAttribute, value: input.orderId }],
-        }),
+        signalOrderWorkflow(deps.client, input.orderId, refundRecordedSignal, input.event),
       );
       return { handedOver: true };
     },
 
     /** Adds up the order's recorded refunds and records the total on the order. */
     async applyRefunds(input: { orderId: number }): Promise<RefundFacts> {
-      const order = await orderOf(input.orderId);
+      const order = await findOrderOrFail(deps.orders, input.orderId);
       const refundedAmount = refundedTotal(await deps.refunds.forOrder(input.orderId));
       await atCrashPoint('applyRefunds.commit', () =>
         deps.orders.setRefundedAmount(input.orderId, refundedAmount),
@@ -110,7 +83,7 @@ export function createRefundActivities(deps: RefundActivityDeps) {
      * reason)), and only when they were awarded.
      */
     async reverseLoyaltyPoints(input: { orderId: number }): Promise<{ reversed: boolean }> {
-      const order = await orderOf(input.orderId);
+      const order = await findOrderOrFail(deps.orders, input.orderId);
       const award = (await deps.loyalty.ledgerFor(order.userId)).find(
         (e) => e.orderId === order.id && e.reason === ORDER_CONFIRMED_REASON,
       );

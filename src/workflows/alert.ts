@@ -1,26 +1,16 @@
-import {
-  ActivityFailure,
-  executeChild,
-  isCancellation,
-  log,
-  proxyActivities,
-} from '@temporalio/workflow';
+import { ActivityFailure, executeChild, isCancellation, log } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import type { Activities } from '../activities';
 import { ALERT_WORKFLOW_TYPE, type AlertDelivery, type Alert } from '../shared/alert';
 import { RetryPolicies } from '../shared/retry-policies';
+import { activitySteps } from './activity-steps';
+import { alertChild } from './raise-alert';
 
-// Tries(25) + MaxExceptions(3), within an hour: the server schedules the attempts, the activity
-// counts real failures across them and waits out rate limits (src/shared/retry-policies.ts).
-const { deliverAlert } = proxyActivities<Activities>({
-  ...RetryPolicies.alertDelivery,
-  summary: 'Deliver the alert to the alert sink',
-});
-
-// A signal-with-start on the worker's own connection, like the hand-over to an order.
-const { reportFailure } = proxyActivities<Activities>({
-  ...RetryPolicies.temporalCall,
-  summary: 'Report the failure to the digest of its cause',
+const { deliverAlert, reportFailure } = activitySteps({
+  // Tries(25) + MaxExceptions(3), within an hour: the server schedules the attempts, the
+  // activity counts real failures across them and waits out rate limits.
+  deliverAlert: [RetryPolicies.alertDelivery, 'Deliver the alert to the alert sink'],
+  // A signal-with-start on the worker's own connection, like the hand-over to an order.
+  reportFailure: [RetryPolicies.temporalCall, 'Report the failure to the digest of its cause'],
 });
 
 /**
@@ -67,12 +57,7 @@ export async function alertWorkflow(alert: Alert): Promise<AlertDelivery> {
  */
 export async function raiseIncidentPost(workflowId: string, alert: Alert, what: string) {
   try {
-    await executeChild<typeof alertWorkflow>(ALERT_WORKFLOW_TYPE, {
-      workflowId,
-      args: [alert],
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      parentClosePolicy: 'ABANDON',
-    });
+    await executeChild<typeof alertWorkflow>(ALERT_WORKFLOW_TYPE, alertChild(workflowId, alert));
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     log.info(`${what} already raised`, { workflowId });

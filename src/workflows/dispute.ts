@@ -1,20 +1,15 @@
-import { log, startChild, workflowInfo } from '@temporalio/workflow';
-import { disputeAlertWorkflowId, type Alert } from '../shared/alert';
+import { log } from '@temporalio/workflow';
+import { disputeAlertWorkflowId } from '../shared/alert';
 import { orderWorkflowId } from '../shared/order';
 import type { DisputeEvent } from '../shared/payment-events';
-import { RetryPolicies } from '../shared/retry-policies';
-import type { alertWorkflow } from './alert';
-import { localStep } from './local-step';
+import { intakeSteps } from './intake-steps';
+import { raiseAlertOnce } from './raise-alert';
 
-// Both steps take milliseconds, as the refund's (./refund.ts): local activities, same presets.
-const recordDispute = localStep('recordDispute', {
-  ...RetryPolicies.databaseStep,
-  summary: 'Record the dispute (once per provider event)',
-});
-const handOverDisputeToOrder = localStep('handOverDisputeToOrder', {
-  ...RetryPolicies.temporalCall,
-  summary: "Hand the dispute to the order's workflow",
-});
+const { record: recordDispute, handOver: handOverDisputeToOrder } = intakeSteps(
+  'dispute',
+  'recordDispute',
+  'handOverDisputeToOrder',
+);
 
 /** What became of one dispute event. */
 export interface DisputeWorkflowResult {
@@ -55,35 +50,13 @@ export async function disputeWorkflow(event: DisputeEvent): Promise<DisputeWorkf
 }
 
 /** One alert per dispute, whatever number of events report it opened (its workflow ID). */
-async function alertOpened(event: DisputeEvent, orderId: number | null): Promise<boolean> {
-  const info = workflowInfo();
+function alertOpened(event: DisputeEvent, orderId: number | null): Promise<boolean> {
   const due = event.evidenceDueBy ? `, evidence due by ${event.evidenceDueBy}` : '';
-  const alert: Alert = {
+  return raiseAlertOnce(disputeAlertWorkflowId(event.disputeId), {
     kind: 'dispute',
-    namespace: info.namespace,
-    workflowType: info.workflowType,
-    workflowId: info.workflowId,
-    runId: info.runId,
-    taskQueue: info.taskQueue,
     // The order matched through the payment; the one the event names while that is unknown.
     orderId: orderId ?? event.orderId ?? null,
     failureType: 'DisputeOpened',
     failureMessage: `payment ${event.paymentRef} is disputed (${event.disputeId}, amount ${event.amount}${event.reason ? `, ${event.reason}` : ''})${due}`,
-    rootCauseType: null,
-    rootCauseMessage: null,
-    attempts: null,
-    failedAt: new Date(Date.now()).toISOString(),
-  };
-  try {
-    await startChild<typeof alertWorkflow>('alertWorkflow', {
-      workflowId: disputeAlertWorkflowId(event.disputeId),
-      args: [alert],
-      parentClosePolicy: 'ABANDON',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    });
-    return true;
-  } catch (err) {
-    log.warn('dispute alert not started', { disputeId: event.disputeId, error: String(err) });
-    return false;
-  }
+  });
 }

@@ -34,6 +34,21 @@ export function localStep<K extends keyof Activities>(
   return step as Activities[K];
 }
 
+/**
+ * Several steps on one preset, each with its Web UI summary (metadata, not matched on replay):
+ * `localSteps(RetryPolicies.databaseStep, { applyRefunds: 'Add up the refunds', ... })`.
+ */
+export function localSteps<K extends keyof Activities>(
+  preset: LocalActivityOptions,
+  summaries: Record<K, string>,
+): Pick<Activities, K> {
+  const steps: Partial<Pick<Activities, K>> = {};
+  for (const activityType of Object.keys(summaries) as K[]) {
+    steps[activityType] = localStep(activityType, { ...preset, summary: summaries[activityType] });
+  }
+  return steps as Pick<Activities, K>;
+}
+
 function asActivityFailure(activityType: string, err: unknown): unknown {
   // Cancellation and the SDK's own errors pass as they are.
   if (!(err instanceof TemporalFailure) || err instanceof ActivityFailure) return err;

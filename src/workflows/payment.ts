@@ -1,21 +1,13 @@
 import { workflowInfo } from '@temporalio/workflow';
 import { orderWorkflowId } from '../shared/order';
-import { RetryPolicies } from '../shared/retry-policies';
 import type { PaymentWorkflowInput, PaymentWorkflowResult } from '../shared/payment';
-import { localStep } from './local-step';
+import { intakeSteps } from './intake-steps';
 
-// Both steps take milliseconds (one database transaction; one signal-with-start on the worker's
-// own connection), so they run as local activities (./local-step.ts): in the worker, inside the
-// workflow task, each recorded as a marker that names its activity type. A payment is then one
-// workflow task and no activity task; the SDK applies their retry presets.
-const recordPayment = localStep('recordPayment', {
-  ...RetryPolicies.databaseStep,
-  summary: 'Record the payment (once per provider event)',
-});
-const handOverToOrder = localStep('handOverToOrder', {
-  ...RetryPolicies.temporalCall,
-  summary: "Hand the payment to the order's workflow",
-});
+const { record: recordPayment, handOver: handOverToOrder } = intakeSteps(
+  'payment',
+  'recordPayment',
+  'handOverToOrder',
+);
 
 // PINNED, as every workflow here (the workers' default, src/workers/deployment.ts): a payment
 // run lasts milliseconds (a day at most, through a database outage) and finishes on the build

@@ -1,17 +1,12 @@
 import { orderWorkflowId } from '../shared/order';
 import type { RefundEvent } from '../shared/payment-events';
-import { RetryPolicies } from '../shared/retry-policies';
-import { localStep } from './local-step';
+import { intakeSteps } from './intake-steps';
 
-// Both steps take milliseconds, as the payment's (./payment.ts): local activities, same presets.
-const recordRefund = localStep('recordRefund', {
-  ...RetryPolicies.databaseStep,
-  summary: 'Record the refund (once per provider event)',
-});
-const handOverRefundToOrder = localStep('handOverRefundToOrder', {
-  ...RetryPolicies.temporalCall,
-  summary: "Hand the refund to the order's workflow",
-});
+const { record: recordRefund, handOver: handOverRefundToOrder } = intakeSteps(
+  'refund',
+  'recordRefund',
+  'handOverRefundToOrder',
+);
 
 /** What became of one refund event. */
 export interface RefundWorkflowResult {

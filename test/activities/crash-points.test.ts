@@ -37,6 +37,7 @@ const EFFECT_FUNCTIONS = new Set([
   'writeFileAtomically',
   'writeAtomically',
   'postAlert',
+  'signalOrderWorkflow',
 ]);
 const EFFECT_METHODS = new Set([
   'sendMail',
@@ -75,6 +76,7 @@ const EFFECT_IMPLEMENTATIONS = new Set([
   'postAlert',
   'requestShipment',
   'sendToWarehouse',
+  'signalOrderWorkflow',
   'writeAtomically',
   'writeFileAtomically',
 ]);

@@ -1,69 +1,39 @@
-import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { createRefundActivities } from '../../src/activities/refund-activities';
-import {
-  createLoyaltyRepository,
-  createOrdersRepository,
-  createPaymentsRepository,
-  createRefundsRepository,
-  type OrdersRepository,
-} from '../../src/db';
+import { createLoyaltyRepository, createRefundsRepository } from '../../src/db';
 import { FailureType } from '../../src/shared/errors';
 import { ORDER_CONFIRMED_REASON, ORDER_REFUNDED_REASON } from '../../src/shared/loyalty';
 import { refundRecordedSignal } from '../../src/shared/order';
 import type { RefundEvent } from '../../src/shared/payment-events';
-import { OrderIdSearchAttribute } from '../../src/shared/search-attributes';
-import { quietActivityEnvironment } from '../support/activity-environment';
-import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { testDatabases } from '../../harness/databases';
+import {
+  inActivity,
+  orderHandOver,
+  recordingClient,
+  useIntakeDatabase,
+} from '../support/intake-activities';
 
 // The refund activities, called directly (the workflow tests reach them only through a
 // time-skipping server): what each writes, and what a second call after a retry writes.
 describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
-  let handle: TestDatabaseHandle;
-  let orders: OrdersRepository;
-  let seq = 0;
-  const unique = (prefix: string) => `${prefix}_${++seq}`;
+  const database = useIntakeDatabase(create);
+  const { unique } = database;
   let userSeq = 3_000;
-
-  beforeAll(async () => {
-    handle = await create();
-    orders = createOrdersRepository(handle.db);
-  });
-  afterAll(() => handle?.close());
 
   /** The activities over the test database, and the signals they sent. */
   function activities() {
-    const signalWithStart = jest.fn().mockResolvedValue(undefined);
-    const client = { workflow: { signalWithStart } } as unknown as Client;
+    const { client, signalWithStart } = recordingClient();
     const acts = createRefundActivities({
       client,
-      orders,
-      refunds: createRefundsRepository(handle.db),
-      loyalty: createLoyaltyRepository(handle.db),
+      orders: database.orders,
+      refunds: createRefundsRepository(database.handle.db),
+      loyalty: createLoyaltyRepository(database.handle.db),
     });
     return { acts, signalWithStart };
   }
 
-  /** Runs a call of an activity inside an activity context. */
-  function run<R>(call: () => Promise<R>): Promise<R> {
-    return quietActivityEnvironment().run(call);
-  }
-
-  async function paidOrder(totalAmount = 5_000, userId = ++userSeq) {
-    const { order } = await orders.createWithIdempotencyKey({
-      userId,
-      customerEmail: 'buyer@example.com',
-      totalAmount,
-    });
-    const paymentRef = unique('stripe~pi');
-    await createPaymentsRepository(handle.db).recordPayment({
-      providerEventId: unique('evt_pay'),
-      orderId: order.id,
-      amount: totalAmount,
-      paymentRef,
-    });
-    return { orderId: order.id, userId, paymentRef };
-  }
+  const paidOrder = (totalAmount = 5_000, userId = ++userSeq) =>
+    database.paidOrder({ totalAmount, userId });
 
   function refund(paymentRef: string, amount: number, overrides: Partial<RefundEvent> = {}) {
     const event: RefundEvent = {
@@ -75,7 +45,7 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
       status: 'succeeded',
       ...overrides,
     };
-    return run(() => activities().acts.recordRefund(event)).then(() => event);
+    return inActivity(() => activities().acts.recordRefund(event)).then(() => event);
   }
 
   async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
@@ -99,10 +69,12 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
         amount: 100,
         status: 'succeeded',
       };
-      expect(await run(() => acts.recordRefund(event))).toEqual({ created: true, orderId });
-      expect(await run(() => acts.recordRefund(event))).toEqual({ created: false, orderId });
+      expect(await inActivity(() => acts.recordRefund(event))).toEqual({ created: true, orderId });
+      expect(await inActivity(() => acts.recordRefund(event))).toEqual({ created: false, orderId });
       expect(
-        await run(() => acts.recordRefund({ ...event, eventId: unique('e'), paymentRef: 'x' })),
+        await inActivity(() =>
+          acts.recordRefund({ ...event, eventId: unique('e'), paymentRef: 'x' }),
+        ),
       ).toEqual({ created: true, orderId: null });
     });
   });
@@ -112,29 +84,23 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
       const { acts, signalWithStart } = activities();
       const event = { kind: 'refund' as const, eventId: unique('stripe~evt_re') };
 
-      expect(await run(() => acts.handOverRefundToOrder({ orderId: 42, event }))).toEqual({
+      expect(await inActivity(() => acts.handOverRefundToOrder({ orderId: 42, event }))).toEqual({
         handedOver: true,
       });
       expect(signalWithStart).toHaveBeenCalledTimes(1);
-      expect(signalWithStart).toHaveBeenCalledWith('orderWorkflow', {
-        workflowId: 'order-42',
-        taskQueue: 'test',
-        args: [{ orderId: 42 }],
-        signal: refundRecordedSignal,
-        signalArgs: [event],
-        memo: { orderId: 42 },
-        typedSearchAttributes: [{ key: OrderIdSearchAttribute, value: 42 }],
-      });
+      expect(signalWithStart).toHaveBeenCalledWith(
+        ...orderHandOver(42, refundRecordedSignal, event),
+      );
     });
 
     it('signals nothing once an order run finished with the event', async () => {
       const { paymentRef, orderId } = await paidOrder();
       const recorded = await refund(paymentRef, 100);
-      await createRefundsRepository(handle.db).markHandled(recorded.eventId, 'chain-1');
+      await createRefundsRepository(database.handle.db).markHandled(recorded.eventId, 'chain-1');
       const { acts, signalWithStart } = activities();
 
       expect(
-        await run(() =>
+        await inActivity(() =>
           acts.handOverRefundToOrder({
             orderId,
             event: { kind: 'refund', eventId: recorded.eventId },
@@ -148,7 +114,7 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
       const { paymentRef, orderId } = await paidOrder();
       const recorded = await refund(paymentRef, 100);
       const { acts, signalWithStart } = activities();
-      await run(() =>
+      await inActivity(() =>
         acts.handOverRefundToOrder({
           orderId,
           event: { kind: 'refund', eventId: recorded.eventId },
@@ -164,13 +130,13 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
       await refund(paymentRef, 4_999);
       const { acts } = activities();
 
-      expect(await run(() => acts.applyRefunds({ orderId }))).toEqual({
+      expect(await inActivity(() => acts.applyRefunds({ orderId }))).toEqual({
         refundedAmount: 4_999,
         fullyRefunded: false,
         shipmentStatus: null,
         returnReviewRequested: false,
       });
-      expect((await orders.findById(orderId))?.refundedAmount).toBe(4_999);
+      expect((await database.orders.findById(orderId))?.refundedAmount).toBe(4_999);
     });
 
     it('calls a paid order fully refunded when its refunds reach the total, by amounts', async () => {
@@ -179,18 +145,18 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
       await refund(paymentRef, 3_000);
       // A failed refund counts for nothing.
       await refund(paymentRef, 700, { status: 'failed' });
-      await orders.setShipmentStatus(orderId, 'requested');
+      await database.orders.setShipmentStatus(orderId, 'requested');
       const { acts } = activities();
 
-      expect(await run(() => acts.applyRefunds({ orderId }))).toEqual({
+      expect(await inActivity(() => acts.applyRefunds({ orderId }))).toEqual({
         refundedAmount: 5_000,
         fullyRefunded: true,
         shipmentStatus: 'requested',
         returnReviewRequested: false,
       });
-      expect((await orders.findById(orderId))?.refundedAmount).toBe(5_000);
+      expect((await database.orders.findById(orderId))?.refundedAmount).toBe(5_000);
       // Applied again (a retry, or the next refund event): the same facts.
-      expect(await run(() => acts.applyRefunds({ orderId }))).toMatchObject({
+      expect(await inActivity(() => acts.applyRefunds({ orderId }))).toMatchObject({
         refundedAmount: 5_000,
         fullyRefunded: true,
       });
@@ -199,10 +165,10 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
     it('calls more than the total fully refunded too, and says when a return review was asked', async () => {
       const { orderId, paymentRef } = await paidOrder(5_000);
       await refund(paymentRef, 6_000, { kind: 'cumulative', refundId: undefined });
-      await orders.requestReturnReview(orderId);
+      await database.orders.requestReturnReview(orderId);
       const { acts } = activities();
 
-      expect(await run(() => acts.applyRefunds({ orderId }))).toMatchObject({
+      expect(await inActivity(() => acts.applyRefunds({ orderId }))).toMatchObject({
         refundedAmount: 6_000,
         fullyRefunded: true,
         returnReviewRequested: true,
@@ -210,7 +176,7 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
     });
 
     it('never calls a pending order fully refunded: it was not paid by the refunded payment', async () => {
-      const { order } = await orders.createWithIdempotencyKey({
+      const { order } = await database.orders.createWithIdempotencyKey({
         userId: ++userSeq,
         customerEmail: 'buyer@example.com',
         totalAmount: 5_000,
@@ -218,7 +184,7 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
       await refund(unique('stripe~pi'), 5_000, { orderId: order.id });
       const { acts } = activities();
 
-      expect(await run(() => acts.applyRefunds({ orderId: order.id }))).toMatchObject({
+      expect(await inActivity(() => acts.applyRefunds({ orderId: order.id }))).toMatchObject({
         refundedAmount: 5_000,
         fullyRefunded: false,
       });
@@ -226,10 +192,11 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
 
     it('fails for good with OrderNotFound for an order that does not exist', async () => {
       const { acts } = activities();
-      const failure = await failureOf(run(() => acts.applyRefunds({ orderId: 987_654 })));
+      const failure = await failureOf(inActivity(() => acts.applyRefunds({ orderId: 987_654 })));
       expect(failure.type).toBe(FailureType.OrderNotFound);
       expect(failure.nonRetryable).toBe(true);
       expect(failure.message).toBe('order 987654 does not exist');
+      expect(failure.details).toEqual([{ orderId: 987_654 }]);
     });
   });
 
@@ -237,14 +204,18 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
     it('flags the order once: a retry learns that it was flagged before', async () => {
       const { orderId } = await paidOrder();
       const { acts } = activities();
-      expect(await run(() => acts.requestReturnReview({ orderId }))).toEqual({ flagged: true });
-      expect(await run(() => acts.requestReturnReview({ orderId }))).toEqual({ flagged: false });
-      expect((await orders.findById(orderId))?.returnReviewRequestedAt).not.toBeNull();
+      expect(await inActivity(() => acts.requestReturnReview({ orderId }))).toEqual({
+        flagged: true,
+      });
+      expect(await inActivity(() => acts.requestReturnReview({ orderId }))).toEqual({
+        flagged: false,
+      });
+      expect((await database.orders.findById(orderId))?.returnReviewRequestedAt).not.toBeNull();
     });
   });
 
   describe('reverseLoyaltyPoints', () => {
-    const loyalty = () => createLoyaltyRepository(handle.db);
+    const loyalty = () => createLoyaltyRepository(database.handle.db);
 
     it('takes back the points awarded for the order, once, and none of its other points', async () => {
       const { orderId, userId } = await paidOrder();
@@ -258,8 +229,12 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
       });
       const { acts } = activities();
 
-      expect(await run(() => acts.reverseLoyaltyPoints({ orderId }))).toEqual({ reversed: true });
-      expect(await run(() => acts.reverseLoyaltyPoints({ orderId }))).toEqual({ reversed: false });
+      expect(await inActivity(() => acts.reverseLoyaltyPoints({ orderId }))).toEqual({
+        reversed: true,
+      });
+      expect(await inActivity(() => acts.reverseLoyaltyPoints({ orderId }))).toEqual({
+        reversed: false,
+      });
 
       expect(await loyalty().balanceOf(userId)).toBe(30);
       expect((await loyalty().ledgerFor(userId)).map((e) => [e.points, e.reason])).toEqual([
@@ -281,7 +256,9 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
       });
       const { acts } = activities();
 
-      expect(await run(() => acts.reverseLoyaltyPoints({ orderId: refunded.orderId }))).toEqual({
+      expect(
+        await inActivity(() => acts.reverseLoyaltyPoints({ orderId: refunded.orderId })),
+      ).toEqual({
         reversed: false,
       });
       expect(await loyalty().balanceOf(userId)).toBe(100);
@@ -290,7 +267,9 @@ describe.each(testDatabases)('refund activities ($name)', ({ create }) => {
 
     it('fails for good with OrderNotFound for an order that does not exist', async () => {
       const { acts } = activities();
-      const failure = await failureOf(run(() => acts.reverseLoyaltyPoints({ orderId: 987_655 })));
+      const failure = await failureOf(
+        inActivity(() => acts.reverseLoyaltyPoints({ orderId: 987_655 })),
+      );
       expect(failure.type).toBe(FailureType.OrderNotFound);
       expect(failure.nonRetryable).toBe(true);
     });

@@ -1,16 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import fc from 'fast-check';
-import { createActivities, type Activities } from '../../src/activities';
+import type { Activities } from '../../src/activities';
 import { createAlertActivities } from '../../src/activities/alert-activities';
-import {
-  createDisputesRepository,
-  createOrdersRepository,
-  type DatabaseHandle,
-} from '../../src/db';
+import { createDisputesRepository, createOrdersRepository } from '../../src/db';
 import { disputeAlertWorkflowId } from '../../src/shared/alert';
-import { orderWorkflowId, type OrderWorkflowResult } from '../../src/shared/order';
 import {
   disputeOutcome,
   disputeWorkflowId,
@@ -18,35 +11,21 @@ import {
   type RecordedDispute,
 } from '../../src/shared/payment-events';
 import type { DisputeWorkflowResult } from '../../src/workflows/dispute';
-import { startAlertSink, type AlertSink } from '../operations/helpers';
-import { testActivityDeps } from '../../harness/activity-deps';
 import { bundledWorker, workflowBundle } from '../support/bundles';
 import { testDatabases } from '../../harness/databases';
 import { createTestOrder } from '../support/orders';
-import { startPartners, type Partners } from '../support/stack';
-import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
+import { useOrderWorker, useTimeSkippingStack } from '../support/time-skipping-stack';
 import type { disputeWorkflow } from '../../src/workflows';
 
 // Issue 25, point 1: a dispute opened raises one alert per dispute, with its evidence deadline
 // and the Web UI link, however many events report it; a closure raises none.
-let env: TestWorkflowEnvironment;
-let sink: AlertSink;
-
-beforeAll(async () => {
-  env = await createTimeSkippingEnv();
-  sink = await startAlertSink();
-});
-
-afterAll(async () => {
-  await sink?.close();
-  await env?.teardown();
-});
+const stack = useTimeSkippingStack({ partners: true, sink: true });
 
 it('alerts once per opened dispute, with the evidence deadline and the Web UI link', async () => {
   const taskQueue = `disputes-${randomUUID()}`;
-  const worker = await bundledWorker(env, await workflowBundle(), taskQueue, {
+  const worker = await bundledWorker(stack.env, await workflowBundle(), taskQueue, {
     ...createAlertActivities({
-      alertWebhookUrl: sink.url,
+      alertWebhookUrl: stack.sink.url,
       temporalUiUrl: 'http://localhost:8233',
     }),
     // Its payment is not recorded: the dispute is kept, and nothing is handed to an order.
@@ -67,7 +46,7 @@ it('alerts once per opened dispute, with the evidence deadline and the Web UI li
     for (const status of ['opened', 'opened', 'won'] as const) {
       const e = event(status);
       all.push(
-        await env.client.workflow.execute<typeof disputeWorkflow>('disputeWorkflow', {
+        await stack.env.client.workflow.execute<typeof disputeWorkflow>('disputeWorkflow', {
           taskQueue,
           workflowId: disputeWorkflowId(e.eventId),
           args: [e],
@@ -75,12 +54,12 @@ it('alerts once per opened dispute, with the evidence deadline and the Web UI li
         }),
       );
     }
-    await env.client.workflow.getHandle(disputeAlertWorkflowId(disputeId)).result();
+    await stack.env.client.workflow.getHandle(disputeAlertWorkflowId(disputeId)).result();
     return all;
   });
 
   expect(results.map((r) => r.alerted)).toEqual([true, false, false]);
-  const alerts = sink.received.filter((r) => String(r.body.text).includes(disputeId));
+  const alerts = stack.sink.received.filter((r) => String(r.body.text).includes(disputeId));
   expect(alerts).toHaveLength(1);
   expect(alerts[0]!.body.text).toContain('evidence due by 2026-12-20T23:59:59.000Z');
   expect(alerts[0]!.body.alert).toMatchObject({
@@ -92,8 +71,8 @@ it('alerts once per opened dispute, with the evidence deadline and the Web UI li
 
 it('raises no alert for a closure that comes alone, and names payment, dispute, amount and reason', async () => {
   const taskQueue = `disputes-${randomUUID()}`;
-  const worker = await bundledWorker(env, await workflowBundle(), taskQueue, {
-    ...createAlertActivities({ alertWebhookUrl: sink.url, temporalUiUrl: undefined }),
+  const worker = await bundledWorker(stack.env, await workflowBundle(), taskQueue, {
+    ...createAlertActivities({ alertWebhookUrl: stack.sink.url, temporalUiUrl: undefined }),
     recordDispute: async () => ({ created: true, orderId: null }),
   } satisfies Partial<Activities>);
   const [closedOnly, opened] = [`dp_${randomUUID()}`, `dp_${randomUUID()}`];
@@ -106,7 +85,7 @@ it('raises no alert for a closure that comes alone, and names payment, dispute, 
     reason: 'fraudulent',
   });
   const run = (e: DisputeEvent) =>
-    env.client.workflow.execute<typeof disputeWorkflow>('disputeWorkflow', {
+    stack.env.client.workflow.execute<typeof disputeWorkflow>('disputeWorkflow', {
       taskQueue,
       workflowId: disputeWorkflowId(e.eventId),
       args: [e],
@@ -116,10 +95,12 @@ it('raises no alert for a closure that comes alone, and names payment, dispute, 
     // A closure before (or without) its opening: recorded for the order, nobody to alert.
     expect(await run(event(closedOnly, 'won'))).toMatchObject({ alerted: false });
     expect(await run(event(opened, 'opened'))).toMatchObject({ alerted: true });
-    await env.client.workflow.getHandle(disputeAlertWorkflowId(opened)).result();
+    await stack.env.client.workflow.getHandle(disputeAlertWorkflowId(opened)).result();
   });
-  expect(sink.received.filter((r) => String(r.body.text).includes(closedOnly))).toHaveLength(0);
-  const [alert] = sink.received.filter((r) => String(r.body.text).includes(opened));
+  expect(stack.sink.received.filter((r) => String(r.body.text).includes(closedOnly))).toHaveLength(
+    0,
+  );
+  const [alert] = stack.sink.received.filter((r) => String(r.body.text).includes(opened));
   // No evidence deadline in the event: none in the text either.
   expect(alert!.body.text).toContain(
     `payment stripe~pi_2 is disputed (${opened}, amount 1200, fraudulent)`,
@@ -170,44 +151,18 @@ describe('disputeOutcome', () => {
 
 // Recorded once by event ID, matched through the payment's reference, applied in the order's
 // workflow in any arrival order: the real workflows and activities, on SQLite and PostgreSQL.
-describe.each(testDatabases)('disputes through the order workflow ($name)', ({ create }) => {
-  let db: DatabaseHandle;
-  let partners: Partners;
-  let worker: Worker;
-  let running: Promise<void>;
-  const taskQueue = `disputes-${randomUUID()}`;
-
-  beforeAll(async () => {
-    db = await create();
-    partners = await startPartners();
-    const activities = createActivities({ ...testActivityDeps(db, partners), client: env.client });
-    worker = await bundledWorker(env, await workflowBundle(), taskQueue, activities);
-    running = worker.run();
-  });
-
-  afterAll(async () => {
-    worker?.shutdown();
-    await running;
-    await partners?.close();
-    await db?.close();
-  });
-
+describe.each(testDatabases)('disputes through the order workflow ($name)', ({ name, create }) => {
+  const worker = useOrderWorker(stack, { name, create }, { queue: 'disputes' });
+  const { taskQueue, orderResult } = worker;
   const pay = (orderId: number, paymentRef: string) =>
-    env.client.workflow.execute('paymentWorkflow', {
-      taskQueue,
-      workflowId: `payment-evt_${randomUUID()}`,
-      args: [{ eventId: `evt_${randomUUID()}`, orderId, amount: 5400, paymentRef }],
-      workflowExecutionTimeout: '1 hour',
-    });
+    worker.pay({ orderId, eventId: `evt_${randomUUID()}`, paymentRef });
   const dispute = (event: DisputeEvent): Promise<DisputeWorkflowResult> =>
-    env.client.workflow.execute<typeof disputeWorkflow>('disputeWorkflow', {
+    stack.env.client.workflow.execute<typeof disputeWorkflow>('disputeWorkflow', {
       taskQueue,
       workflowId: disputeWorkflowId(event.eventId),
       args: [event],
       workflowExecutionTimeout: '1 hour',
     });
-  const orderResult = (orderId: number): Promise<OrderWorkflowResult> =>
-    env.client.workflow.getHandle(orderWorkflowId(orderId)).result();
   const disputeEvent = (
     paymentRef: string,
     disputeId: string,
@@ -221,13 +176,13 @@ describe.each(testDatabases)('disputes through the order workflow ($name)', ({ c
     evidenceDueBy: '2026-12-20T23:59:59.000Z',
   });
   const rows = (orderId: number) =>
-    db.db.selectFrom('disputes').selectAll().where('order_id', '=', orderId).execute();
+    worker.db.db.selectFrom('disputes').selectAll().where('order_id', '=', orderId).execute();
 
   it.each([
     ['opened, then lost', ['opened', 'lost']],
     ['lost, then opened (out of order)', ['lost', 'opened']],
   ] as const)('records %s once each and ends lost on the order', async (_, statuses) => {
-    const orders = createOrdersRepository(db.db);
+    const orders = createOrdersRepository(worker.db.db);
     const order = await createTestOrder(orders);
     const paymentRef = `stripe~pi_${randomUUID()}`;
     await pay(order.id, paymentRef);
@@ -238,7 +193,7 @@ describe.each(testDatabases)('disputes through the order workflow ($name)', ({ c
       // (orderWorkflowId is null instead when a retried hand-over found the event handled.)
       expect(await dispute(event)).toMatchObject({ orderId: order.id });
       await orderResult(order.id);
-      expect(await createDisputesRepository(db.db).handledBy(event.eventId)).toEqual(
+      expect(await createDisputesRepository(worker.db.db).handledBy(event.eventId)).toEqual(
         expect.any(String),
       );
     }
@@ -253,11 +208,11 @@ describe.each(testDatabases)('disputes through the order workflow ($name)', ({ c
       disputeClosedAt: closure.recorded_at,
     });
     // One alert for the dispute, started by whichever run saw it opened.
-    await env.client.workflow.getHandle(disputeAlertWorkflowId(disputeId)).result();
+    await stack.env.client.workflow.getHandle(disputeAlertWorkflowId(disputeId)).result();
   });
 
   it('keeps a dispute that comes before its payment, and applies it when the payment arrives', async () => {
-    const orders = createOrdersRepository(db.db);
+    const orders = createOrdersRepository(worker.db.db);
     const order = await createTestOrder(orders);
     const paymentRef = `stripe~pi_${randomUUID()}`;
     const event = disputeEvent(paymentRef, `dp_${randomUUID()}`, 'opened');

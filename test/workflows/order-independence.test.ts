@@ -1,10 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import fc from 'fast-check';
-import { createActivities } from '../../src/activities';
-import { createLoyaltyRepository, createOrdersRepository, type DatabaseHandle } from '../../src/db';
+import { createLoyaltyRepository, createOrdersRepository } from '../../src/db';
 import { disputeAlertWorkflowId, returnReviewAlertWorkflowId } from '../../src/shared/alert';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
@@ -15,13 +12,9 @@ import {
   type RefundEvent,
 } from '../../src/shared/payment-events';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
-import { startAlertSink, type AlertSink } from '../operations/helpers';
-import { testActivityDeps } from '../../harness/activity-deps';
-import { bundledWorker, workflowBundle } from '../support/bundles';
 import { testDatabases } from '../../harness/databases';
-import { createTestOrder, startOrderIdsAt } from '../support/orders';
-import { startPartners, type Partners } from '../support/stack';
-import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
+import { createTestOrder } from '../support/orders';
+import { useOrderWorker, useTimeSkippingStack } from '../support/time-skipping-stack';
 
 // Issue 25, point 1: "any order and any duplication of {payment, partial refund, full refund,
 // dispute opened, dispute closed} for one order ends in the same final state". Each generated
@@ -68,51 +61,16 @@ const sequences = fc.tuple(...FACTS.map(() => fc.integer({ min: 1, max: 3 }))).c
   });
 });
 
-let env: TestWorkflowEnvironment;
-let partners: Partners;
-let sink: AlertSink;
-
-beforeAll(async () => {
-  env = await createTimeSkippingEnv();
-  partners = await startPartners();
-  sink = await startAlertSink();
-});
-
-afterAll(async () => {
-  await sink?.close();
-  await partners?.close();
-  await env?.teardown();
-});
+const stack = useTimeSkippingStack({ partners: true, sink: true });
 
 describe.each(testDatabases)('order independence ($name)', ({ name, create }) => {
-  let db: DatabaseHandle;
-  let worker: Worker;
-  let running: Promise<void>;
-  const taskQueue = `independence-${randomUUID()}`;
-
-  beforeAll(async () => {
-    db = await create();
-    // One Temporal server, warehouse and sink for both databases: order IDs of their own.
-    await startOrderIdsAt(db, name === 'sqlite' ? 1 : 100_000);
-    const activities = createActivities({
-      ...testActivityDeps(db, partners),
-      alerts: { alertWebhookUrl: sink.url, temporalUiUrl: undefined },
-      client: env.client,
-    });
-    worker = await bundledWorker(env, await workflowBundle(), taskQueue, activities);
-    running = worker.run();
-  });
-
-  afterAll(async () => {
-    worker?.shutdown();
-    await running;
-    await db?.close();
-  });
+  const worker = useOrderWorker(stack, { name, create }, { queue: 'independence', alerts: true });
+  const { taskQueue } = worker;
 
   /** Starts an intake workflow and waits for it; a redelivery of a finished one is a no-op. */
   async function deliver(workflowType: string, workflowId: string, arg: unknown): Promise<void> {
     try {
-      await env.client.workflow.execute(workflowType, {
+      await stack.env.client.workflow.execute(workflowType, {
         taskQueue,
         workflowId,
         args: [arg],
@@ -128,7 +86,7 @@ describe.each(testDatabases)('order independence ($name)', ({ name, create }) =>
   /** Runs one sequence for a fresh order and returns what it ended as. */
   async function run(sequence: readonly Delivery[]): ReturnType<typeof finalState> {
     const userId = 10_000 + Math.floor(Math.random() * 1_000_000);
-    const order = await createTestOrder(createOrdersRepository(db.db), { userId });
+    const order = await createTestOrder(createOrdersRepository(worker.db.db), { userId });
     const key = `${name}-${order.id}-${randomUUID().slice(0, 8)}`;
     const paymentRef = `stripe~pi_${key}`;
     const disputeId = `dp_${key}`;
@@ -187,8 +145,8 @@ describe.each(testDatabases)('order independence ($name)', ({ name, create }) =>
     }
     // Every hand-over was done when its intake workflow completed: the order's latest run has
     // every event it will get.
-    await env.client.workflow.getHandle(orderWorkflowId(order.id)).result();
-    await env.client.workflow.getHandle(disputeAlertWorkflowId(disputeId)).result();
+    await stack.env.client.workflow.getHandle(orderWorkflowId(order.id)).result();
+    await stack.env.client.workflow.getHandle(disputeAlertWorkflowId(disputeId)).result();
     return finalState(order.id, userId, key);
   }
 
@@ -203,36 +161,36 @@ describe.each(testDatabases)('order independence ($name)', ({ name, create }) =>
   async function finalState(orderId: number, userId: number, key: string) {
     // Event IDs name the run (its key): compared without it.
     const unkeyed = (eventId: string) => eventId.replace(key, '<key>');
-    const order = await createOrdersRepository(db.db).findById(orderId);
-    const payments = await db.db
+    const order = await createOrdersRepository(worker.db.db).findById(orderId);
+    const payments = await worker.db.db
       .selectFrom('payments')
       .select(['provider_event_id', 'amount'])
       .where('order_id', '=', orderId)
       .orderBy('provider_event_id')
       .execute();
-    const refunds = await db.db
+    const refunds = await worker.db.db
       .selectFrom('refunds')
       .select(['provider_event_id', 'order_id', 'kind', 'amount', 'status'])
       .where('payment_ref', '=', `stripe~pi_${key}`)
       .orderBy('provider_event_id')
       .execute();
-    const disputes = await db.db
+    const disputes = await worker.db.db
       .selectFrom('disputes')
       .select(['order_id', 'status'])
       .where('payment_ref', '=', `stripe~pi_${key}`)
       .execute();
-    const shipments = [...partners.warehouse.shipments.values()].filter(
+    const shipments = [...stack.partners.warehouse.shipments.values()].filter(
       (s) => s.orderId === orderId,
     );
-    const cancels = partners.warehouse.cancels.filter((c) => c.orderId === orderId);
-    const alerts = sink.received
+    const cancels = stack.partners.warehouse.cancels.filter((c) => c.orderId === orderId);
+    const alerts = stack.sink.received
       .map((r) => r.body.alert)
       .filter((a) => a.order_id === orderId)
       .map((a) => `${String(a.kind)}:${String(a.failure_type)}`)
       .sort();
     const reviewAlertsStarted = await Promise.all(
       [returnReviewAlertWorkflowId(orderId)].map((id) =>
-        env.client.workflow
+        stack.env.client.workflow
           .getHandle(id)
           .describe()
           .then(
@@ -267,7 +225,7 @@ describe.each(testDatabases)('order independence ($name)', ({ name, create }) =>
         // Every cancel asked found its shipment and was taken (200): no 404, 409 or 422.
         cancelsRefused: cancels.filter((c) => c.status !== 200).length,
       },
-      points: await createLoyaltyRepository(db.db).balanceOf(userId),
+      points: await createLoyaltyRepository(worker.db.db).balanceOf(userId),
       // One dispute alert per dispute, whatever number of events reported it; no review alert.
       alerts,
       reviewAlertsStarted: reviewAlertsStarted.filter((id) => id !== null),

@@ -15,6 +15,7 @@ import {
   type OrderWorkflowInput,
 } from '../../src/shared/order';
 import { OrderIdSearchAttribute } from '../../src/shared/search-attributes';
+import { recordingActivities } from '../support/mock-activities';
 import { bundledWorker, workflowBundle } from '../support/bundles';
 import { createDevServerEnv, createTimeSkippingEnv } from '../../harness/temporal/test-env';
 
@@ -42,49 +43,9 @@ const ALERTING = new Set(['deliverAlert', 'reportFailure']);
 
 /** Mocked activities that record their calls, as `[name, first argument]`. */
 function recording(overrides: Partial<Activities>, calls: Array<[string, unknown]>): Activities {
-  const defaults: Activities = {
-    recordPayment: async () => ({ paymentId: 7, created: true, firstForOrder: true }),
-    handOverToOrder: async () => ({ handedOver: true }),
-    orderEventHandledBy: async () => ({ chain: null }),
-    markOrderEventHandled: async () => undefined,
-    recordRefund: async () => ({ created: true, orderId: 12 }),
-    handOverRefundToOrder: async () => ({ handedOver: true }),
-    applyRefunds: async () => ({
-      refundedAmount: 0,
-      fullyRefunded: false,
-      shipmentStatus: null,
-      returnReviewRequested: false,
-    }),
-    requestReturnReview: async () => ({ flagged: true }),
-    reverseLoyaltyPoints: async () => ({ reversed: false }),
-    recordDispute: async () => ({ created: true, orderId: 12 }),
-    handOverDisputeToOrder: async () => ({ handedOver: true }),
-    applyDisputes: async () => ({ status: 'opened', closedAt: null }),
-    notifyWarehouse: async () => ({ shipmentId: 'shp_1', replayed: false }),
-    cancelShipment: async () => ({ outcome: 'cancelled', replayed: false }),
-    setShipmentStatus: async () => undefined,
-    requestRefundReview: async () => undefined,
-    sendOrderConfirmation: async () => ({ sent: true, messageId: '<m@test.local>' }),
-    awardLoyaltyPoints: async () => ({ awarded: true, points: 100, balance: 100 }),
-    deliverAlert: async () => ({ delivered: true }),
-    partnerPauseState: async () => ({ paused: false as const }),
-    claimPartnerRelease: async () => ({ delayMs: 0 }),
-    reportFailure: async () => ({ digestWorkflowId: 'alert-digest-test' }),
-    stillFailedRuns: async () => 0,
-  };
-  const all = { ...defaults, ...overrides } as Record<string, (...a: unknown[]) => unknown>;
-  return Object.fromEntries(
-    Object.entries(all).map(([name, fn]) => [
-      name,
-      async (...args: unknown[]) => {
-        // Which run finished with an event: test/workflows/order-handled.test.ts is about these.
-        if (!['orderEventHandledBy', 'markOrderEventHandled', 'applyRefunds'].includes(name)) {
-          calls.push([name, args[0]]);
-        }
-        return fn(...args);
-      },
-    ]),
-  ) as unknown as Activities;
+  return recordingActivities(overrides, (name, args) => {
+    calls.push([name, args[0]]);
+  });
 }
 
 /** Feeds order 12's workflow one event, as the payment workflow's hand-over does. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { Context } from '@temporalio/activity';
 import { ActivityFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -11,8 +11,13 @@ import type { Alert } from '../../src/shared/alert';
 import { failureAlertWorkflowId, refundReviewAlertWorkflowId } from '../../src/shared/alert';
 import { FailureType } from '../../src/shared/errors';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
-import { paymentRecordedSignal, type OrderPaymentEvent } from '../../src/shared/order';
+import {
+  paymentRecordedSignal,
+  type OrderPaymentEvent,
+  type OrderWorkflowInput,
+} from '../../src/shared/order';
 import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
+import { recordingActivities } from '../support/mock-activities';
 import { bundledWorker, workflowBundle } from '../support/bundles';
 
 // The payment workflow's decisions in the time-skipping test server, with mocked activities
@@ -42,63 +47,14 @@ interface Call {
   at: number;
 }
 
-/**
- * The order workflow's reads and stamps of which run finished with an event: not recorded in
- * the calls below, whose tests are about the effects (test/workflows/order-handled.test.ts is
- * about these).
- */
 /** The alert workflow's activities: a failed run reports to its digest, other alerts deliver. */
 const ALERTING = new Set(['deliverAlert', 'reportFailure']);
 
-const EVENT_BOOKKEEPING = new Set(['orderEventHandledBy', 'markOrderEventHandled', 'applyRefunds']);
-
-/** Activities that record the effects' calls and behave as each test says. */
+/** Activities that record the effects' calls, at the test server's time, and behave as each test says. */
 function mockActivities(overrides: Partial<Activities>, calls: Call[]): Activities {
-  const defaults: Activities = {
-    recordPayment: async () => ({ paymentId: 7, created: true, firstForOrder: true }),
-    handOverToOrder: async () => ({ handedOver: true }),
-    orderEventHandledBy: async () => ({ chain: null }),
-    markOrderEventHandled: async () => undefined,
-    recordRefund: async () => ({ created: true, orderId: 12 }),
-    handOverRefundToOrder: async () => ({ handedOver: true }),
-    applyRefunds: async () => ({
-      refundedAmount: 0,
-      fullyRefunded: false,
-      shipmentStatus: null,
-      returnReviewRequested: false,
-    }),
-    requestReturnReview: async () => ({ flagged: true }),
-    reverseLoyaltyPoints: async () => ({ reversed: false }),
-    recordDispute: async () => ({ created: true, orderId: 12 }),
-    handOverDisputeToOrder: async () => ({ handedOver: true }),
-    applyDisputes: async () => ({ status: 'opened', closedAt: null }),
-    notifyWarehouse: async () => ({ shipmentId: 'shp_1', replayed: false }),
-    cancelShipment: async () => ({ outcome: 'cancelled', replayed: false }),
-    setShipmentStatus: async () => undefined,
-    requestRefundReview: async () => undefined,
-    sendOrderConfirmation: async () => ({
-      sent: true,
-      messageId: '<order-12-confirmation@test.local>',
-    }),
-    awardLoyaltyPoints: async () => ({ awarded: true, points: 100, balance: 100 }),
-    deliverAlert: async () => ({ delivered: true }),
-    partnerPauseState: async () => ({ paused: false as const }),
-    claimPartnerRelease: async () => ({ delayMs: 0 }),
-    reportFailure: async () => ({ digestWorkflowId: 'alert-digest-test' }),
-    stillFailedRuns: async () => 0,
-  };
-  const activities = { ...defaults, ...overrides };
-  return Object.fromEntries(
-    Object.entries(activities).map(([name, fn]) => [
-      name,
-      async (...args: unknown[]) => {
-        if (!EVENT_BOOKKEEPING.has(name)) {
-          calls.push({ name: name as keyof Activities, args, at: await env.currentTimeMs() });
-        }
-        return (fn as (...a: unknown[]) => unknown)(...args);
-      },
-    ]),
-  ) as unknown as Activities;
+  return recordingActivities(overrides, async (name, args) => {
+    calls.push({ name, args, at: await env.currentTimeMs() });
+  });
 }
 
 /**
@@ -196,6 +152,11 @@ const paymentInput = (): PaymentWorkflowInput => ({
   amount: 5400,
 });
 
+/** What `run` follows of a started workflow: its ID, the run that was started, its result. */
+function followed(handle: WorkflowHandle, runId: string) {
+  return { workflowId: handle.workflowId, runId, result: () => handle.result() };
+}
+
 /** The payment workflow for one fresh event. */
 function runPayment(activities: Partial<Activities>, input = paymentInput()) {
   return run(activities, async (taskQueue) => {
@@ -206,11 +167,7 @@ function runPayment(activities: Partial<Activities>, input = paymentInput()) {
       // A bug must fail the test quickly, not hang it.
       workflowExecutionTimeout: '1 day',
     });
-    return {
-      workflowId: handle.workflowId,
-      runId: handle.firstExecutionRunId,
-      result: () => handle.result(),
-    };
+    return followed(handle, handle.firstExecutionRunId);
   });
 }
 
@@ -222,6 +179,30 @@ const orderEvent = (event: Partial<OrderPaymentEvent> = {}): OrderPaymentEvent =
   ...event,
 });
 
+/**
+ * Hands `event` to order 12's workflow (started with `input` if it is not running), as the payment
+ * workflow's hand-over does: the run it reached.
+ */
+async function handOver(
+  taskQueue: string,
+  event: OrderPaymentEvent,
+  { workflowId = `order-12-${randomUUID()}`, input = {} }: HandOverOptions = {},
+) {
+  const handle = await env.client.workflow.signalWithStart('orderWorkflow', {
+    workflowId,
+    taskQueue,
+    args: [{ orderId: 12, ...input }],
+    signal: paymentRecordedSignal,
+    signalArgs: [event],
+    workflowExecutionTimeout: '1 day',
+  });
+  return followed(handle, handle.signaledRunId);
+}
+interface HandOverOptions {
+  workflowId?: string;
+  input?: Partial<OrderWorkflowInput>;
+}
+
 /** The order workflow of order 12, fed one payment event as the payment workflow does. */
 function runOrder(
   activities: Partial<Activities>,
@@ -230,30 +211,33 @@ function runOrder(
 ) {
   const paymentEvent = orderEvent(event);
   const workflowId = more.workflowId ?? `order-12-${randomUUID()}`;
-  return run(
-    activities,
-    async (taskQueue) => {
-      const handle = await env.client.workflow.signalWithStart('orderWorkflow', {
-        workflowId,
-        taskQueue,
-        args: [{ orderId: 12 }],
-        signal: paymentRecordedSignal,
-        signalArgs: [paymentEvent],
-        workflowExecutionTimeout: '1 day',
-      });
-      return {
-        workflowId: handle.workflowId,
-        runId: handle.signaledRunId,
-        result: () => handle.result(),
-      };
-    },
-    [refundReviewAlertWorkflowId(12, paymentEvent.eventId), ...(more.followUps ?? [])],
-  ).then(({ followUpResults: [refundReviewAlert, ...otherFollowUps], ...r }) => ({
+  return run(activities, (taskQueue) => handOver(taskQueue, paymentEvent, { workflowId }), [
+    refundReviewAlertWorkflowId(12, paymentEvent.eventId),
+    ...(more.followUps ?? []),
+  ]).then(({ followUpResults: [refundReviewAlert, ...otherFollowUps], ...r }) => ({
     ...r,
     refundReviewAlert,
     otherFollowUps,
     eventId: paymentEvent.eventId,
   }));
+}
+
+/** The run fulfilled its event: the warehouse, the shipment status, the mail, the points. */
+function expectFulfilled(run: {
+  result?: unknown;
+  eventId: string;
+  calls: Array<{ name: string }>;
+}) {
+  expect(run.result).toEqual({
+    orderId: 12,
+    processed: [{ eventId: run.eventId, outcome: 'fulfilled' }],
+  });
+  expect(run.calls.map((c) => c.name)).toEqual([
+    'notifyWarehouse',
+    'setShipmentStatus',
+    'sendOrderConfirmation',
+    'awardLoyaltyPoints',
+  ]);
 }
 
 /** Unwraps a workflow failure down the chain: FulfilmentFailed → activity → cause. */
@@ -368,16 +352,7 @@ describe('orderWorkflow', () => {
   it('asks the warehouse to ship once, then marks the shipment requested', async () => {
     const run = await runOrder({});
 
-    expect(run.result).toEqual({
-      orderId: 12,
-      processed: [{ eventId: run.eventId, outcome: 'fulfilled' }],
-    });
-    expect(run.calls.map((c) => c.name)).toEqual([
-      'notifyWarehouse',
-      'setShipmentStatus',
-      'sendOrderConfirmation',
-      'awardLoyaltyPoints',
-    ]);
+    expectFulfilled(run);
     expect(run.calls.map((c) => c.args)).toEqual([
       [{ orderId: 12 }],
       [{ orderId: 12, status: 'requested' }],
@@ -726,36 +701,15 @@ describe('orderWorkflow: no event is lost behind a failed fulfilment', () => {
       { workflowId },
     );
 
-    expect(run.result).toEqual({
-      orderId: 12,
-      processed: [{ eventId: run.eventId, outcome: 'fulfilled' }],
-    });
-    expect(run.calls.map((c) => c.name)).toEqual([
-      'notifyWarehouse',
-      'setShipmentStatus',
-      'sendOrderConfirmation',
-      'awardLoyaltyPoints',
-    ]);
+    expectFulfilled(run);
   });
 
   it('ignores an event the previous run of the order already took (continue-as-new carries them)', async () => {
     const event = orderEvent();
-    const outcome = await run({}, async (taskQueue) => {
-      const handle = await env.client.workflow.signalWithStart('orderWorkflow', {
-        workflowId: `order-12-${randomUUID()}`,
-        taskQueue,
-        // What continue-as-new hands on: nothing pending, the IDs seen so far.
-        args: [{ orderId: 12, pending: [], seenEventIds: [event.eventId] }],
-        signal: paymentRecordedSignal,
-        signalArgs: [event],
-        workflowExecutionTimeout: '1 day',
-      });
-      return {
-        workflowId: handle.workflowId,
-        runId: handle.signaledRunId,
-        result: () => handle.result(),
-      };
-    });
+    const outcome = await run({}, (taskQueue) =>
+      // What continue-as-new hands on: nothing pending, the IDs seen so far.
+      handOver(taskQueue, event, { input: { pending: [], seenEventIds: [event.eventId] } }),
+    );
 
     expect(outcome.result).toEqual({ orderId: 12, processed: [] });
     expect(outcome.calls).toEqual([]);
@@ -763,21 +717,9 @@ describe('orderWorkflow: no event is lost behind a failed fulfilment', () => {
 
   it('takes the events handed on as pending as seen, when no seen IDs come with them', async () => {
     const event = orderEvent();
-    const outcome = await run({}, async (taskQueue) => {
-      const handle = await env.client.workflow.signalWithStart('orderWorkflow', {
-        workflowId: `order-12-${randomUUID()}`,
-        taskQueue,
-        args: [{ orderId: 12, pending: [event] }],
-        signal: paymentRecordedSignal,
-        signalArgs: [event],
-        workflowExecutionTimeout: '1 day',
-      });
-      return {
-        workflowId: handle.workflowId,
-        runId: handle.signaledRunId,
-        result: () => handle.result(),
-      };
-    });
+    const outcome = await run({}, (taskQueue) =>
+      handOver(taskQueue, event, { input: { pending: [event] } }),
+    );
 
     expect(outcome.result).toEqual({
       orderId: 12,
@@ -789,27 +731,14 @@ describe('orderWorkflow: no event is lost behind a failed fulfilment', () => {
   it('raises no second refund-review alert when a hand-over is retried after the order run closed', async () => {
     const event = orderEvent({ firstForOrder: false });
     const workflowId = `order-12-${randomUUID()}`;
-    const handOver = (taskQueue: string) =>
-      env.client.workflow.signalWithStart('orderWorkflow', {
-        workflowId,
-        taskQueue,
-        args: [{ orderId: 12 }],
-        signal: paymentRecordedSignal,
-        signalArgs: [event],
-        workflowExecutionTimeout: '1 day',
-      });
     const outcome = await run({}, async (taskQueue) => {
-      const first = await handOver(taskQueue);
+      const first = await handOver(taskQueue, event, { workflowId });
       await first.result();
       await env.client.workflow.getHandle(refundReviewAlertWorkflowId(12, event.eventId)).result();
       // The same event again: the closed run cannot dedup it, a new run processes it.
-      const second = await handOver(taskQueue);
-      expect(second.signaledRunId).not.toBe(first.signaledRunId);
-      return {
-        workflowId,
-        runId: second.signaledRunId,
-        result: () => second.result(),
-      };
+      const second = await handOver(taskQueue, event, { workflowId });
+      expect(second.runId).not.toBe(first.runId);
+      return second;
     });
 
     expect(outcome.result).toEqual({

@@ -1,11 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import fc from 'fast-check';
-import { createActivities } from '../../src/activities';
-import { createLoyaltyRepository, createOrdersRepository, type DatabaseHandle } from '../../src/db';
+import { createLoyaltyRepository, createOrdersRepository } from '../../src/db';
 import { returnReviewAlertWorkflowId } from '../../src/shared/alert';
-import { orderWorkflowId, type OrderWorkflowResult } from '../../src/shared/order';
+import { orderWorkflowId } from '../../src/shared/order';
 import {
   refundedTotal,
   refundWorkflowId,
@@ -13,28 +10,14 @@ import {
   type RefundEvent,
 } from '../../src/shared/payment-events';
 import type { RefundWorkflowResult } from '../../src/workflows/refund';
-import { testActivityDeps } from '../../harness/activity-deps';
-import { bundledWorker, workflowBundle } from '../support/bundles';
 import { testDatabases } from '../../harness/databases';
-import { createTestOrder, startOrderIdsAt } from '../support/orders';
-import { startPartners, type Partners } from '../support/stack';
-import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
+import { createTestOrder } from '../support/orders';
+import { alertInput, useOrderWorker, useTimeSkippingStack } from '../support/time-skipping-stack';
 
 // Issue 25, point 1, inward of HTTP: refunds recorded once by event ID, matched to their payment
 // by its reference, and applied in the order's workflow; the real workflows and activities on
 // the time-skipping server, on SQLite and PostgreSQL.
-let env: TestWorkflowEnvironment;
-let partners: Partners;
-
-beforeAll(async () => {
-  env = await createTimeSkippingEnv();
-  partners = await startPartners();
-});
-
-afterAll(async () => {
-  await partners?.close();
-  await env?.teardown();
-});
+const stack = useTimeSkippingStack({ partners: true });
 
 describe('refundedTotal', () => {
   it('gives the same total for any order and duplication of the same refund events', () => {
@@ -77,42 +60,17 @@ describe('refundedTotal', () => {
 });
 
 describe.each(testDatabases)('refunds through the order workflow ($name)', ({ name, create }) => {
-  let db: DatabaseHandle;
-  let worker: Worker;
-  let running: Promise<void>;
-  const taskQueue = `refunds-${randomUUID()}`;
-
-  beforeAll(async () => {
-    db = await create();
-    // One Temporal server and one warehouse for both databases: order IDs of their own.
-    await startOrderIdsAt(db, name === 'sqlite' ? 1 : 100_000);
-    const activities = createActivities({ ...testActivityDeps(db, partners), client: env.client });
-    worker = await bundledWorker(env, await workflowBundle(), taskQueue, activities);
-    running = worker.run();
-  });
-
-  afterAll(async () => {
-    worker?.shutdown();
-    await running;
-    await db?.close();
-  });
-
+  const worker = useOrderWorker(stack, { name, create }, { queue: 'refunds' });
+  const { taskQueue, orderResult } = worker;
   const pay = (orderId: number, eventId: string, paymentRef: string) =>
-    env.client.workflow.execute('paymentWorkflow', {
-      taskQueue,
-      workflowId: `payment-${eventId}`,
-      args: [{ eventId, orderId, amount: 5400, paymentRef }],
-      workflowExecutionTimeout: '1 hour',
-    });
+    worker.pay({ orderId, eventId, paymentRef });
   const refund = (event: RefundEvent): Promise<RefundWorkflowResult> =>
-    env.client.workflow.execute('refundWorkflow', {
+    stack.env.client.workflow.execute('refundWorkflow', {
       taskQueue,
       workflowId: refundWorkflowId(event.eventId),
       args: [event],
       workflowExecutionTimeout: '1 hour',
     });
-  const orderResult = (orderId: number): Promise<OrderWorkflowResult> =>
-    env.client.workflow.getHandle(orderWorkflowId(orderId)).result();
   const fullRefund = (paymentRef: string): RefundEvent => ({
     eventId: `evt_re_${randomUUID()}`,
     paymentRef,
@@ -123,26 +81,26 @@ describe.each(testDatabases)('refunds through the order workflow ($name)', ({ na
   });
 
   it('keeps a refund that comes before its payment, and then ships nothing', async () => {
-    const order = await createTestOrder(createOrdersRepository(db.db));
+    const order = await createTestOrder(createOrdersRepository(worker.db.db));
     const paymentRef = `stripe~pi_${randomUUID()}`;
     expect(await refund(fullRefund(paymentRef))).toEqual({ orderId: null, orderWorkflowId: null });
 
     await pay(order.id, `evt_${randomUUID()}`, paymentRef);
     const result = await orderResult(order.id);
     expect(result.processed.map((p) => p.outcome)).toEqual(['refunded_before_shipment']);
-    expect(partners.warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(0);
-    expect(await createOrdersRepository(db.db).findById(order.id)).toMatchObject({
+    expect(stack.partners.warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(0);
+    expect(await createOrdersRepository(worker.db.db).findById(order.id)).toMatchObject({
       refundedAmount: 5400,
       shipmentStatus: null,
     });
-    expect(await createLoyaltyRepository(db.db).ledgerFor(order.userId)).not.toContainEqual(
+    expect(await createLoyaltyRepository(worker.db.db).ledgerFor(order.userId)).not.toContainEqual(
       expect.objectContaining({ orderId: order.id }),
     );
   });
 
-  const ordersOf = () => createOrdersRepository(db.db);
+  const ordersOf = () => createOrdersRepository(worker.db.db);
   const cancelsOf = (orderId: number) =>
-    partners.warehouse.cancels.filter((c) => c.orderId === orderId);
+    stack.partners.warehouse.cancels.filter((c) => c.orderId === orderId);
 
   it('cancels the shipment of an order refunded in full before it shipped, and takes the points back once', async () => {
     const orders = ordersOf();
@@ -167,32 +125,38 @@ describe.each(testDatabases)('refunds through the order workflow ($name)', ({ na
       returnReviewRequestedAt: null,
     });
     expect(cancelsOf(order.id).map((c) => c.status)).toEqual([200]);
-    expect(partners.warehouse.shipments.get(`order-${order.id}-shipment`)?.status).toBe(
+    expect(stack.partners.warehouse.shipments.get(`order-${order.id}-shipment`)?.status).toBe(
       'cancelled',
     );
-    const loyalty = createLoyaltyRepository(db.db);
+    const loyalty = createLoyaltyRepository(worker.db.db);
     expect((await loyalty.ledgerFor(order.userId)).map((e) => [e.reason, e.points])).toEqual([
       ['order_confirmed', 100],
       ['order_refunded', -100],
     ]);
     expect(await loyalty.balanceOf(order.userId)).toBe(0);
     await expect(
-      env.client.workflow.getHandle(returnReviewAlertWorkflowId(order.id)).describe(),
+      stack.env.client.workflow.getHandle(returnReviewAlertWorkflowId(order.id)).describe(),
     ).rejects.toThrow();
 
     // A later payment of the cancelled order is a double charge: nothing goes to the warehouse.
     await pay(order.id, `evt_${randomUUID()}`, `stripe~pi_${randomUUID()}`);
     await orderResult(order.id);
-    expect(partners.warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(1);
+    expect(stack.partners.warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(1);
   });
 
-  it('flags a full refund of a shipped order for a return review, with one alert', async () => {
-    const orders = ordersOf();
-    const order = await createTestOrder(orders);
+  /** A new order, paid under a provider reference of its own, and fulfilled. */
+  async function fulfilledOrder() {
+    const order = await createTestOrder(ordersOf());
     const paymentRef = `stripe~pi_${randomUUID()}`;
     await pay(order.id, `evt_${randomUUID()}`, paymentRef);
     await orderResult(order.id);
-    expect(await partners.warehouse.ship(`order-${order.id}-shipment`)).toBe(true);
+    return { order, paymentRef };
+  }
+
+  it('flags a full refund of a shipped order for a return review, with one alert', async () => {
+    const orders = ordersOf();
+    const { order, paymentRef } = await fulfilledOrder();
+    expect(await stack.partners.warehouse.ship(`order-${order.id}-shipment`)).toBe(true);
 
     for (let i = 0; i < 2; i++) {
       await refund(fullRefund(paymentRef));
@@ -204,19 +168,14 @@ describe.each(testDatabases)('refunds through the order workflow ($name)', ({ na
     });
     // Asked once: the second refund finds the review flagged and leaves it to the person.
     expect(cancelsOf(order.id).map((c) => c.status)).toEqual([409]);
-    const alert = env.client.workflow.getHandle(returnReviewAlertWorkflowId(order.id));
-    await alert.result();
-    const [started] = await alert.fetchHistory().then((h) => h.events ?? []);
-    const input = started?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
-    expect(Buffer.from(input ?? []).toString()).toContain('RefundedAfterShipment');
+    expect(await alertInput(stack.env, returnReviewAlertWorkflowId(order.id))).toContain(
+      'RefundedAfterShipment',
+    );
   });
 
   it('hands a cancel that fails for good to a return review, with one alert', async () => {
     const orders = ordersOf();
-    const order = await createTestOrder(orders);
-    const paymentRef = `stripe~pi_${randomUUID()}`;
-    await pay(order.id, `evt_${randomUUID()}`, paymentRef);
-    await orderResult(order.id);
+    const { order, paymentRef } = await fulfilledOrder();
 
     // SQLite: down for every attempt of RetryPolicies.warehouseCancellation (the backoff waits
     // about 30 s of real time). PostgreSQL: refused at once (non-retryable), the other way to fail.
@@ -224,25 +183,23 @@ describe.each(testDatabases)('refunds through the order workflow ($name)', ({ na
       name === 'sqlite'
         ? ([{ kind: 'unavailable', status: 503 }, [503, 503, 503, 503, 503]] as const)
         : ([{ kind: 'reject', status: 422 }, [422]] as const);
-    partners.warehouse.setMode(mode, statuses.length);
+    stack.partners.warehouse.setMode(mode, statuses.length);
     await refund(fullRefund(paymentRef));
     const result = await orderResult(order.id);
-    partners.warehouse.setMode({ kind: 'ok' });
+    stack.partners.warehouse.setMode({ kind: 'ok' });
     expect(result.processed.map((p) => p.outcome)).toEqual(['refund']);
     expect(cancelsOf(order.id).map((c) => c.status)).toEqual(statuses);
     expect(await orders.findById(order.id)).toMatchObject({
       shipmentStatus: 'requested',
       returnReviewRequestedAt: expect.any(String),
     });
-    const alert = env.client.workflow.getHandle(returnReviewAlertWorkflowId(order.id));
-    await alert.result();
-    const [started] = await alert.fetchHistory().then((h) => h.events ?? []);
-    const input = started?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
-    expect(Buffer.from(input ?? []).toString()).toContain('ShipmentCancelFailed');
+    expect(await alertInput(stack.env, returnReviewAlertWorkflowId(order.id))).toContain(
+      'ShipmentCancelFailed',
+    );
   });
 
   it('records partial refunds as a total, with no review and the points kept', async () => {
-    const orders = createOrdersRepository(db.db);
+    const orders = createOrdersRepository(worker.db.db);
     const order = await createTestOrder(orders, {
       userId: 2000 + Math.floor(Math.random() * 1000),
     });
@@ -257,6 +214,6 @@ describe.each(testDatabases)('refunds through the order workflow ($name)', ({ na
       refundedAmount: 3000,
       returnReviewRequestedAt: null,
     });
-    expect(await createLoyaltyRepository(db.db).balanceOf(order.userId)).toBe(100);
+    expect(await createLoyaltyRepository(worker.db.db).balanceOf(order.userId)).toBe(100);
   });
 });

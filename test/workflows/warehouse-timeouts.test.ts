@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Context, type Info as ActivityInfo } from '@temporalio/activity';
 import { msToNumber } from '@temporalio/common/lib/time';
 import type { temporal } from '@temporalio/proto';
@@ -12,32 +11,23 @@ import { NON_RETRYABLE_FAILURE_TYPES } from '../../src/shared/errors';
 import { WAREHOUSE_BACKOFF_SECONDS } from '../../src/shared/retry-policies';
 import type { orderWorkflow } from '../../src/workflows/order';
 import { testDatabases } from '../../harness/databases';
-import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
 import { testActivityDeps } from '../../harness/activity-deps';
 import { workflowBundle } from '../support/bundles';
 import { until } from '../support/eventually';
-import { startPartners, type Partners } from '../support/stack';
 import { createTestOrder } from '../support/orders';
+import { useTimeSkippingStack } from '../support/time-skipping-stack';
 
 // Timeouts with the real activities: a hung warehouse call is abandoned and retried, and the
 // late original, when it finally reaches the warehouse, cannot create a second shipment.
-let env: TestWorkflowEnvironment;
+const stack = useTimeSkippingStack({ partners: true });
 let bundle: WorkflowBundleWithSourceMap;
-let partners: Partners;
 let db: DatabaseHandle;
 
 beforeAll(async () => {
-  env = await createTimeSkippingEnv();
   bundle = await workflowBundle();
-  partners = await startPartners();
   db = await testDatabases[0]!.create();
 });
-
-afterAll(async () => {
-  await db?.close();
-  await partners?.close();
-  await env?.teardown();
-});
+afterAll(() => db?.close());
 
 async function payOnce(warehouseTimeoutMs: number) {
   const orders = createOrdersRepository(db.db);
@@ -46,12 +36,12 @@ async function payOnce(warehouseTimeoutMs: number) {
   // What each attempt saw of itself, local activities included (their policy is not in history).
   const infos: ActivityInfo[] = [];
   const worker = await Worker.create({
-    connection: env.nativeConnection,
+    connection: stack.env.nativeConnection,
     taskQueue,
     workflowBundle: bundle,
     activities: createActivities({
-      ...testActivityDeps(db, { ...partners, warehouseTimeoutMs }),
-      client: env.client,
+      ...testActivityDeps(db, { ...stack.partners, warehouseTimeoutMs }),
+      client: stack.env.client,
     }),
     interceptors: {
       activity: [
@@ -68,13 +58,15 @@ async function payOnce(warehouseTimeoutMs: number) {
   });
   const workflowId = `payment-${randomUUID()}`;
   const result = await worker.runUntil(async () => {
-    await env.client.workflow.execute('paymentWorkflow', {
+    await stack.env.client.workflow.execute('paymentWorkflow', {
       workflowId,
       taskQueue,
       args: [{ eventId: workflowId, orderId: order.id, amount: 100 }],
       workflowExecutionTimeout: '1 hour',
     });
-    return env.client.workflow.getHandle<typeof orderWorkflow>(orderWorkflowId(order.id)).result();
+    return stack.env.client.workflow
+      .getHandle<typeof orderWorkflow>(orderWorkflowId(order.id))
+      .result();
   });
   return {
     orderId: order.id,
@@ -87,20 +79,20 @@ async function payOnce(warehouseTimeoutMs: number) {
 
 describe('warehouse call timeouts', () => {
   it('abandons a hung call, retries it, and the late original creates no second shipment', async () => {
-    partners.warehouse.reset();
+    stack.partners.warehouse.reset();
     // The first request hangs for 1.5 s; the client gives up after 300 ms.
-    partners.warehouse.setMode({ kind: 'slow', delayMs: 1_500 }, 1);
+    stack.partners.warehouse.setMode({ kind: 'slow', delayMs: 1_500 }, 1);
 
     const { orderId, result } = await payOnce(300);
     expect(result).toMatchObject({ processed: [{ outcome: 'fulfilled' }] });
 
     // Let the late original reach the warehouse's idempotency check.
-    await until(() => partners.warehouse.requests.length === 2, 'two warehouse requests', {
+    await until(() => stack.partners.warehouse.requests.length === 2, 'two warehouse requests', {
       intervalMs: 20,
     });
-    expect(partners.warehouse.requests.map((r) => r.status).sort()).toEqual([200, 201]);
+    expect(stack.partners.warehouse.requests.map((r) => r.status).sort()).toEqual([200, 201]);
     expect(
-      [...partners.warehouse.shipments.values()].filter((s) => s.orderId === orderId),
+      [...stack.partners.warehouse.shipments.values()].filter((s) => s.orderId === orderId),
     ).toHaveLength(1);
     expect((await createOrdersRepository(db.db).findById(orderId))?.shipmentStatus).toBe(
       'requested',
@@ -108,12 +100,12 @@ describe('warehouse call timeouts', () => {
   });
 
   it('runs every step of the flow, by name in the history, under a declared retry policy, a deadline and a start-to-close timeout', async () => {
-    partners.warehouse.reset();
+    stack.partners.warehouse.reset();
     const run = await payOnce(1_000);
     const scheduled = [];
     const steps: string[] = [];
     for (const id of [run.paymentWorkflow, run.orderWorkflow]) {
-      const history = await env.client.workflow.getHandle(id).fetchHistory();
+      const history = await stack.env.client.workflow.getHandle(id).fetchHistory();
       for (const e of history.events ?? []) {
         if (e.activityTaskScheduledEventAttributes) {
           scheduled.push(e.activityTaskScheduledEventAttributes);

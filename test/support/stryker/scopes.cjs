@@ -50,12 +50,32 @@ exports.scopes = {
     // What the refund and dispute workflows and the order workflow do about them (issue 25).
     'src/activities/refund-activities.ts',
     'src/activities/dispute-activities.ts',
+    // What they share with the payment's activities (issue 28 point 8): the hand-over to the
+    // order's workflow, and the order lookup that fails for good.
+    'src/activities/order-hand-over.ts',
+    'src/activities/order-lookup.ts',
   ],
   // Run in the Temporal sandbox (test/support/stryker/workflow-sandbox.ts), a minute or two per
   // mutant (docs/testing.md, The bar).
-  workflows: ['src/workflows/payment.ts', 'src/workflows/order.ts'],
+  workflows: [
+    'src/workflows/payment.ts',
+    'src/workflows/order.ts',
+    // order.ts split by what an event does (issue 28 point 8): its activities, the fulfilment,
+    // the refunds and refund reviews.
+    'src/workflows/order-steps.ts',
+    'src/workflows/order-fulfilment.ts',
+    'src/workflows/order-refunds.ts',
+  ],
   // The refund, dispute and thin-event workflows (issue 25), in the sandbox like the workflows
   // scope but apart from it, so that their baseline does not wait for order.ts's several hundred
   // mutants.
-  events: ['src/workflows/refund.ts', 'src/workflows/dispute.ts', 'src/workflows/thin-event.ts'],
+  events: [
+    'src/workflows/refund.ts',
+    'src/workflows/dispute.ts',
+    'src/workflows/thin-event.ts',
+    // The intake steps the refund, dispute and payment workflows share, and the once-only alert
+    // start of the dispute and order workflows (issue 28 point 8).
+    'src/workflows/intake-steps.ts',
+    'src/workflows/raise-alert.ts',
+  ],
 };
