@@ -80,8 +80,27 @@ export interface OrdersRepository {
   paidAwaitingShipment(before: string, limit: number): Promise<{ count: number; ids: number[] }>;
 }
 
+/** The order's timestamps that are set once and never change. */
+type OnceStamp =
+  'confirmation_sent_at' | 'refund_review_requested_at' | 'return_review_requested_at';
+
 /** `db` must not be a transaction: creating an order opens its own. */
 export function createOrdersRepository(db: Kysely<Database>): OrdersRepository {
+  /**
+   * Sets the stamp to now unless it is set already: the NULL guard is the claim, so of several
+   * racing callers exactly one updates the row and learns that it was first.
+   */
+  async function stampOnce(orderId: number, stamp: OnceStamp): Promise<boolean> {
+    const now = new Date().toISOString();
+    const result = await db
+      .updateTable('orders')
+      .set({ [stamp]: now, updated_at: now })
+      .where('id', '=', orderId)
+      .where(stamp, 'is', null)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
   return {
     async createWithIdempotencyKey(input) {
       // Timestamps come from the application's clock, the same way on both dialects.
@@ -153,27 +172,9 @@ export function createOrdersRepository(db: Kysely<Database>): OrdersRepository {
       return result.numUpdatedRows > 0n;
     },
 
-    async markConfirmationSent(orderId) {
-      const now = new Date().toISOString();
-      const result = await db
-        .updateTable('orders')
-        .set({ confirmation_sent_at: now, updated_at: now })
-        .where('id', '=', orderId)
-        .where('confirmation_sent_at', 'is', null)
-        .executeTakeFirst();
-      return result.numUpdatedRows > 0n;
-    },
+    markConfirmationSent: (orderId) => stampOnce(orderId, 'confirmation_sent_at'),
 
-    async requestRefundReview(orderId) {
-      const now = new Date().toISOString();
-      const result = await db
-        .updateTable('orders')
-        .set({ refund_review_requested_at: now, updated_at: now })
-        .where('id', '=', orderId)
-        .where('refund_review_requested_at', 'is', null)
-        .executeTakeFirst();
-      return result.numUpdatedRows > 0n;
-    },
+    requestRefundReview: (orderId) => stampOnce(orderId, 'refund_review_requested_at'),
 
     async setRefundedAmount(orderId, amount) {
       await db
@@ -184,16 +185,7 @@ export function createOrdersRepository(db: Kysely<Database>): OrdersRepository {
         .execute();
     },
 
-    async requestReturnReview(orderId) {
-      const now = new Date().toISOString();
-      const result = await db
-        .updateTable('orders')
-        .set({ return_review_requested_at: now, updated_at: now })
-        .where('id', '=', orderId)
-        .where('return_review_requested_at', 'is', null)
-        .executeTakeFirst();
-      return result.numUpdatedRows > 0n;
-    },
+    requestReturnReview: (orderId) => stampOnce(orderId, 'return_review_requested_at'),
 
     async setDisputeOutcome(orderId, outcome) {
       await db
