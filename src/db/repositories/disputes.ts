@@ -1,46 +1,15 @@
 import type { Kysely } from 'kysely';
 import type { DisputeEvent, RecordedDispute } from '../../shared/payment-events';
 import type { Database } from '../schema';
+import { matchToOrder, type EventLedger, type RecordEventResult } from './event-ledger';
+import { eventHandledStamp } from './handled-stamp';
 
-export interface RecordDisputeResult {
-  /** This call inserted the event's row; false for a redelivery or a retry. */
-  created: boolean;
-  /** The order of the disputed payment; null while that payment is not recorded. */
-  orderId: number | null;
-}
+/** `orderId`: the order of the disputed payment; null while that payment is not recorded. */
+export type RecordDisputeResult = RecordEventResult;
 
-export interface DisputesRepository {
-  /**
-   * Records a dispute event once (UNIQUE provider_event_id), matched to its order as a refund is
-   * (the payment with its reference, else the order it names), else kept with no order until its
-   * payment is recorded, which claims it.
-   */
-  record(event: DisputeEvent): Promise<RecordDisputeResult>;
-  /** Every dispute event recorded for the order, oldest first. */
-  forOrder(orderId: number): Promise<RecordedDispute[]>;
-  /** As PaymentsRepository.handledBy, for dispute events. */
-  handledBy(providerEventId: string): Promise<string | null | undefined>;
-  markHandled(providerEventId: string, chain: string): Promise<void>;
-}
+export type DisputesRepository = EventLedger<DisputeEvent, RecordedDispute>;
 
 export function createDisputesRepository(db: Kysely<Database>): DisputesRepository {
-  async function matchOrder(event: Pick<DisputeEvent, 'paymentRef' | 'orderId'>) {
-    const payment = await db
-      .selectFrom('payments')
-      .select('order_id')
-      .where('provider_payment_ref', '=', event.paymentRef)
-      .orderBy('id')
-      .executeTakeFirst();
-    if (payment) return payment.order_id;
-    if (event.orderId === undefined) return null;
-    const order = await db
-      .selectFrom('orders')
-      .select('id')
-      .where('id', '=', event.orderId)
-      .executeTakeFirst();
-    return order?.id ?? null;
-  }
-
   return {
     async record(event) {
       const inserted = await db
@@ -60,23 +29,10 @@ export function createDisputesRepository(db: Kysely<Database>): DisputesReposito
         .onConflict((oc) => oc.column('provider_event_id').doNothing())
         .returning('id')
         .executeTakeFirst();
-      // Matched after the insert committed, as a refund: a payment recorded meanwhile claims the
-      // row from its side after its own commit, so one of the two always sees the other.
-      const orderId = await matchOrder(event);
-      if (orderId !== null) {
-        await db
-          .updateTable('disputes')
-          .set({ order_id: orderId })
-          .where('provider_event_id', '=', event.eventId)
-          .where('order_id', 'is', null)
-          .execute();
-      }
-      const row = await db
-        .selectFrom('disputes')
-        .select('order_id')
-        .where('provider_event_id', '=', event.eventId)
-        .executeTakeFirstOrThrow();
-      return { created: inserted !== undefined, orderId: row.order_id };
+      return {
+        created: inserted !== undefined,
+        orderId: await matchToOrder(db, 'disputes', event),
+      };
     },
 
     async forOrder(orderId) {
@@ -93,22 +49,6 @@ export function createDisputesRepository(db: Kysely<Database>): DisputesReposito
       }));
     },
 
-    async handledBy(providerEventId) {
-      const row = await db
-        .selectFrom('disputes')
-        .select('handled_by_chain')
-        .where('provider_event_id', '=', providerEventId)
-        .executeTakeFirst();
-      return row && row.handled_by_chain;
-    },
-
-    async markHandled(providerEventId, chain) {
-      await db
-        .updateTable('disputes')
-        .set({ handled_by_chain: chain })
-        .where('provider_event_id', '=', providerEventId)
-        .where('handled_by_chain', 'is', null)
-        .execute();
-    },
+    ...eventHandledStamp(db, 'disputes'),
   };
 }

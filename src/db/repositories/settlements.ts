@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import { inReadCommitted } from '../connection';
 import type { Database, SettlementsTable } from '../schema';
+import { settlementHandledStamp, type HandledStamp } from './handled-stamp';
 
 /** An operator's settlement of a pending order with the payments it had. */
 export interface Settlement {
@@ -20,7 +21,8 @@ export type SettleResult =
   /** Nothing was written. */
   | { kind: 'refused'; why: 'order_not_found' | 'already_paid' | 'refunded' | 'no_payment' };
 
-export interface SettlementsRepository {
+/** `handledBy`, `markHandled`: as PaymentsRepository's, for the settlement of the order. */
+export interface SettlementsRepository extends HandledStamp<number> {
   /**
    * Settles a pending order that has at least one payment and no refund, once: the order turns
    * paid and the settlement is recorded in one transaction, and the same conditional update that
@@ -29,9 +31,6 @@ export interface SettlementsRepository {
    */
   settle(input: { orderId: number; settledBy: string; reason: string }): Promise<SettleResult>;
   find(orderId: number): Promise<Settlement | undefined>;
-  /** As PaymentsRepository.handledBy, for the settlement of the order. */
-  handledBy(orderId: number): Promise<string | null | undefined>;
-  markHandled(orderId: number, chain: string): Promise<void>;
 }
 
 /** `db` must not be a transaction: `settle` opens its own. */
@@ -101,23 +100,7 @@ export function createSettlementsRepository(db: Kysely<Database>): SettlementsRe
 
     find,
 
-    async handledBy(orderId) {
-      const row = await db
-        .selectFrom('settlements')
-        .select('handled_by_chain')
-        .where('order_id', '=', orderId)
-        .executeTakeFirst();
-      return row && row.handled_by_chain;
-    },
-
-    async markHandled(orderId, chain) {
-      await db
-        .updateTable('settlements')
-        .set({ handled_by_chain: chain })
-        .where('order_id', '=', orderId)
-        .where('handled_by_chain', 'is', null)
-        .execute();
-    },
+    ...settlementHandledStamp(db),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, UnmatchedDeliveryRow } from '../schema';
+import { MISSING_REFERENCE, unlessMissingReference } from './foreign-key';
 
 /** Why a signed delivery could not be acted on. */
 export const UNMATCHED_REASONS = [
@@ -87,11 +88,14 @@ export type UnmatchedInbox = Pick<UnmatchedRepository, 'record' | 'countRedelive
 const DEFAULT_LIST_LIMIT = 100;
 
 export function createUnmatchedRepository(db: Kysely<Database>): UnmatchedRepository {
-  async function get(id: number): Promise<UnmatchedDelivery | undefined> {
+  /** The entry with this ID or event ID (each UNIQUE). */
+  async function findBy(
+    key: { id: number } | { eventId: string },
+  ): Promise<UnmatchedDelivery | undefined> {
     const row = await db
       .selectFrom('unmatched_deliveries')
       .selectAll()
-      .where('id', '=', id)
+      .where((eb) => ('id' in key ? eb('id', '=', key.id) : eb('event_id', '=', key.eventId)))
       .executeTakeFirst();
     return row && toDelivery(row);
   }
@@ -166,16 +170,9 @@ export function createUnmatchedRepository(db: Kysely<Database>): UnmatchedReposi
         .executeTakeFirst();
     },
 
-    get,
+    get: (id) => findBy({ id }),
 
-    async findByEventId(eventId) {
-      const row = await db
-        .selectFrom('unmatched_deliveries')
-        .selectAll()
-        .where('event_id', '=', eventId)
-        .executeTakeFirst();
-      return row && toDelivery(row);
-    },
+    findByEventId: (eventId) => findBy({ eventId }),
 
     async list({ state = 'open', limit = DEFAULT_LIST_LIMIT } = {}) {
       let query = db.selectFrom('unmatched_deliveries').selectAll();
@@ -186,10 +183,9 @@ export function createUnmatchedRepository(db: Kysely<Database>): UnmatchedReposi
     },
 
     async resolve(id, resolution) {
-      let updated: UnmatchedDeliveryRow | undefined;
-      try {
-        // The NULL guard is the claim: of two operators resolving at once, one updates the row.
-        updated = await db
+      // The NULL guard is the claim: of two operators resolving at once, one updates the row.
+      const updated = await unlessMissingReference(() =>
+        db
           .updateTable('unmatched_deliveries')
           .set({
             resolution: resolution.kind,
@@ -200,22 +196,14 @@ export function createUnmatchedRepository(db: Kysely<Database>): UnmatchedReposi
           .where('id', '=', id)
           .where('resolved_at', 'is', null)
           .returningAll()
-          .executeTakeFirst();
-      } catch (error) {
-        if (isForeignKeyViolation(error)) return { kind: 'order_not_found' };
-        throw error;
-      }
+          .executeTakeFirst(),
+      );
+      if (updated === MISSING_REFERENCE) return { kind: 'order_not_found' };
       if (updated) return { kind: 'resolved', delivery: toDelivery(updated) };
-      const existing = await get(id);
+      const existing = await findBy({ id });
       return existing ? { kind: 'already_resolved', delivery: existing } : { kind: 'not_found' };
     },
   };
-}
-
-/** PostgreSQL's SQLSTATE 23503, or better-sqlite3's extended result code. */
-function isForeignKeyViolation(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null || !('code' in error)) return false;
-  return error.code === '23503' || error.code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
 
 function toDelivery(row: UnmatchedDeliveryRow): UnmatchedDelivery {
