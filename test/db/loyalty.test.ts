@@ -2,10 +2,10 @@ import { createDatabase, type DatabaseHandle } from '../../src/db/connection';
 import {
   createLoyaltyRepository,
   type AwardForOrderResult,
-  type LoyaltyRepository,
 } from '../../src/db/repositories/loyalty';
 import { createOrdersRepository } from '../../src/db/repositories/orders';
-import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { testDatabases } from '../../harness/databases';
+import { useTestDatabase } from '../support/database-fixture';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const REASON = 'order_confirmed';
@@ -15,20 +15,14 @@ const REASON = 'order_confirmed';
 const failure = (message: RegExp) => ({ message: expect.stringMatching(message) });
 
 describe.each(testDatabases)('loyalty repository ($name)', ({ create }) => {
-  let handle: TestDatabaseHandle;
-  let loyalty: LoyaltyRepository;
+  const database = useTestDatabase(create);
+  const loyalty = database.repository(createLoyaltyRepository);
   // Every test gets users of its own, so balances never mix.
   let userSeq = 1_000;
   const nextUser = () => ++userSeq;
 
-  beforeAll(async () => {
-    handle = await create();
-    loyalty = createLoyaltyRepository(handle.db);
-  });
-  afterAll(() => handle?.close());
-
   async function newOrderId(userId: number): Promise<number> {
-    const { order } = await createOrdersRepository(handle.db).createWithIdempotencyKey({
+    const { order } = await createOrdersRepository(database.handle.db).createWithIdempotencyKey({
       userId,
       customerEmail: 'buyer@example.com',
       totalAmount: 5_400,
@@ -73,7 +67,10 @@ describe.each(testDatabases)('loyalty repository ($name)', ({ create }) => {
     const input = { userId, orderId: await newOrderId(userId), points: 100, reason: REASON };
     // Extra handles are separate pools on PostgreSQL; on SQLite they share the file's connection
     // in this process (as in payments.test.ts).
-    const others: DatabaseHandle[] = [createDatabase(handle.url), createDatabase(handle.url)];
+    const others: DatabaseHandle[] = [
+      createDatabase(database.handle.url),
+      createDatabase(database.handle.url),
+    ];
     try {
       const repositories = [loyalty, ...others.map((o) => createLoyaltyRepository(o.db))];
       const results: AwardForOrderResult[] = await Promise.all(
@@ -112,7 +109,7 @@ describe.each(testDatabases)('loyalty repository ($name)', ({ create }) => {
   it('loses no increment when different orders of one user are awarded at the same moment', async () => {
     const userId = nextUser();
     const orderIds = await Promise.all(Array.from({ length: 10 }, () => newOrderId(userId)));
-    const other = createDatabase(handle.url);
+    const other = createDatabase(database.handle.url);
     try {
       const repositories = [loyalty, createLoyaltyRepository(other.db)];
 

@@ -1,24 +1,15 @@
 import { createDatabase } from '../../src/db/connection';
-import {
-  createOrdersRepository,
-  type CreateOrderInput,
-  type OrdersRepository,
-} from '../../src/db/repositories/orders';
-import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { createOrdersRepository, type CreateOrderInput } from '../../src/db/repositories/orders';
+import { testDatabases } from '../../harness/databases';
+import { useTestDatabase } from '../support/database-fixture';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describe.each(testDatabases)('orders repository ($name)', ({ create }) => {
-  let handle: TestDatabaseHandle;
-  let orders: OrdersRepository;
+  const database = useTestDatabase(create);
+  const orders = database.repository(createOrdersRepository);
   let keySeq = 0;
   const nextKey = () => `key-${++keySeq}-${Date.now()}`;
-
-  beforeAll(async () => {
-    handle = await create();
-    orders = createOrdersRepository(handle.db);
-  });
-  afterAll(() => handle?.close());
 
   const request = (overrides: Partial<CreateOrderInput> = {}): CreateOrderInput => ({
     userId: 42,
@@ -28,7 +19,7 @@ describe.each(testDatabases)('orders repository ($name)', ({ create }) => {
   });
 
   async function rowsWithKey(key: string): Promise<number> {
-    const rows = await handle.db
+    const rows = await database.handle.db
       .selectFrom('orders')
       .select('id')
       .where('idempotency_key', '=', key)
@@ -114,7 +105,7 @@ describe.each(testDatabases)('orders repository ($name)', ({ create }) => {
 
   it('creates one row for 20 concurrent requests with the same key, through several handles', async () => {
     const key = nextKey();
-    const other = createDatabase(handle.url);
+    const other = createDatabase(database.handle.url);
     try {
       const repositories = [orders, createOrdersRepository(other.db)];
       const results = await Promise.all(

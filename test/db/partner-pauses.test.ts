@@ -1,24 +1,20 @@
 import { createPartnerPausesRepository, releaseSpacingMs } from '../../src/db';
 import { PARTNER_RELEASE_HEADROOM_MS } from '../../src/shared/partner';
-import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { testDatabases } from '../../harness/databases';
+import { useTestDatabase } from '../support/database-fixture';
 
 // The partner pause table: the durable truth every held call reads.
 describe.each(testDatabases)('partner pauses ($name)', ({ create }) => {
-  let handle: TestDatabaseHandle;
-  beforeEach(async () => {
-    handle = await create();
-  });
-  afterEach(() => handle?.close());
+  const database = useTestDatabase(create, { perTest: true });
+  const pauses = database.repository(createPartnerPausesRepository);
 
   it('reads as not paused before anyone paused', async () => {
-    const pauses = createPartnerPausesRepository(handle.db);
     expect(await pauses.state('warehouse')).toEqual({ paused: false });
     expect(await pauses.resume('warehouse')).toEqual({ kind: 'not_paused', pause: undefined });
     expect(await pauses.claimRelease('warehouse', Date.now())).toEqual({ delayMs: 0 });
   });
 
   it('keeps the first of two pauses, and a resume only once', async () => {
-    const pauses = createPartnerPausesRepository(handle.db);
     const first = await pauses.pause('warehouse', 'alice', 'outage');
     const second = await pauses.pause('warehouse', 'bob');
     expect(first.kind).toBe('paused');
@@ -40,7 +36,6 @@ describe.each(testDatabases)('partner pauses ($name)', ({ create }) => {
   });
 
   it('hands out release slots a tenth wider than 1/rate apart, to concurrent callers too', async () => {
-    const pauses = createPartnerPausesRepository(handle.db);
     await pauses.pause('warehouse', 'alice');
     await pauses.resume('warehouse', 4);
     expect(await pauses.state('warehouse')).toEqual({ paused: false, releaseRate: 4 });
@@ -56,7 +51,6 @@ describe.each(testDatabases)('partner pauses ($name)', ({ create }) => {
   });
 
   it('does not bank slots while nobody claims them: a late claim goes after the headroom, the next one a slot later', async () => {
-    const pauses = createPartnerPausesRepository(handle.db);
     await pauses.pause('warehouse', 'alice');
     await pauses.resume('warehouse', 2);
     const later = Date.now() + 60_000;

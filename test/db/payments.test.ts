@@ -1,35 +1,20 @@
 import { createDatabase, type DatabaseHandle } from '../../src/db/connection';
-import { createOrdersRepository, type Order } from '../../src/db/repositories/orders';
+import { createOrdersRepository } from '../../src/db/repositories/orders';
 import { createUnmatchedRepository } from '../../src/db/repositories/unmatched';
 import {
   createPaymentsRepository,
-  type PaymentsRepository,
   type RecordPaymentResult,
 } from '../../src/db/repositories/payments';
-import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { testDatabases } from '../../harness/databases';
+import { useTestDatabase } from '../support/database-fixture';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
-  let handle: TestDatabaseHandle;
-  let payments: PaymentsRepository;
-  let eventSeq = 0;
-  const nextEventId = () => `evt_${++eventSeq}_${Date.now()}`;
-
-  beforeAll(async () => {
-    handle = await create();
-    payments = createPaymentsRepository(handle.db);
-  });
-  afterAll(() => handle?.close());
-
-  async function newOrder(totalAmount = 5_400): Promise<Order> {
-    const result = await createOrdersRepository(handle.db).createWithIdempotencyKey({
-      userId: 7,
-      customerEmail: 'buyer@example.com',
-      totalAmount,
-    });
-    return result.order;
-  }
+  const database = useTestDatabase(create);
+  const payments = database.repository(createPaymentsRepository);
+  const nextEventId = () => database.unique('evt');
+  const newOrder = (totalAmount = 5_400) => database.newOrder(totalAmount);
 
   it('records a new event as created and marks its order paid', async () => {
     const order = await newOrder();
@@ -56,7 +41,7 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
         updatedAt: expect.stringMatching(ISO_UTC),
       },
     });
-    const paidOrder = await createOrdersRepository(handle.db).findById(order.id);
+    const paidOrder = await createOrdersRepository(database.handle.db).findById(order.id);
     expect(paidOrder?.status).toBe('paid');
     expect(Date.parse(paidOrder!.updatedAt)).toBeGreaterThanOrEqual(Date.parse(order.updatedAt));
   });
@@ -86,7 +71,7 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
   it('records a payment that is not the order total without paying the order; the right amount then does', async () => {
     const order = await newOrder(5_400);
     const eventId = nextEventId();
-    const orders = createOrdersRepository(handle.db);
+    const orders = createOrdersRepository(database.handle.db);
 
     const short = await payments.recordPayment({
       providerEventId: `${eventId}_short`,
@@ -186,7 +171,7 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
 
   it('lets a database failure through instead of calling it a missing order', async () => {
     const order = await newOrder();
-    if (handle.dialect === 'postgres') {
+    if (database.handle.dialect === 'postgres') {
       // A violated CHECK (amount >= 0) carries an error code too, but not the foreign key's: it
       // must not read as order_not_found, which fails the payment for good. (PostgreSQL only:
       // on SQLite this call once resolved in a full run, not reproduced since; see docs/testing.md.)
@@ -247,9 +232,16 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     await payments.recordPayment({ providerEventId: eventId, orderId: order.id, amount: 5_400 });
     expect(await payments.handledBy(eventId)).toBeNull();
 
+    const [recorded] = await payments.listByOrder(order.id);
+    // The stamp is a change of the payment's row: its updated_at moves (once, with the stamp).
+    await new Promise((resolve) => setTimeout(resolve, 5));
     await payments.markHandled(eventId, 'chain-1');
+    const [stamped] = await payments.listByOrder(order.id);
+    expect(Date.parse(stamped!.updatedAt)).toBeGreaterThan(Date.parse(recorded!.updatedAt));
+    await new Promise((resolve) => setTimeout(resolve, 5));
     await payments.markHandled(eventId, 'chain-2');
     expect(await payments.handledBy(eventId)).toBe('chain-1');
+    expect(await payments.listByOrder(order.id)).toEqual([stamped]);
   });
 
   it('reports a conflict, and writes nothing, when the event ID comes with another amount or order', async () => {
@@ -283,7 +275,7 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
       expect(result).toEqual({ kind: 'conflict', payment: first.payment });
     }
     expect(await payments.listByOrder(otherOrder.id)).toEqual([]);
-    expect((await createOrdersRepository(handle.db).findById(otherOrder.id))?.status).toBe(
+    expect((await createOrdersRepository(database.handle.db).findById(otherOrder.id))?.status).toBe(
       'pending',
     );
   });
@@ -300,7 +292,7 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
 
     expect(kept).toEqual({ kind: 'unknown_order', unmatchedId: expect.any(Number), created: true });
     expect(await payments.countByEventId(eventId)).toBe(0);
-    const entry = await createUnmatchedRepository(handle.db).findByEventId(eventId);
+    const entry = await createUnmatchedRepository(database.handle.db).findByEventId(eventId);
     expect(entry).toMatchObject({
       id: kept.kind === 'unknown_order' ? kept.unmatchedId : -1,
       reason: 'unknown_order',
@@ -332,7 +324,7 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     expect(retried).toEqual(first);
     expect(first).toMatchObject({ kind: 'unknown_order', created: true });
     expect(redelivered).toMatchObject({ kind: 'unknown_order', created: false });
-    const entry = await createUnmatchedRepository(handle.db).findByEventId(eventId);
+    const entry = await createUnmatchedRepository(database.handle.db).findByEventId(eventId);
     expect(entry).toMatchObject({
       provider: 'stripe',
       payload: { amount: 1200, paymentRef: 'stripe~pi_1', currency: 'jpy' },
@@ -355,10 +347,12 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     expect(again).toEqual(kept);
     expect(redelivered).toMatchObject({ kind: 'unknown_order', created: false });
     expect(await payments.countByEventId(eventId)).toBe(0);
-    expect((await createOrdersRepository(handle.db).findById(order.id))?.status).toBe('pending');
+    expect((await createOrdersRepository(database.handle.db).findById(order.id))?.status).toBe(
+      'pending',
+    );
 
     // Attached by an operator (paid under its own event ID): a later run still pays nothing.
-    const inbox = createUnmatchedRepository(handle.db);
+    const inbox = createUnmatchedRepository(database.handle.db);
     const id = kept.kind === 'unknown_order' ? kept.unmatchedId : -1;
     expect((await inbox.resolve(id, { kind: 'attached', orderId: order.id })).kind).toBe(
       'resolved',
@@ -385,7 +379,9 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
       ),
     );
     expect(results.filter((r) => r.kind === 'unknown_order' && r.created)).toHaveLength(1);
-    expect(await createUnmatchedRepository(handle.db).findByEventId(eventId)).toMatchObject({
+    expect(
+      await createUnmatchedRepository(database.handle.db).findByEventId(eventId),
+    ).toMatchObject({
       deliveryCount: 8,
     });
     expect(await payments.countByEventId(eventId)).toBe(0);
@@ -396,7 +392,10 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     const input = { providerEventId: nextEventId(), orderId: order.id, amount: 5_400 };
     // Extra handles are separate pools on PostgreSQL; on SQLite they share the file's connection
     // in this process (separate processes: sqlite-processes.test.ts).
-    const others: DatabaseHandle[] = [createDatabase(handle.url), createDatabase(handle.url)];
+    const others: DatabaseHandle[] = [
+      createDatabase(database.handle.url),
+      createDatabase(database.handle.url),
+    ];
     try {
       const repositories = [payments, ...others.map((o) => createPaymentsRepository(o.db))];
       const results: RecordPaymentResult[] = await Promise.all(

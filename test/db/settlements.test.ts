@@ -1,47 +1,25 @@
 import { createOrdersRepository } from '../../src/db/repositories/orders';
-import { createPaymentsRepository } from '../../src/db/repositories/payments';
-import {
-  createSettlementsRepository,
-  type SettlementsRepository,
-} from '../../src/db/repositories/settlements';
-import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { createSettlementsRepository } from '../../src/db/repositories/settlements';
+import { testDatabases } from '../../harness/databases';
+import { useTestDatabase } from '../support/database-fixture';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 // An operator's settlement of a pending order (`ops settle`): once, and never beside a payment
 // that pays the order by itself.
 describe.each(testDatabases)('settlements repository ($name)', ({ create }) => {
-  let handle: TestDatabaseHandle;
-  let settlements: SettlementsRepository;
-  let seq = 0;
+  const database = useTestDatabase(create);
+  const settlements = database.repository(createSettlementsRepository);
   const who = { settledBy: 'ops@example.com', reason: 'paid short by the bank fee' };
-
-  beforeAll(async () => {
-    handle = await create();
-    settlements = createSettlementsRepository(handle.db);
-  });
-  afterAll(() => handle?.close());
-
-  async function newOrder(totalAmount = 5_000): Promise<number> {
-    const { order } = await createOrdersRepository(handle.db).createWithIdempotencyKey({
-      userId: 5,
-      customerEmail: 'buyer@example.com',
-      totalAmount,
-    });
-    return order.id;
-  }
+  const newOrder = async (totalAmount = 5_000) => (await database.newOrder(totalAmount)).id;
 
   async function pay(orderId: number, amount: number): Promise<number> {
-    const result = await createPaymentsRepository(handle.db).recordPayment({
-      providerEventId: `evt_settle_${++seq}`,
-      orderId,
-      amount,
-    });
+    const result = await database.pay(orderId, { amount });
     if (result.kind !== 'created') throw new Error(`payment not created: ${result.kind}`);
     return result.payment.id;
   }
 
-  const order = (id: number) => createOrdersRepository(handle.db).findById(id);
+  const order = (id: number) => createOrdersRepository(database.handle.db).findById(id);
 
   it('pays a pending order with its short and split payments, and records who, why, when and which', async () => {
     const orderId = await newOrder(5_000);
@@ -133,7 +111,7 @@ describe.each(testDatabases)('settlements repository ($name)', ({ create }) => {
   it('refuses a pending order whose payment was refunded, even in part', async () => {
     const orderId = await newOrder();
     await pay(orderId, 3_000);
-    await createOrdersRepository(handle.db).setRefundedAmount(orderId, 1);
+    await createOrdersRepository(database.handle.db).setRefundedAmount(orderId, 1);
     expect(await settlements.settle({ orderId, ...who })).toEqual({
       kind: 'refused',
       why: 'refunded',
@@ -146,11 +124,7 @@ describe.each(testDatabases)('settlements repository ($name)', ({ create }) => {
     const orderId = await newOrder(5_000);
     await pay(orderId, 100);
     await settlements.settle({ orderId, ...who });
-    const late = await createPaymentsRepository(handle.db).recordPayment({
-      providerEventId: `evt_settle_late_${++seq}`,
-      orderId,
-      amount: 5_000,
-    });
+    const late = await database.pay(orderId, { amount: 5_000 });
     // Not the first payment: the order was paid by the settlement (a refund review follows).
     expect(late).toMatchObject({ kind: 'created', firstForOrder: false });
   });

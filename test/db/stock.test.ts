@@ -1,23 +1,17 @@
-import { createOrdersRepository, type OrdersRepository } from '../../src/db/repositories/orders';
-import { createStockRepository, type StockRepository } from '../../src/db/repositories/stock';
-import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { createOrdersRepository } from '../../src/db/repositories/orders';
+import { createStockRepository } from '../../src/db/repositories/stock';
+import { testDatabases } from '../../harness/databases';
+import { useTestDatabase } from '../support/database-fixture';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describe.each(testDatabases)('stock repository ($name)', ({ create }) => {
-  let handle: TestDatabaseHandle;
-  let stock: StockRepository;
-  let orders: OrdersRepository;
+  const database = useTestDatabase(create);
+  const stock = database.repository(createStockRepository);
+  const orders = database.repository(createOrdersRepository);
   // Every test takes its snapshots at times of its own: the UNIQUE taken_at is per database.
   let minute = 0;
   const nextSlot = () => new Date(Date.UTC(2025, 0, 31, 9, ++minute)).toISOString();
-
-  beforeAll(async () => {
-    handle = await create();
-    stock = createStockRepository(handle.db);
-    orders = createOrdersRepository(handle.db);
-  });
-  afterAll(() => handle?.close());
 
   async function addOrder(state: {
     paid: boolean;
@@ -29,7 +23,7 @@ describe.each(testDatabases)('stock repository ($name)', ({ create }) => {
       totalAmount: 1_000,
     });
     if (state.paid) {
-      await handle.db
+      await database.handle.db
         .updateTable('orders')
         .set({ status: 'paid' })
         .where('id', '=', order.id)
@@ -68,7 +62,7 @@ describe.each(testDatabases)('stock repository ($name)', ({ create }) => {
     const retry = await stock.takeSnapshot(takenAt);
 
     expect(retry).toEqual({ snapshot: first.snapshot, created: false });
-    const rows = await handle.db
+    const rows = await database.handle.db
       .selectFrom('stock_snapshots')
       .select('id')
       .where('taken_at', '=', takenAt)
@@ -96,7 +90,7 @@ describe.each(testDatabases)('stock repository ($name)', ({ create }) => {
 
   it('rejects a takenAt that is not a timestamp, writing nothing', async () => {
     const count = async () =>
-      (await handle.db.selectFrom('stock_snapshots').select('id').execute()).length;
+      (await database.handle.db.selectFrom('stock_snapshots').select('id').execute()).length;
     const rowsBefore = await count();
 
     await expect(stock.takeSnapshot('five past nine')).rejects.toThrow(/not a timestamp/);

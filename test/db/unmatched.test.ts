@@ -1,19 +1,15 @@
-import { createOrdersRepository } from '../../src/db/repositories/orders';
 import { createUnmatchedRepository } from '../../src/db/repositories/unmatched';
-import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { testDatabases } from '../../harness/databases';
+import { useTestDatabase } from '../support/database-fixture';
 
 // The unmatched inbox: every signed delivery we could not act on, kept until an operator decides.
 describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) => {
-  let handle: TestDatabaseHandle;
-  beforeAll(async () => {
-    handle = await create();
-  });
-  afterAll(() => handle?.close());
+  const database = useTestDatabase(create);
+  const inbox = database.repository(createUnmatchedRepository);
 
   const payload = { eventId: 'stripe~evt_1', orderId: 99, amount: 1200 };
 
   it('keeps a delivery once and counts its redeliveries', async () => {
-    const inbox = createUnmatchedRepository(handle.db);
     const first = await inbox.record({
       reason: 'unknown_order',
       provider: 'stripe',
@@ -44,7 +40,6 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   });
 
   it('lets concurrent records of one event agree on a single creator', async () => {
-    const inbox = createUnmatchedRepository(handle.db);
     const results = await Promise.all(
       Array.from({ length: 8 }, () =>
         inbox.record({ reason: 'currency', provider: 'standard', eventId: 'standard~c', payload }),
@@ -56,7 +51,6 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   });
 
   it("tells the run that kept an entry created again without counting; another run's call counts", async () => {
-    const inbox = createUnmatchedRepository(handle.db);
     const input = {
       reason: 'unknown_order' as const,
       provider: 'payment',
@@ -78,7 +72,6 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   });
 
   it('counts a redelivery only of an entry kept for the reason asked about', async () => {
-    const inbox = createUnmatchedRepository(handle.db);
     const { id } = await inbox.record({
       reason: 'unknown_order',
       provider: 'stripe',
@@ -102,7 +95,6 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   });
 
   it('takes the latest reason while open, and only counts once resolved', async () => {
-    const inbox = createUnmatchedRepository(handle.db);
     const { id } = await inbox.record({
       reason: 'thin_unresolved',
       provider: 'stripe',
@@ -133,12 +125,7 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   });
 
   it('resolves an entry exactly once, whoever asks how often', async () => {
-    const inbox = createUnmatchedRepository(handle.db);
-    const order = await createOrdersRepository(handle.db).createWithIdempotencyKey({
-      userId: 1,
-      customerEmail: 'a@example.com',
-      totalAmount: 1200,
-    });
+    const order = await database.newOrder();
     const { id } = await inbox.record({
       reason: 'unknown_order',
       provider: 'payment',
@@ -147,7 +134,7 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
     });
 
     const results = await Promise.all([
-      inbox.resolve(id, { kind: 'attached', orderId: order.order.id }),
+      inbox.resolve(id, { kind: 'attached', orderId: order.id }),
       inbox.resolve(id, { kind: 'dismissed', note: 'duplicate' }),
       inbox.resolve(id, { kind: 'refunded_outside' }),
     ]);
@@ -160,12 +147,7 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   });
 
   it('records which order an entry was attached to, and refuses an order that does not exist', async () => {
-    const inbox = createUnmatchedRepository(handle.db);
-    const order = await createOrdersRepository(handle.db).createWithIdempotencyKey({
-      userId: 2,
-      customerEmail: 'b@example.com',
-      totalAmount: 500,
-    });
+    const order = await database.newOrder();
     const { id } = await inbox.record({
       reason: 'foreign_order_ref',
       provider: 'stripe',
@@ -179,13 +161,13 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
 
     const attached = await inbox.resolve(id, {
       kind: 'attached',
-      orderId: order.order.id,
+      orderId: order.id,
       note: 'ORD-12 is order 12',
     });
     expect(attached).toMatchObject({
       kind: 'resolved',
       delivery: {
-        resolution: { kind: 'attached', orderId: order.order.id, note: 'ORD-12 is order 12' },
+        resolution: { kind: 'attached', orderId: order.id, note: 'ORD-12 is order 12' },
       },
     });
     expect(await inbox.resolve(987_655, { kind: 'dismissed', note: 'x' })).toEqual({
@@ -194,7 +176,6 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   });
 
   it('lists open entries newest first, and resolved ones apart', async () => {
-    const inbox = createUnmatchedRepository(handle.db);
     const a = await inbox.record({
       reason: 'account',
       provider: 'stripe',
@@ -219,19 +200,14 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
     expect(await inbox.list({ state: 'all', limit: 1 })).toHaveLength(1);
   });
   it('reads each kind of resolution back with its note, and a missing note as none', async () => {
-    const inbox = createUnmatchedRepository(handle.db);
-    const order = await createOrdersRepository(handle.db).createWithIdempotencyKey({
-      userId: 3,
-      customerEmail: 'c@example.com',
-      totalAmount: 700,
-    });
+    const order = await database.newOrder();
     const keep = async (eventId: string) =>
       (await inbox.record({ reason: 'unknown_order', provider: 'payment', eventId, payload })).id;
     const resolvedAt = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/);
 
     const attached = await inbox.resolve(await keep('r-attached'), {
       kind: 'attached',
-      orderId: order.order.id,
+      orderId: order.id,
     });
     const outside = await inbox.resolve(await keep('r-outside'), {
       kind: 'refunded_outside',
@@ -249,7 +225,7 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
     // Read back from the table, not from the call's own answer.
     expect(await resolutionOf('r-attached')).toStrictEqual({
       kind: 'attached',
-      orderId: order.order.id,
+      orderId: order.id,
       note: undefined,
       resolvedAt,
     });
@@ -272,7 +248,6 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   });
 
   it('keeps a delivery without a payload as JSON null', async () => {
-    const inbox = createUnmatchedRepository(handle.db);
     const { id } = await inbox.record({
       reason: 'thin_unresolved',
       provider: 'stripe',
@@ -284,7 +259,6 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   });
 
   it('lets a database failure through instead of calling it a missing order', async () => {
-    const inbox = createUnmatchedRepository(handle.db);
     const { id } = await inbox.record({
       reason: 'unknown_order',
       provider: 'payment',
@@ -294,7 +268,7 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
     // A resolution the table's CHECK refuses carries an error code, but not the foreign key's.
     // (PostgreSQL only, like the payments' CHECK in test/db/payments.test.ts: on SQLite such a
     // call has resolved in full runs, never alone; docs/testing.md, "Open questions".)
-    if (handle.dialect === 'postgres') {
+    if (database.handle.dialect === 'postgres') {
       await expect(
         inbox.resolve(id, { kind: 'forgotten' } as unknown as { kind: 'refunded_outside' }),
       ).rejects.toThrow();
@@ -313,7 +287,6 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   (name === 'postgres' ? it : it.skip)(
     'refuses rows of a shape no resolution has (the CHECK constraints)',
     async () => {
-      const inbox = createUnmatchedRepository(handle.db);
       const { id } = await inbox.record({
         reason: 'unknown_order',
         provider: 'payment',
@@ -322,28 +295,28 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
       });
       const now = new Date().toISOString();
       const update = (values: Record<string, unknown>) =>
-        handle.db.updateTable('unmatched_deliveries').set(values).where('id', '=', id).execute();
+        database.handle.db
+          .updateTable('unmatched_deliveries')
+          .set(values)
+          .where('id', '=', id)
+          .execute();
 
       // An attachment without its order; a resolution without its moment; an order on a
       // dismissal; a count under one. (A moment with a NULL resolution passes: the CHECK is NULL,
       // not false, under SQL's three-valued logic; the repository never writes one.)
       await expect(update({ resolution: 'attached', resolved_at: now })).rejects.toThrow();
       await expect(update({ resolution: 'dismissed' })).rejects.toThrow();
-      const order = await createOrdersRepository(handle.db).createWithIdempotencyKey({
-        userId: 4,
-        customerEmail: 'd@example.com',
-        totalAmount: 100,
-      });
+      const order = await database.newOrder();
       await expect(
-        update({ resolution: 'dismissed', resolved_at: now, resolved_order_id: order.order.id }),
+        update({ resolution: 'dismissed', resolved_at: now, resolved_order_id: order.id }),
       ).rejects.toThrow();
       await expect(update({ delivery_count: 0 })).rejects.toThrow();
       expect(await inbox.get(id)).toMatchObject({ deliveryCount: 1, resolution: null });
       // The shape an attachment has is accepted.
-      await update({ resolution: 'attached', resolved_at: now, resolved_order_id: order.order.id });
+      await update({ resolution: 'attached', resolved_at: now, resolved_order_id: order.id });
       expect((await inbox.get(id))?.resolution).toMatchObject({
         kind: 'attached',
-        orderId: order.order.id,
+        orderId: order.id,
       });
     },
   );
