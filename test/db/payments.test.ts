@@ -302,6 +302,12 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
       deliveryCount: 1,
       resolution: null,
     });
+    // Only a non-empty prefix before `~` names a provider.
+    const unqualified = `~${nextEventId()}`;
+    await payments.recordPayment({ providerEventId: unqualified, orderId: 999_999, amount: 10 });
+    expect(
+      await createUnmatchedRepository(database.handle.db).findByEventId(unqualified),
+    ).toMatchObject({ provider: 'payment' });
   });
 
   it('tells the same run created again without counting, and counts another run as a delivery', async () => {

@@ -16,6 +16,7 @@ const here = '<rootDir>/test/support/stryker';
 const testFiles = {
   repositories: [
     '<rootDir>/test/db/{payments,orders,loyalty,refunds,disputes,settlements,unmatched}.test.ts',
+    '<rootDir>/test/db/{event-ledger,foreign-key}.test.ts',
     '<rootDir>/test/activities/loyalty-activities.test.ts',
     '<rootDir>/test/mail/mail-activities.test.ts',
   ],

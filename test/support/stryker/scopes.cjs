@@ -8,8 +8,14 @@
 exports.scopes = {
   // Insert-or-get of a payment, the first-payment claim, the loyalty ledger; the refund and
   // dispute event ledgers, the settlement claim and the unmatched inbox (issue 25).
+  // The pieces they share: the chain stamp, the refund and dispute ledgers' matching, and the
+  // foreign key's refusal (issue 28); recordPayment's transaction, out of payments.ts.
   repositories: [
     'src/db/repositories/payments.ts',
+    'src/db/repositories/record-payment.ts',
+    'src/db/repositories/handled-stamp.ts',
+    'src/db/repositories/event-ledger.ts',
+    'src/db/repositories/foreign-key.ts',
     'src/db/repositories/orders.ts',
     'src/db/repositories/loyalty.ts',
     'src/db/repositories/refunds.ts',
