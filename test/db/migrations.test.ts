@@ -3,6 +3,7 @@ import { knownMigrations, migrateToLatest } from '../../src/db/migrate';
 import { migrationPoints } from '../../harness/migrations/points';
 import { createOrdersRepository } from '../../src/db/repositories/orders';
 import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { useTestDatabase } from '../support/database-fixture';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -11,17 +12,13 @@ const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const failure = (message: RegExp) => ({ message: expect.stringMatching(message) });
 
 describe.each(testDatabases)('migrations ($name)', ({ create }) => {
-  let handle: TestDatabaseHandle;
-  beforeEach(async () => {
-    handle = await create({ migrate: false });
-  });
-  afterEach(() => handle?.close());
+  const database = useTestDatabase(create, { perTest: true, migrate: false });
 
   it('applies every migration on an empty database and nothing on a second run', async () => {
-    expect(await migrateToLatest(handle.db)).toEqual(knownMigrations());
-    expect(await migrateToLatest(handle.db)).toEqual([]);
+    expect(await migrateToLatest(database.handle.db)).toEqual(knownMigrations());
+    expect(await migrateToLatest(database.handle.db)).toEqual([]);
 
-    const tables = (await handle.db.introspection.getTables()).map((t) => t.name);
+    const tables = (await database.handle.db.introspection.getTables()).map((t) => t.name);
     expect(tables).toEqual(expect.arrayContaining(['orders', 'payments']));
   });
 });
@@ -29,11 +26,7 @@ describe.each(testDatabases)('migrations ($name)', ({ create }) => {
 // The real crash (a process killed between statements) and two real processes are in
 // migrations-crash.test.ts; here a migration fails at every one of its points, in-process.
 describe.each(testDatabases)('a migration that fails midway ($name)', ({ create }) => {
-  let reference: TestDatabaseHandle;
-  beforeAll(async () => {
-    reference = await create();
-  });
-  afterAll(() => reference?.close());
+  const reference = useTestDatabase(create);
 
   it('is rolled back whole at every point of every migration, and the next run applies it', async () => {
     const scratch = await create({ migrate: false });
@@ -58,7 +51,7 @@ describe.each(testDatabases)('a migration that fails midway ($name)', ({ create 
         });
         expect({ point, schema: await schemaOf(handle) }).toEqual({
           point,
-          schema: await schemaOf(reference),
+          schema: await schemaOf(reference.handle),
         });
       } finally {
         await handle.close();
@@ -142,14 +135,10 @@ async function schemaOf(handle: TestDatabaseHandle): Promise<Record<string, stri
 }
 
 describe.each(testDatabases)('schema constraints ($name)', ({ create }) => {
-  let handle: TestDatabaseHandle;
-  beforeAll(async () => {
-    handle = await create();
-  });
-  afterAll(() => handle?.close());
+  const database = useTestDatabase(create);
 
   async function insertOrder(): Promise<number> {
-    const { id } = await handle.db
+    const { id } = await database.handle.db
       .insertInto('orders')
       .values({ user_id: 1, customer_email: 'a@example.com', total_amount: 100 })
       .returning('id')
@@ -160,15 +149,15 @@ describe.each(testDatabases)('schema constraints ($name)', ({ create }) => {
   it('rejects a second payment row with the same provider_event_id', async () => {
     const orderId = await insertOrder();
     const payment = { order_id: orderId, provider_event_id: 'evt_unique', amount: 100 };
-    await handle.db.insertInto('payments').values(payment).execute();
-    await expect(handle.db.insertInto('payments').values(payment).execute()).rejects.toMatchObject(
-      failure(/unique/i),
-    );
+    await database.handle.db.insertInto('payments').values(payment).execute();
+    await expect(
+      database.handle.db.insertInto('payments').values(payment).execute(),
+    ).rejects.toMatchObject(failure(/unique/i));
   });
 
   it('rejects a payment whose order does not exist', async () => {
     await expect(
-      handle.db
+      database.handle.db
         .insertInto('payments')
         .values({ order_id: 987_654, provider_event_id: 'evt_orphan', amount: 1 })
         .execute(),
@@ -178,7 +167,7 @@ describe.each(testDatabases)('schema constraints ($name)', ({ create }) => {
   it('rejects an order status outside pending/paid and a shipment status outside requested/failed', async () => {
     const orderId = await insertOrder();
     const update = (values: Record<string, string>) =>
-      handle.db
+      database.handle.db
         .updateTable('orders')
         .set(values as never)
         .where('id', '=', orderId)
@@ -189,13 +178,13 @@ describe.each(testDatabases)('schema constraints ($name)', ({ create }) => {
 
   it('never hands out the ID of a deleted order again', async () => {
     const deleted = await insertOrder();
-    await handle.db.deleteFrom('orders').where('id', '=', deleted).execute();
+    await database.handle.db.deleteFrom('orders').where('id', '=', deleted).execute();
     expect(await insertOrder()).toBeGreaterThan(deleted);
   });
 
   it('fills created_at and updated_at by default with timestamps read back as ISO-8601 UTC', async () => {
     const before = Date.now();
-    const order = await createOrdersRepository(handle.db).findById(await insertOrder());
+    const order = await createOrdersRepository(database.handle.db).findById(await insertOrder());
     expect(order?.createdAt).toMatch(ISO_UTC);
     expect(order?.updatedAt).toBe(order?.createdAt);
     // The database's clock and ours agree within a few seconds on one machine.
@@ -204,7 +193,7 @@ describe.each(testDatabases)('schema constraints ($name)', ({ create }) => {
 
   it('reads a timestamp back as the same instant it was written', async () => {
     const written = '2024-02-29T23:59:58.123Z';
-    const { id } = await handle.db
+    const { id } = await database.handle.db
       .insertInto('orders')
       .values({
         user_id: 1,
@@ -214,12 +203,12 @@ describe.each(testDatabases)('schema constraints ($name)', ({ create }) => {
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    const order = await createOrdersRepository(handle.db).findById(id);
+    const order = await createOrdersRepository(database.handle.db).findById(id);
     expect(order?.confirmationSentAt).toBe(written);
     const { raw } = await sql<{
       raw: unknown;
     }>`select confirmation_sent_at as raw from orders where id = ${id}`
-      .execute(handle.db)
+      .execute(database.handle.db)
       .then((r) => r.rows[0]!);
     expect(raw).toBe(written);
   });
@@ -228,22 +217,18 @@ describe.each(testDatabases)('schema constraints ($name)', ({ create }) => {
 // 0011 lets shipment_status be 'cancelled'. SQLite cannot alter 0001's CHECK, so it rebuilds the
 // orders table: rows, foreign keys and the never-reused ID counter must come through it.
 describe.each(testDatabases)('0011 shipment cancelled ($name)', ({ create }) => {
-  let handle: TestDatabaseHandle;
-  beforeEach(async () => {
-    handle = await create({ migrate: false });
-  });
-  afterEach(() => handle?.close());
+  const database = useTestDatabase(create, { perTest: true, migrate: false });
 
   it('keeps every order, its references and its ID counter, and allows cancelled only', async () => {
     // Every migration before 0011: the run stops at 0011's first statement and rolls it back.
     await expect(
-      migrateToLatest(handle.db, {
+      migrateToLatest(database.handle.db, {
         atPoint: (point) => {
           if (point.startsWith('0011_shipment_cancelled#')) throw new Error('stop before 0011');
         },
       }),
     ).rejects.toMatchObject(failure(/stop before 0011/));
-    const orders = createOrdersRepository(handle.db);
+    const orders = createOrdersRepository(database.handle.db);
     const ids: number[] = [];
     for (const key of ['a', 'b', 'c']) {
       const { order } = await orders.createWithIdempotencyKey({
@@ -255,31 +240,39 @@ describe.each(testDatabases)('0011 shipment cancelled ($name)', ({ create }) => 
       ids.push(order.id);
     }
     await orders.setShipmentStatus(ids[0]!, 'requested');
-    await handle.db
+    await database.handle.db
       .insertInto('payments')
       .values({ order_id: ids[0]!, provider_event_id: 'evt_1', amount: 5400 })
       .execute();
     // The highest ID gone: the next order must still not reuse it.
-    await handle.db.deleteFrom('orders').where('id', '=', ids[2]!).execute();
-    const rowsBefore = await handle.db.selectFrom('orders').selectAll().orderBy('id').execute();
+    await database.handle.db.deleteFrom('orders').where('id', '=', ids[2]!).execute();
+    const rowsBefore = await database.handle.db
+      .selectFrom('orders')
+      .selectAll()
+      .orderBy('id')
+      .execute();
 
-    expect(await migrateToLatest(handle.db)).toContain('0011_shipment_cancelled');
+    expect(await migrateToLatest(database.handle.db)).toContain('0011_shipment_cancelled');
 
     // Every row with every column it had, unchanged (later migrations may add columns).
-    const rowsAfter = await handle.db.selectFrom('orders').selectAll().orderBy('id').execute();
+    const rowsAfter = await database.handle.db
+      .selectFrom('orders')
+      .selectAll()
+      .orderBy('id')
+      .execute();
     expect(rowsAfter).toHaveLength(rowsBefore.length);
     expect(rowsAfter).toMatchObject(rowsBefore);
     expect(await orders.setShipmentStatus(ids[0]!, 'cancelled')).toBe(true);
     expect((await orders.findById(ids[0]!))?.shipmentStatus).toBe('cancelled');
     await expect(
-      handle.db
+      database.handle.db
         .updateTable('orders')
         .set({ shipment_status: 'shipped' as never })
         .where('id', '=', ids[1]!)
         .execute(),
     ).rejects.toMatchObject(failure(/check/i));
     await expect(
-      handle.db
+      database.handle.db
         .insertInto('payments')
         .values({ order_id: 999_999, provider_event_id: 'evt_2', amount: 1 })
         .execute(),

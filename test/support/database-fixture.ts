@@ -31,16 +31,17 @@ export interface DatabaseFixture {
 
 /**
  * Opens a database of the dialect for the enclosing describe block, and closes (deletes) it
- * after: one for the whole block, or with `perTest` a fresh one for each test.
+ * after: one for the whole block, or with `perTest` a fresh one for each test; with `migrate:
+ * false` its schema is empty (tests of the migrations themselves).
  */
 export function useTestDatabase(
   create: TestDatabase['create'],
-  { perTest = false } = {},
+  { perTest = false, migrate = true } = {},
 ): DatabaseFixture {
   let open: TestDatabaseHandle | undefined;
   let seq = 0;
   (perTest ? beforeEach : beforeAll)(async () => {
-    open = await create();
+    open = await create({ migrate });
   });
   (perTest ? afterEach : afterAll)(() => open?.close());
 
