@@ -248,6 +248,19 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
       resolvedAt,
     });
     for (const result of [outside, bare, dismissed]) expect(result.kind).toBe('resolved');
+
+    // A dismissal always has a note through the repository, but the table allows none (a row
+    // written by hand): it reads back as an empty note, not as a missing one.
+    await database.handle.db
+      .updateTable('unmatched_deliveries')
+      .set({ resolution_note: null })
+      .where('event_id', '=', 'r-dismissed')
+      .execute();
+    expect(await resolutionOf('r-dismissed')).toStrictEqual({
+      kind: 'dismissed',
+      note: '',
+      resolvedAt,
+    });
   });
 
   it('keeps a delivery without a payload as JSON null', async () => {
