@@ -63,11 +63,8 @@ export function createDatabase(databaseUrl: string, options: DatabaseOptions = {
     : openPostgres(location.connectionString, options);
 }
 
-/**
- * One connection per SQLite file per process: better-sqlite3 waits for a lock synchronously, so a
- * second connection waiting for the first's write lock would block it from committing until
- * `busy_timeout`. Kysely queues the queries on one shared connection instead.
- */
+// One connection per SQLite file per process: better-sqlite3 waits for a lock synchronously, so
+// a second connection would keep the first from committing until `busy_timeout`.
 const openSqliteFiles = new Map<string, { db: Kysely<Database>; users: number }>();
 
 function openSqlite(filename: string): DatabaseHandle {
@@ -131,11 +128,8 @@ function openPostgres(connectionString: string, options: DatabaseOptions): Datab
   return toHandle(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres');
 }
 
-/**
- * pg (8.23) leaves a client whose query hit `query_timeout` queryable with the query outstanding:
- * Kysely releases it as healthy and the next query waits behind the hung one. Ending it (before
- * Kysely sees the rejection) makes the pool drop it on release.
- */
+// pg (8.23) leaves a client whose query hit `query_timeout` with the query outstanding, and the
+// next query would wait behind it: ended before Kysely sees the rejection, the pool drops it.
 function endClientOnQueryTimeout(client: PoolClient): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
   client.query = ((...args: unknown[]) => {
@@ -178,11 +172,8 @@ const UNAVAILABLE_MESSAGES = [
   'timeout exceeded when trying to connect',
 ];
 
-/**
- * The database cannot be reached or answered too late (network, pool, query timeout, PostgreSQL
- * shutting down or starting, SQLite's lock held too long): an outage to retry, not a bug. Looks
- * through `cause` and AggregateError's `errors` (a host with several addresses).
- */
+/** Unreachable or too late (network, pool, timeout, server restarting, SQLite lock): an outage to
+ *  retry, not a bug. Looks through `cause` and AggregateError's `errors` (several addresses). */
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (depth > 5 || typeof error !== 'object' || error === null) return false;
   const { code, message, cause, errors } = error as {
@@ -235,10 +226,8 @@ function redactPassword(url: string): string {
   return url.replace(/\/\/([^:/@]*):[^@]*@/, '//$1:***@');
 }
 
-/**
- * The insert-or-get repositories need READ COMMITTED: after `ON CONFLICT DO NOTHING` yields to a
- * concurrent insert, the next statement must see its row, where a stricter level would abort.
- */
+// READ COMMITTED: after `ON CONFLICT DO NOTHING` yields to a concurrent insert, the insert-or-get
+// repositories' next statement must see its row, where a stricter level would abort.
 export function inReadCommitted<T>(
   db: Kysely<Database>,
   work: (trx: Transaction<Database>) => Promise<T>,

@@ -51,10 +51,7 @@ const migrations: Readonly<Record<string, Migration>> = {
   '0013_partner_pauses': m0013,
 };
 
-/**
- * `<migration>#<n>`: inside the migration's transaction, its first n statements have run and the
- * next one (or, for its last, the row that records it and the commit) has not.
- */
+/** `<migration>#<n>`: in its transaction, n statements ran and the next (or the commit) has not. */
 export type MigrationPoint = `${string}#${number}`;
 /** Told of every point a migration passes; may pause (return a promise) or end the process. */
 export type MigrationPointHook = (point: MigrationPoint) => void | Promise<void>;
@@ -168,10 +165,8 @@ async function finish(connection: Kysely<Database>, end: 'commit' | 'rollback'):
   }
 }
 
-/**
- * SQLite's write lock before the migrator reads which migrations are applied, so two processes
- * cannot both apply one. Each attempt waits busy_timeout (a long migration may hold it).
- */
+// SQLite's write lock before the migrator reads what is applied, so two processes cannot both
+// apply one. Each attempt waits busy_timeout (a long migration may hold it).
 async function beginImmediate(connection: Kysely<Database>): Promise<void> {
   const deadline = Date.now() + SQLITE_MIGRATION_LOCK_WAIT_MS;
   for (;;) {

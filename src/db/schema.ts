@@ -15,16 +15,10 @@ export type OrderStatus = 'pending' | 'paid';
 /** `null`: the warehouse not asked yet; `cancelled`: a full refund came before it shipped. */
 export type ShipmentStatus = 'requested' | 'failed' | 'cancelled';
 
-/**
- * PostgreSQL `integer` IDs: PostgreSQL refuses to compare a column with a larger number (an
- * error, not an empty result), so callers check before asking.
- */
+/** PostgreSQL refuses (an error, not no rows) to compare an `integer` ID with a larger number. */
 export const MAX_ROW_ID = 2_147_483_647;
 
-/**
- * Amounts and user IDs are `integer` too: a larger number is refused at the edge with a 400, not
- * by PostgreSQL's write error (a 500, or an activity retried forever) while SQLite stores it.
- */
+/** Amounts are `integer` too: a larger one is a 400 at the edge, not a write retried forever. */
 export const MAX_INTEGER_COLUMN = 2_147_483_647;
 
 export interface OrdersTable {
@@ -63,10 +57,7 @@ export interface PaymentsTable {
   recorded_by_run_id: string | null;
   /** 1 when this payment moved the order from pending to paid (it owns the fulfilment). */
   first_for_order: ColumnType<number, number | undefined, number>;
-  /**
-   * The first run ID of the order workflow chain that finished with this payment's event (its
-   * work done or failed for good); null until then. A reset keeps the chain's first run ID.
-   */
+  /** First run ID of the order chain that finished with this event (a reset keeps it), or null. */
   handled_by_chain: ColumnType<string | null, string | null | undefined, string | null>;
   provider_payment_ref: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
@@ -153,10 +144,7 @@ export interface AlertDeliveriesTable {
   delivered_at: Timestamp;
 }
 
-/**
- * A signed delivery we answered 2xx but could not act on, kept for an operator (the unmatched
- * inbox). One row per provider-qualified event ID; a redelivery only counts.
- */
+/** A signed delivery answered 2xx but not acted on, for an operator; a redelivery only counts. */
 export interface UnmatchedDeliveriesTable {
   id: Generated<number>;
   reason: string;

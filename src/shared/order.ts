@@ -74,10 +74,7 @@ export interface OrderWorkflowInput {
 
 export interface OrderWorkflowResult {
   orderId: number;
-  /**
-   * What this run did, in order. `already_handled`: another run of the order had finished with
-   * the event (a repeated hand-over), so this one did nothing with it.
-   */
+  /** What this run did, in order; `already_handled`: another run of the order had finished it. */
   processed: Array<{
     eventId: string;
     outcome:
@@ -92,10 +89,8 @@ export interface OrderWorkflowResult {
   }>;
 }
 
-/**
- * The signature of `orderWorkflow`, for typed starts from activities: they import this rather
- * than the workflow module, which imports their types (src/workflows/index.ts checks it fits).
- */
+// `orderWorkflow`'s signature, for typed starts from activities: the workflow module imports their
+// types, so they import this (src/workflows/index.ts checks it fits).
 export type OrderWorkflow = (input: OrderWorkflowInput) => Promise<OrderWorkflowResult>;
 
 /** Why retrying stopped: the attempts ran out, the deadline passed, or a 4xx. */
@@ -116,10 +111,8 @@ export interface OrderWorkflowState {
   processed: OrderWorkflowResult['processed'];
 }
 
-/**
- * Sent by notifyWarehouse to its own workflow, which cannot see the server's retries, so the Web
- * UI's details can say how the call stands. Best effort: a lost one only leaves them stale.
- */
+// Sent by notifyWarehouse to its own workflow, which cannot see the server's retries, for the Web
+// UI's details. Best effort: a lost one only leaves them stale.
 export interface WarehouseAttemptFailed {
   attempt: number;
   /** The retry policy's maximumAttempts (0: unlimited). */
