@@ -3,8 +3,10 @@ import { PAYMENT_SUCCEEDED_EVENT } from '../../shared/constants';
 import { createWebhookVerifier, type WebhookAuthOptions } from '../webhook-auth';
 import {
   amountMinorUnits,
+  disputeStatus,
   eventIdText,
   eventType,
+  evidenceDueBy,
   orderIdNumber,
   readPayment,
 } from './payment-fields';
@@ -40,11 +42,8 @@ const paymentDisputedSchema = z.object({
   payment_id: eventIdText,
   amount: amountMinorUnits,
   dispute_id: eventIdText,
-  status: z.enum(['opened', 'won', 'lost']),
-  evidence_due_by: z.iso
-    .datetime({ offset: true })
-    .transform((at) => new Date(at).toISOString())
-    .optional(),
+  status: disputeStatus,
+  evidence_due_by: evidenceDueBy,
 });
 
 /**

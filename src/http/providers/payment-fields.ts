@@ -36,6 +36,15 @@ export const eventIdText = z
   .string()
   .regex(EVENT_ID_PATTERN, 'must be 1-200 characters of letters, digits and _ . : -');
 
+/** A dispute's state as both of our schemes send it. */
+export const disputeStatus = z.enum(['opened', 'won', 'lost']);
+
+/** When the dispute's evidence is due, if the provider says: kept as an ISO instant in UTC. */
+export const evidenceDueBy = z.iso
+  .datetime({ offset: true })
+  .transform((at) => new Date(at).toISOString())
+  .optional();
+
 /** An event type: any short text (every type is acknowledged; only some are acted on). */
 export const eventType = z.string().min(1).max(100);
 

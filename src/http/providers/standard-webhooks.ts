@@ -6,7 +6,9 @@ import {
   amountAsSent,
   amountInRange,
   currencyCode,
+  disputeStatus,
   eventType,
+  evidenceDueBy,
   orderReference,
   readPayment,
 } from './payment-fields';
@@ -55,11 +57,8 @@ const disputeSchema = z.object({
     amount: amountAsSent,
     currency: currencyCode.optional(),
     dispute_id: reference,
-    status: z.enum(['opened', 'won', 'lost']),
-    evidence_due_by: z.iso
-      .datetime({ offset: true })
-      .transform((at) => new Date(at).toISOString())
-      .optional(),
+    status: disputeStatus,
+    evidence_due_by: evidenceDueBy,
   }),
 });
 
