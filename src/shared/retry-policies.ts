@@ -60,6 +60,19 @@ export function retryDelayAfterAttempt(schedule: readonly number[], attempt: num
 // by test/shared/retry-policies.test.ts.
 export const LOCAL_RETRY_THRESHOLD = '10 seconds';
 
+/** A short call retried for up to a day: see `databaseStep` and `temporalCall` below. */
+const dayLongStep = {
+  startToCloseTimeout: '10 seconds',
+  scheduleToCloseTimeout: '24 hours',
+  retry: {
+    maximumAttempts: Number.POSITIVE_INFINITY, // the day-long deadline bounds it
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    nonRetryableErrorTypes,
+  },
+} satisfies ActivityOptions;
+
 export const RetryPolicies = {
   /**
    * Short database steps (record the payment, shipment status, refund flag, loyalty points). A
@@ -69,34 +82,14 @@ export const RetryPolicies = {
    * `npm run ops -- stuck` shows a long outage. After a day the run fails, alerts, and waits for
    * `ops retry`: an outage that long has people on it.
    */
-  databaseStep: {
-    startToCloseTimeout: '10 seconds',
-    scheduleToCloseTimeout: '24 hours',
-    retry: {
-      maximumAttempts: Number.POSITIVE_INFINITY, // the day-long deadline bounds it
-      initialInterval: '1 second',
-      backoffCoefficient: 2,
-      maximumInterval: '1 minute',
-      nonRetryableErrorTypes,
-    },
-  },
+  databaseStep: dayLongStep,
 
   /**
    * The hand-over to the order's workflow (signal-with-start on the worker's own Temporal
    * connection). Same bounds as a database step: the Temporal frontend this worker polls is
    * rarely the thing that is down, and the order workflow ignores a repeated event.
    */
-  temporalCall: {
-    startToCloseTimeout: '10 seconds',
-    scheduleToCloseTimeout: '24 hours',
-    retry: {
-      maximumAttempts: Number.POSITIVE_INFINITY, // the day-long deadline bounds it
-      initialInterval: '1 second',
-      backoffCoefficient: 2,
-      maximumInterval: '1 minute',
-      nonRetryableErrorTypes,
-    },
-  },
+  temporalCall: dayLongStep,
 
   /**
    * The warehouse notification: `#[Tries(5)]`, `#[Backoff([10, 30, 120])]`, `retryUntil(+30 min)`.

@@ -44,6 +44,8 @@ const OWED = new Set([
   'src/db/repositories/disputes.ts',
   'src/db/repositories/settlements.ts',
   'src/db/repositories/unmatched.ts',
+  // activities: the two day-long presets made one object (issue 28 point 8, 3 Dec 2026).
+  'src/shared/retry-policies.ts',
 ]);
 const root = path.resolve(__dirname, '../..');
 

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import type { Database } from '../schema';
 import type { HandledStamp } from './handled-stamp';
 
@@ -31,6 +31,22 @@ interface LedgerEvent {
   paymentRef: string;
   /** The order the event's metadata names, if any: used only when no payment has the reference. */
   orderId?: number;
+}
+
+/** `record` of either ledger: the event's row inserted once, then matched to its order. */
+export async function recordInLedger<T extends 'refunds' | 'disputes'>(
+  db: Kysely<Database>,
+  table: T,
+  event: LedgerEvent,
+  row: Insertable<Database[T]>,
+): Promise<RecordEventResult> {
+  const inserted = await db
+    .insertInto(table)
+    .values(row)
+    .onConflict((oc) => oc.column('provider_event_id').doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return { created: inserted !== undefined, orderId: await matchToOrder(db, table, event) };
 }
 
 /**
