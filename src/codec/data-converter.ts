@@ -38,10 +38,7 @@ export function codecEndpointRefusal(config: CodecEndpointConfig): string | unde
   return undefined;
 }
 
-/**
- * The Web UI's codec endpoint settings, when payloads are encrypted and it may be served (see
- * codecEndpointRefusal); undefined otherwise.
- */
+/** The Web UI's codec endpoint settings; undefined when not encrypted or refused (above). */
 export function codecEndpointFor(config: CodecEndpointConfig) {
   const codec = codecFromSetting(config.PAYLOAD_ENCRYPTION_KEY);
   if (!codec || codecEndpointRefusal(config)) return undefined;

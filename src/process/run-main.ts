@@ -1,9 +1,7 @@
 /**
- * Every entry file ends in `runMain(main)`. What `main` resolves to becomes `process.exitCode`,
- * so Node exits once the last handle closes and piped output is never cut short. What it throws
- * at start-up (invalid config, a port in use) is a message for a person on stderr, and the
- * process exits at once with `failureExitCode`; CLIs show the stack of the unexpected
- * (`stack: true`). Signals: ./shutdown.ts.
+ * Every entry file ends in `runMain(main)`. Its result becomes `process.exitCode`, so piped
+ * output is never cut short; a start-up failure (invalid config, a port in use) is a message on
+ * stderr and an immediate exit with `failureExitCode`. Signals: ./shutdown.ts.
  */
 export function runMain(
   main: () => Promise<number | void>,

@@ -20,10 +20,9 @@ export type PartnerPauseState =
 export const partnerPauseChangedSignal = defineSignal<[]>('partnerPauseChanged');
 
 /**
- * A released call's workflow wakes this long before its slot, and its activity waits out the
- * rest to the millisecond before it calls: the slot is kept at the partner's door, not at the
- * end of a timer, a workflow task and an activity dispatch (a few to a few hundred milliseconds
- * late under load; a call that arrived late would crowd the next ones into one second).
+ * A released call's workflow wakes this long before its slot and its activity waits out the
+ * rest, so the slot is kept at the partner's door, not after a timer, a workflow task and an
+ * activity dispatch (up to a few hundred ms late under load, crowding the next second).
  */
 export const PARTNER_RELEASE_LEAD_MS = 700;
 

@@ -13,11 +13,7 @@ export interface WorkerDeployment extends WorkerDeploymentVersion {
   useWorkerVersioning: boolean;
 }
 
-/**
- * Every workflow here ends within hours (the longest: the warehouse's 30-minute deadline, an
- * hour of alert delivery), so an old build's workers run a little longer instead of the new
- * code carrying `patched()` branches.
- */
+/** Every workflow here ends within hours: old builds drain instead of `patched()` branches. */
 export const DEFAULT_VERSIONING_BEHAVIOR: VersioningBehavior = 'PINNED';
 
 /** The build ID of a workflow bundle: the first 12 hex digits of its SHA-256. */
