@@ -7,6 +7,7 @@ import { type AppDeps, buildApp } from '../../src/http/app';
 import { createHttpMetrics } from '../../src/http/metrics';
 import { createLogger } from '../../src/logger';
 import { codecEndpointFor } from '../../src/codec/data-converter';
+import { PRODUCTION_ENV } from '../support/production-env';
 import { recordingPaymentStarter, recordingUnmatched } from '../support/webhook';
 
 // docs/security.md's endpoint table is the contract: every row is checked against the apps as
@@ -66,12 +67,8 @@ const noLookups = new Proxy(
 );
 
 const production = loadConfig({
-  NODE_ENV: 'production',
+  ...PRODUCTION_ENV,
   HOST: '0.0.0.0',
-  TEMPORAL_ADDRESS: 'temporal.internal:7233',
-  PAYMENT_WEBHOOK_SECRET: 'a-real-provider-secret-0123456789',
-  SMTP_URL: 'smtp://mail.internal:587',
-  WAREHOUSE_API_URL: 'https://warehouse.example.com',
   ORDERS_API_KEYS: 'shop:0123456789abcdef0123456789abcdef:orders:read+orders:write',
   PAYLOAD_ENCRYPTION_KEY: `k1:${Buffer.alloc(32, 9).toString('base64')}`,
   CODEC_AUTH_TOKEN: 'a-long-random-codec-token',

@@ -8,6 +8,7 @@ import { ordersApiAccess } from '../../src/http/orders-auth';
 import { ConfigError, loadConfig } from '../../src/config';
 import { buildTestApp, silentLogger } from '../support/app';
 import { capturingLogger } from '../support/capturing-logger';
+import { PRODUCTION_ENV } from '../support/production-env';
 import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 import {
   deliverWebhook,
@@ -100,14 +101,7 @@ describe('ORDERS_API_KEYS', () => {
 });
 
 describe('who may serve the orders API', () => {
-  const production = {
-    NODE_ENV: 'production',
-    TEMPORAL_ADDRESS: 'temporal.internal:7233',
-    PAYMENT_WEBHOOK_SECRET: 'a-real-provider-secret-0123456789',
-    SMTP_URL: 'smtp://mail.internal:587',
-    WAREHOUSE_API_URL: 'https://warehouse.example.com',
-    HOST: '0.0.0.0',
-  };
+  const production = { ...PRODUCTION_ENV, HOST: '0.0.0.0' };
 
   it('refuses production with the API on and no keys, saying what to set', () => {
     const config = loadConfig(production);

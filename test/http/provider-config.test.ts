@@ -18,14 +18,8 @@ import {
   TEST_STANDARD_SECRET,
   TEST_STRIPE_SECRET,
 } from '../support/providers';
+import { PRODUCTION_ENV } from '../support/production-env';
 
-const production = {
-  NODE_ENV: 'production',
-  TEMPORAL_ADDRESS: 'temporal.internal:7233',
-  PAYMENT_WEBHOOK_SECRET: 'a-real-provider-secret-0123456789',
-  SMTP_URL: 'smtp://mail.internal:587',
-  WAREHOUSE_API_URL: 'https://warehouse.example.com',
-};
 const publicKey = `whpk_${Buffer.from(
   generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!,
   'base64url',
@@ -53,13 +47,13 @@ describe('provider settings', () => {
   });
 
   it('serves neither in production unless configured', () => {
-    const config = loadConfig(production);
+    const config = loadConfig(PRODUCTION_ENV);
     expect([config.STRIPE_WEBHOOK_SECRETS, config.STANDARD_WEBHOOK_SECRETS]).toEqual([[], []]);
   });
 
   it('takes comma-separated secrets, current first, and the shop currency in either case', () => {
     const config = loadConfig({
-      ...production,
+      ...PRODUCTION_ENV,
       STRIPE_WEBHOOK_SECRETS: ` ${TEST_STRIPE_SECRET} , whsec_the_one_being_rolled_out_01 `,
       STANDARD_WEBHOOK_SECRETS: TEST_STANDARD_SECRET,
       STANDARD_WEBHOOK_PUBLIC_KEYS: publicKey,
@@ -76,9 +70,9 @@ describe('provider settings', () => {
 
   it('binds Stripe to test mode in development and live mode in production, unless told', () => {
     expect(loadConfig({}).STRIPE_LIVEMODE).toBe(false);
-    expect(loadConfig(production).STRIPE_LIVEMODE).toBe(true);
+    expect(loadConfig(PRODUCTION_ENV).STRIPE_LIVEMODE).toBe(true);
     const told = loadConfig({
-      ...production,
+      ...PRODUCTION_ENV,
       STRIPE_LIVEMODE: 'false',
       STRIPE_ACCOUNT_ID: 'acct_1Shop',
       STRIPE_API_KEY: 'rk_test_readonly0123',
@@ -105,7 +99,7 @@ describe('provider settings', () => {
       'STRIPE_API_KEY: must be a Stripe secret (sk_…) or restricted (rk_…) key, not a publishable or webhook one',
     ],
     [
-      { ...production, STRIPE_API_KEY: 'sk_test_0123456789ab' },
+      { ...PRODUCTION_ENV, STRIPE_API_KEY: 'sk_test_0123456789ab' },
       'STRIPE_API_KEY: a test-mode key cannot fetch live-mode events: use the live key, or set STRIPE_LIVEMODE=false',
     ],
     [{ STRIPE_API_BASE_URL: 'not a url' }, 'STRIPE_API_BASE_URL: Invalid URL'],
@@ -200,7 +194,7 @@ describe('provider settings', () => {
       'SHOP_CURRENCY',
     ],
   ])('refuses %s in production', (_name, env, variable) => {
-    const found = problems({ ...production, ...env });
+    const found = problems({ ...PRODUCTION_ENV, ...env });
     expect(found).toHaveLength(1);
     expect(found[0]).toMatch(new RegExp(`^${variable}: `));
     expect(problems({ ...env, SHOP_CURRENCY: 'jpy' })).toEqual([]);
@@ -209,7 +203,7 @@ describe('provider settings', () => {
   it('accepts real-looking secrets in production', () => {
     expect(
       problems({
-        ...production,
+        ...PRODUCTION_ENV,
         STRIPE_WEBHOOK_SECRETS: TEST_STRIPE_SECRET,
         STANDARD_WEBHOOK_SECRETS: TEST_STANDARD_SECRET,
         SHOP_CURRENCY: 'usd',
