@@ -135,6 +135,23 @@ export function deliverStandard(
   });
 }
 
+/**
+ * Whether a library's verifier accepts a delivery (returns rather than throws) at `nowMs`. The
+ * Standard Webhooks and svix libraries read the real clock, so the clock is faked for the call.
+ */
+export function libraryAcceptsAt(nowMs: number, verify: () => unknown): boolean {
+  const realNow = Date.now;
+  Date.now = () => nowMs;
+  try {
+    verify();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    Date.now = realNow;
+  }
+}
+
 /** Stripe's own verdict on a delivery (`constructEvent`) at `nowMs`, with one secret. */
 export function stripeLibraryAccepts(
   payload: string,
@@ -142,32 +159,17 @@ export function stripeLibraryAccepts(
   nowMs: number,
   secret = TEST_STRIPE_SECRET,
 ): boolean {
-  try {
-    stripeWebhooks.constructEvent(payload, header, secret, 300, undefined, nowMs);
-    return true;
-  } catch {
-    return false;
-  }
+  return libraryAcceptsAt(nowMs, () =>
+    stripeWebhooks.constructEvent(payload, header, secret, 300, undefined, nowMs),
+  );
 }
 
-/**
- * The reference library's verdict (`Webhook.verify`) at `nowMs`. It reads the real clock, so
- * the clock is faked for the call.
- */
+/** The reference library's verdict (`Webhook.verify`) at `nowMs`. */
 export function standardLibraryAccepts(
   payload: string,
   headers: Record<string, string>,
   nowMs: number,
   secret = TEST_STANDARD_SECRET,
 ): boolean {
-  const realNow = Date.now;
-  Date.now = () => nowMs;
-  try {
-    new Webhook(secret).verify(payload, headers);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    Date.now = realNow;
-  }
+  return libraryAcceptsAt(nowMs, () => new Webhook(secret).verify(payload, headers));
 }

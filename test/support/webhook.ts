@@ -184,3 +184,17 @@ export async function recordingWebhookApp(
   });
   return { app, starter, inbox };
 }
+
+/**
+ * The route kept a delivery it cannot pay for a person: 200 (so the provider stops redelivering),
+ * no payment started, and one inbox entry with what `entry` names.
+ */
+export function expectKeptUnmatched(
+  response: LightMyRequestResponse,
+  { starter, inbox }: Pick<RecordingWebhookApp, 'starter' | 'inbox'>,
+  entry: Partial<Record<keyof RecordUnmatchedInput, unknown>>,
+): void {
+  expect([response.statusCode, response.json()]).toEqual([200, { status: 'unmatched' }]);
+  expect(starter.starts).toEqual([]);
+  expect(inbox.entries).toEqual([expect.objectContaining(entry)]);
+}
