@@ -47,24 +47,37 @@ describe('toDelivery: payments', () => {
     });
   });
 
-  it('keeps a payment for an order reference that is not one of ours as unmatched', () => {
-    const delivery = toDelivery(payment({ orderRef: 'ORD-12', currency: 'eur' }), shop);
-    expect(delivery).toStrictEqual({
+  it.each([
+    [
+      'for an order reference that is not one of ours',
+      { orderRef: 'ORD-12', currency: 'eur' },
+      'foreign_order_ref',
+      { currency: 'eur', orderRef: 'ORD-12' },
+      'the order reference "ORD-12" is not an order ID of this shop',
+    ],
+    [
+      'in another currency, whatever its amount',
+      { currency: 'usd' },
+      'currency',
+      { currency: 'usd', orderId: 12 },
+      "the payment is in USD, but this shop's orders are in EUR (SHOP_CURRENCY)",
+    ],
+  ])('keeps a payment %s as unmatched', (_label, fields, reason, payload, note) => {
+    expect(toDelivery(payment(fields), shop)).toStrictEqual({
       kind: 'unmatched',
       entry: {
-        reason: 'foreign_order_ref',
+        reason,
         provider: 'acme',
         eventId: 'acme~evt_1',
         payload: {
           event: 'payment.succeeded',
           eventId: 'acme~evt_1',
           amount: 5400,
-          currency: 'eur',
           paymentRef: 'acme~pi_9',
-          orderRef: 'ORD-12',
+          ...payload,
         },
       },
-      note: 'the order reference "ORD-12" is not an order ID of this shop',
+      note,
     });
   });
 
@@ -73,27 +86,6 @@ describe('toDelivery: payments', () => {
     const delivery = toDelivery(payment({ orderRef: '12' }), shop);
     expect(delivery.kind).toBe('unmatched');
     expect(delivery.kind === 'unmatched' && delivery.entry.reason).toBe('foreign_order_ref');
-  });
-
-  it('keeps a payment in another currency as unmatched, whatever its amount', () => {
-    const delivery = toDelivery(payment({ currency: 'usd' }), shop);
-    expect(delivery).toStrictEqual({
-      kind: 'unmatched',
-      entry: {
-        reason: 'currency',
-        provider: 'acme',
-        eventId: 'acme~evt_1',
-        payload: {
-          event: 'payment.succeeded',
-          eventId: 'acme~evt_1',
-          amount: 5400,
-          currency: 'usd',
-          paymentRef: 'acme~pi_9',
-          orderId: 12,
-        },
-      },
-      note: "the payment is in USD, but this shop's orders are in EUR (SHOP_CURRENCY)",
-    });
   });
 
   it('compares currencies exactly (the providers lowercase them before this)', () => {
