@@ -57,6 +57,26 @@ const startsFor = (expected: Outcome) =>
     ? [{ ...expected.input, paymentRef: expected.input.eventId }]
     : [];
 
+/** A POST of `raw` to the contract's endpoint with exactly these header lines. */
+function post(
+  target: FastifyInstance,
+  raw: string | Buffer,
+  headers: Record<string, string | string[]>,
+  remoteAddress?: string,
+) {
+  return target.inject({
+    method: 'POST',
+    url: PAYMENT_WEBHOOK_PATH,
+    payload: raw,
+    headers,
+    remoteAddress,
+  });
+}
+
+/** Header `name` once per value: none for no values, one line for one, repeated lines for more. */
+const headerLines = (name: string, values: readonly string[]) =>
+  values.length === 0 ? {} : { [name]: values.length === 1 ? values[0]! : [...values] };
+
 /** Counts of each outcome, to prove the generators reach every branch, not just 401. */
 function tally() {
   const counts = new Map<string, number>();
@@ -117,18 +137,11 @@ describe('webhook fuzzing with a recording starter (in-process requests)', () =>
             );
             const before = payments.starts.length;
 
-            const res = await app.inject({
-              method: 'POST',
-              url: PAYMENT_WEBHOOK_PATH,
-              payload: raw,
-              headers: {
-                ...extra,
-                ...(contentType === undefined ? {} : { 'content-type': contentType }),
-                ...(contentEncoding === undefined ? {} : { 'content-encoding': contentEncoding }),
-                ...(signatures.length === 0
-                  ? {}
-                  : { [signatureName]: signatures.length === 1 ? signatures[0]! : signatures }),
-              },
+            const res = await post(app, raw, {
+              ...extra,
+              ...(contentType === undefined ? {} : { 'content-type': contentType }),
+              ...(contentEncoding === undefined ? {} : { 'content-encoding': contentEncoding }),
+              ...headerLines(signatureName, signatures),
             });
 
             seen.add(expected.kind);
@@ -199,7 +212,7 @@ describe('webhook fuzzing with a recording starter (in-process requests)', () =>
               headers: {
                 ...headers,
                 ...(length === null ? {} : { 'content-length': length }),
-                ...(signatures.length === 0 ? {} : { 'x-payment-signature': signatures }),
+                ...headerLines('x-payment-signature', signatures),
               },
             });
             expect(res.statusCode).toBeGreaterThanOrEqual(400);
@@ -275,23 +288,10 @@ describe('webhook fuzzing with a recording starter (in-process requests)', () =>
             })();
             const before = payments.starts.length;
 
-            const res = await timestampedApp.inject({
-              method: 'POST',
-              url: PAYMENT_WEBHOOK_PATH,
-              payload: raw,
-              headers: {
-                'content-type': 'application/json',
-                ...(timestamps.length === 0
-                  ? {}
-                  : {
-                      'x-payment-timestamp': timestamps.length === 1 ? timestamps[0]! : timestamps,
-                    }),
-                ...(signatures.length === 0
-                  ? {}
-                  : {
-                      'x-payment-signature': signatures.length === 1 ? signatures[0]! : signatures,
-                    }),
-              },
+            const res = await post(timestampedApp, raw, {
+              'content-type': 'application/json',
+              ...headerLines('x-payment-timestamp', timestamps),
+              ...headerLines('x-payment-signature', signatures),
             });
 
             if (reason !== undefined) {
@@ -370,17 +370,12 @@ describe('webhook fuzzing of the failed-signature rate limit', () => {
                 });
                 const failuresInWindow = (ip: string) =>
                   (unauthorized.get(unit(ip)) ?? []).filter((t) => t > now - WINDOW_MS).length;
-                const res = await app.inject({
-                  method: 'POST',
-                  url: PAYMENT_WEBHOOK_PATH,
-                  payload: raw,
-                  remoteAddress: client.ip,
-                  headers: {
-                    'x-payment-signature': valid
-                      ? hmacHex('test-webhook-secret', raw)
-                      : hmacHex('wrong', raw),
-                  },
-                });
+                const res = await post(
+                  app,
+                  raw,
+                  { 'x-payment-signature': hmacHex(valid ? 'test-webhook-secret' : 'wrong', raw) },
+                  client.ip,
+                );
                 if (client.role === 'provider') expect(res.statusCode).toBe(200);
                 // Refused exactly when this address already failed LIMIT times in the window.
                 expect(res.statusCode === 429).toBe(failuresInWindow(client.ip) >= LIMIT);
@@ -405,13 +400,12 @@ describe('webhook fuzzing of the failed-signature rate limit', () => {
               now += WINDOW_MS;
               for (const ip of attackers) {
                 const raw = JSON.stringify({ id: `late-${ip.replace(/:/g, '-')}`, event: 'x' });
-                const res = await app.inject({
-                  method: 'POST',
-                  url: PAYMENT_WEBHOOK_PATH,
-                  payload: raw,
-                  remoteAddress: ip,
-                  headers: { 'x-payment-signature': hmacHex('test-webhook-secret', raw) },
-                });
+                const res = await post(
+                  app,
+                  raw,
+                  { 'x-payment-signature': hmacHex('test-webhook-secret', raw) },
+                  ip,
+                );
                 expect(res.statusCode).toBe(200);
               }
             } finally {
