@@ -11,17 +11,15 @@ import {
   TEST_STRIPE_SECRET,
 } from '../support/providers';
 import {
-  buildWebhookApp,
   deliverWebhook,
   paymentEvent,
-  recordingPaymentStarter,
-  recordingUnmatched,
+  recordingWebhookApp,
+  WEBHOOK_NOW_S as NOW_S,
 } from '../support/webhook';
 
 // The Stripe and Standard Webhooks endpoints log as the contract's does: event, order and
 // workflow IDs, never a secret, a signature or the body, whatever the outcome.
 
-const NOW_S = 1_700_000_000;
 const CANARY = 'CANARY-provider-body-5c1e';
 const FORGER = 'whsec_forger_secret_never_logged';
 
@@ -34,17 +32,13 @@ const signatures: string[] = [];
 async function sendEverything() {
   const captured = capturingLogger();
   lines = captured.lines;
-  app = await buildWebhookApp({
-    logger: captured.logger,
-    payments: recordingPaymentStarter(),
-    unmatchedRepository: recordingUnmatched(),
-    now: () => NOW_S * 1000,
-    config: {
+  ({ app } = await recordingWebhookApp(
+    {
       STRIPE_WEBHOOK_SECRETS: [TEST_STRIPE_SECRET],
       STANDARD_WEBHOOK_SECRETS: [TEST_STANDARD_SECRET],
-      SHOP_CURRENCY: 'jpy',
     },
-  });
+    { logger: captured.logger },
+  ));
 
   const stripe = async (event: object, secret = TEST_STRIPE_SECRET) => {
     const payload = JSON.stringify({ ...event, canary: CANARY });
