@@ -17,6 +17,7 @@ import {
   buildWebhookApp,
   deliverWebhook,
   expectKeptUnmatched,
+  expectRefused,
   recordingPaymentStarter,
   type RecordingPaymentStarter,
   type RecordingUnmatched,
@@ -194,10 +195,11 @@ describe('Stripe refunds and disputes', () => {
     const response = await sendStripe(
       stripeEvent('evt_bad', 'refund.created', { id: 're_2', currency: 'jpy' }),
     );
-    expect([response.statusCode, response.json()]).toEqual([
+    expectRefused(
+      response,
       400,
-      { error: 'data.object.amount: Invalid input: expected number, received undefined' },
-    ]);
+      'data.object.amount: Invalid input: expected number, received undefined',
+    );
     expect(starter.refunds).toEqual([]);
   });
 });

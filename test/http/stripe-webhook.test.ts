@@ -13,6 +13,7 @@ import {
 } from '../support/providers';
 import {
   expectKeptUnmatched,
+  expectRefused,
   type RecordingPaymentStarter,
   type RecordingUnmatched,
   recordingWebhookApp,
@@ -74,10 +75,7 @@ describe('Stripe-Signature, as Stripe signs it', () => {
     const header = stripeSignature(payload, { timestamp: NOW_S - 301 });
     expect(libraryAccepts(payload, header)).toBe(false);
     const response = await deliverStripe(app, payload, header);
-    expect([response.statusCode, response.json()]).toEqual([
-      401,
-      { error: 'Stripe-Signature timestamp is older than the 300 s tolerance' },
-    ]);
+    expectRefused(response, 401, 'Stripe-Signature timestamp is older than the 300 s tolerance');
     expect(starter.starts).toEqual([]);
   });
 
@@ -98,7 +96,7 @@ describe('Stripe-Signature, as Stripe signs it', () => {
     for (const [body, signature] of cases) {
       expect(libraryAccepts(body, signature)).toBe(false);
       const response = await deliverStripe(app, body, signature);
-      expect([response.statusCode, response.json()]).toEqual([401, { error: 'invalid signature' }]);
+      expectRefused(response, 401, 'invalid signature');
     }
     expect(starter.starts).toEqual([]);
   });
@@ -129,10 +127,7 @@ describe('Stripe-Signature, as Stripe signs it', () => {
     const v0Only = `t=${NOW_S},v0=${hex}`;
     expect(libraryAccepts(payload, v0Only)).toBe(false);
     const response = await deliverStripe(app, payload, v0Only);
-    expect([response.statusCode, response.json()]).toEqual([
-      401,
-      { error: 'Stripe-Signature has no v1 signature' },
-    ]);
+    expectRefused(response, 401, 'Stripe-Signature has no v1 signature');
   });
 
   it.each([
@@ -160,7 +155,7 @@ describe('Stripe-Signature, as Stripe signs it', () => {
     ],
   ])('refuses %s with 401 and the reason', async (_name, header, reason) => {
     const response = await deliverStripe(app, JSON.stringify(stripePaymentIntentEvent()), header);
-    expect([response.statusCode, response.json()]).toEqual([401, { error: reason }]);
+    expectRefused(response, 401, reason);
   });
 
   it('refuses the whole header where Stripe’s library throws: an empty v1, or 64 non-ASCII characters', async () => {
@@ -170,10 +165,7 @@ describe('Stripe-Signature, as Stripe signs it', () => {
       const withBad = `${header},${bad}`;
       expect(libraryAccepts(payload, withBad)).toBe(false);
       const response = await deliverStripe(app, payload, withBad);
-      expect([response.statusCode, response.json()]).toEqual([
-        401,
-        { error: 'Stripe-Signature has a v1 that is no signature' },
-      ]);
+      expectRefused(response, 401, 'Stripe-Signature has a v1 that is no signature');
     }
   });
 
@@ -218,10 +210,7 @@ describe('Stripe-Signature, as Stripe signs it', () => {
       payload,
       headers: { 'stripe-signature': [header, header] },
     });
-    expect([response.statusCode, response.json()]).toEqual([
-      401,
-      { error: 'exactly one Stripe-Signature header is allowed' },
-    ]);
+    expectRefused(response, 401, 'exactly one Stripe-Signature header is allowed');
   });
 
   it('verifies the raw bytes: the same event re-serialised is refused', async () => {
@@ -389,7 +378,7 @@ describe('Stripe events as payments', () => {
     ],
   ])('refuses %s with 400 and the field', async (_name, overrides, reason) => {
     const response = await deliver(stripePaymentIntentEvent(overrides));
-    expect([response.statusCode, response.json()]).toEqual([400, { error: reason }]);
+    expectRefused(response, 400, reason);
     expect(starter.starts).toEqual([]);
     expect(inbox.entries).toEqual([]);
   });
@@ -402,10 +391,7 @@ describe('Stripe events as payments', () => {
       payload,
       stripeSignature(payload, { timestamp: NOW_S }),
     );
-    expect([response.statusCode, response.json()]).toEqual([
-      400,
-      { error: 'body is not valid JSON' },
-    ]);
+    expectRefused(response, 400, 'body is not valid JSON');
   });
 
   it('answers a redelivery as a duplicate, and the same ID with another amount 409', async () => {
@@ -422,10 +408,7 @@ describe('the Stripe endpoint without a secret', () => {
     const { app: bare } = await recordingWebhookApp({});
     const payload = JSON.stringify(stripePaymentIntentEvent());
     const response = await deliverStripe(bare, payload, stripeSignature(payload));
-    expect([response.statusCode, response.json()]).toEqual([
-      404,
-      { error: 'no route for POST /api/v1/webhooks/stripe' },
-    ]);
+    expectRefused(response, 404, 'no route for POST /api/v1/webhooks/stripe');
     const standard = await bare.inject({
       method: 'POST',
       url: '/api/v1/webhooks/standard',

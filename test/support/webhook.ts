@@ -185,6 +185,15 @@ export async function recordingWebhookApp(
   return { app, starter, inbox };
 }
 
+/** The route refused a delivery with `status`, saying why in `error`. */
+export function expectRefused(
+  response: LightMyRequestResponse,
+  status: number,
+  error: string,
+): void {
+  expect([response.statusCode, response.json()]).toEqual([status, { error }]);
+}
+
 /**
  * The route kept a delivery it cannot pay for a person: 200 (so the provider stops redelivering),
  * no payment started, and one inbox entry with what `entry` names.
