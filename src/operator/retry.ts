@@ -2,6 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { ProtoFailure } from '@temporalio/common';
 import { FailureType } from '../shared/errors';
+import { orderWorkflowId } from '../shared/order';
 import { causeChain, summarizeFailure } from './failures';
 import { findResetPoint, type ResetPoint } from './reset-point';
 import {
@@ -19,11 +20,18 @@ export class RetryRefusedError extends Error {
   ) {
     super(
       status === undefined
-        ? `${workflowId}: no such workflow`
+        ? `${workflowId}: no such workflow${orderHint(workflowId)}`
         : `${workflowId}: its latest run is ${status}; only a workflow whose latest run FAILED can be retried`,
     );
     this.name = 'RetryRefusedError';
   }
+}
+
+/** An operator who typed an order's number meant its workflow. */
+function orderHint(workflowId: string): string {
+  return /^[1-9][0-9]*$/.test(workflowId)
+    ? ` (order ${workflowId}'s workflow is ${orderWorkflowId(Number(workflowId))})`
+    : '';
 }
 
 /** The run could be reset, but no run of its input can succeed; `instead` says what to do. */

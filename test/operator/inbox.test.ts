@@ -149,6 +149,13 @@ describe('ops retry <workflowId>', () => {
     const cli = await ops('retry', 'payment-no-such-event');
     expect(cli.code).toBe(1);
     expect(cli.stderr).toContain('payment-no-such-event: no such workflow');
+    expect(cli.stderr).not.toContain('order-');
+  });
+
+  it("names the order's workflow when given an order's number", async () => {
+    const cli = await ops('retry', '12');
+    expect(cli.code).toBe(1);
+    expect(cli.stderr).toContain("12: no such workflow (order 12's workflow is order-12)");
   });
 });
 
