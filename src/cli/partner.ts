@@ -1,5 +1,4 @@
 import {
-  createDatabase,
   createPartnerPausesRepository,
   type PartnerPause,
   type PartnerPausesRepository,
@@ -9,12 +8,10 @@ import { type Column, formatTable } from '../operator/table';
 import { isPartner, PARTNERS, type Partner } from '../shared/partner';
 import type { Command } from 'commander';
 import { addCommand, addGroup, atMost, type Run, UsageError, wholeNumber } from './command-line';
-import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
-import { loadConfigOrReport, withTemporalClient } from './temporal-session';
+import { type CliIo, EXIT_OK, userOf } from './io';
+import { withDatabase, withTemporalClient } from './temporal-session';
 
 /** The pause lives in the database, so `pause` and `status` work while Temporal is down. */
-
-type Step = (pauses: PartnerPausesRepository) => Promise<number>;
 
 export function addPartnerGroup(parent: Command, io: CliIo): void {
   const program = addGroup(
@@ -68,17 +65,8 @@ minute.`,
   }).summary('which partners are paused, by whom and since when');
 }
 
-function withPauses(io: CliIo, step: Step): Run {
-  return async () => {
-    const config = loadConfigOrReport(io);
-    if (!config) return EXIT_PROBLEM;
-    const db = createDatabase(config.DATABASE_URL);
-    try {
-      return await step(createPartnerPausesRepository(db.db));
-    } finally {
-      await db.close();
-    }
-  };
+function withPauses(io: CliIo, step: (pauses: PartnerPausesRepository) => Promise<number>): Run {
+  return () => withDatabase(io, (db) => step(createPartnerPausesRepository(db)));
 }
 
 async function pauseCommand(

@@ -1,9 +1,9 @@
-import { createDatabase, createSettlementsRepository, type Settlement } from '../db';
+import { createSettlementsRepository, type Settlement, type SettlementsRepository } from '../db';
 import { handOverSettlement, recordSettlement } from '../operator/settle';
 import type { Command } from 'commander';
 import { addCommand, atMost, type Run, UsageError, wholeNumber } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
-import { loadConfigOrReport, withTemporalClient } from './temporal-session';
+import { withDatabase, withTemporalClient } from './temporal-session';
 
 /** The database first and alone; a rerun after any failure hands over the same settlement. */
 
@@ -50,41 +50,41 @@ Reads DATABASE_URL, then connects to TEMPORAL_ADDRESS.`,
     );
 }
 
-async function settle(io: CliIo, { orderId, reason, by }: Request): Promise<number> {
-  const config = loadConfigOrReport(io);
-  if (!config) return EXIT_PROBLEM;
-  const db = createDatabase(config.DATABASE_URL);
-  try {
-    const settlements = createSettlementsRepository(db.db);
-    const outcome = await recordSettlement(settlements, { orderId, settledBy: by, reason });
-    if (outcome.kind === 'refused') {
-      io.err(`Refused: ${outcome.reason}. Nothing was changed.`);
-      return EXIT_PROBLEM;
-    }
-    const { settlement } = outcome;
-    if (outcome.kind === 'settled') {
-      const ids = settlement.paymentIds.join(', ');
-      io.out(
-        `Settled order ${orderId} with payment${settlement.paymentIds.length > 1 ? 's' : ''} ${ids} ` +
-          `(${outcome.paidAmount} paid), ${whoWhenWhy(settlement)}.`,
-      );
-    } else {
-      io.out(
-        `Order ${orderId} was already settled, ${whoWhenWhy(settlement)}: nothing settled twice.`,
-      );
-    }
-    if (await settlements.handledBy(orderId)) {
-      io.out(`Its workflow has already fulfilled the settlement: nothing to hand over.`);
-      return EXIT_OK;
-    }
-    return await withTemporalClient(io, 'settle', async (client) => {
-      const workflowId = await handOverSettlement(client, settlement);
-      io.out(`Handed to the order's workflow ${workflowId}, which fulfils it once.`);
-      return EXIT_OK;
-    });
-  } finally {
-    await db.close();
+async function settle(io: CliIo, request: Request): Promise<number> {
+  return withDatabase(io, (db) => settleIn(createSettlementsRepository(db), io, request));
+}
+
+async function settleIn(
+  settlements: SettlementsRepository,
+  io: CliIo,
+  { orderId, reason, by }: Request,
+): Promise<number> {
+  const outcome = await recordSettlement(settlements, { orderId, settledBy: by, reason });
+  if (outcome.kind === 'refused') {
+    io.err(`Refused: ${outcome.reason}. Nothing was changed.`);
+    return EXIT_PROBLEM;
   }
+  const { settlement } = outcome;
+  if (outcome.kind === 'settled') {
+    const ids = settlement.paymentIds.join(', ');
+    io.out(
+      `Settled order ${orderId} with payment${settlement.paymentIds.length > 1 ? 's' : ''} ${ids} ` +
+        `(${outcome.paidAmount} paid), ${whoWhenWhy(settlement)}.`,
+    );
+  } else {
+    io.out(
+      `Order ${orderId} was already settled, ${whoWhenWhy(settlement)}: nothing settled twice.`,
+    );
+  }
+  if (await settlements.handledBy(orderId)) {
+    io.out(`Its workflow has already fulfilled the settlement: nothing to hand over.`);
+    return EXIT_OK;
+  }
+  return await withTemporalClient(io, 'settle', async (client) => {
+    const workflowId = await handOverSettlement(client, settlement);
+    io.out(`Handed to the order's workflow ${workflowId}, which fulfils it once.`);
+    return EXIT_OK;
+  });
 }
 
 function whoWhenWhy(settlement: Settlement): string {

@@ -1,5 +1,6 @@
 import { Client, type Connection } from '@temporalio/client';
 import { ConfigError, embeddedTemporalAddress, loadConfig, type Config } from '../config';
+import { createDatabase, type DatabaseHandle } from '../db';
 import { connectClient } from '../temporal/connection';
 import { dataConverterFor } from '../codec/data-converter';
 import { EXIT_PROBLEM } from './io';
@@ -65,5 +66,20 @@ export function loadConfigOrReport(io: {
     if (!(err instanceof ConfigError)) throw err;
     io.err(err.message);
     return undefined;
+  }
+}
+
+/** The database of DATABASE_URL for `work`, closed after it; a bad configuration is exit code 1. */
+export async function withDatabase(
+  io: { err(text: string): void; env?: NodeJS.ProcessEnv },
+  work: (db: DatabaseHandle['db'], config: Config) => Promise<number>,
+): Promise<number> {
+  const config = loadConfigOrReport(io);
+  if (!config) return EXIT_PROBLEM;
+  const database = createDatabase(config.DATABASE_URL);
+  try {
+    return await work(database.db, config);
+  } finally {
+    await database.close();
   }
 }

@@ -1,4 +1,4 @@
-import { createDatabase, createUnmatchedRepository, type UnmatchedRepository } from '../db';
+import { createUnmatchedRepository, type UnmatchedRepository } from '../db';
 import { type Column, formatTable } from '../operator/table';
 import {
   attachUnmatched,
@@ -10,7 +10,7 @@ import { createPaymentStarter, type PaymentStarter } from '../temporal/payment-s
 import type { Command } from 'commander';
 import { addCommand, addGroup, atMost, type Run, UsageError, wholeNumber } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
-import { loadConfigOrReport, withTemporalClient } from './temporal-session';
+import { withDatabase, withTemporalClient } from './temporal-session';
 
 // Only `attach` needs Temporal: the inbox stays usable while Temporal is down.
 
@@ -98,22 +98,15 @@ twice. Only a payment in the shop's currency can be attached.`,
 }
 
 function inSession(io: CliIo, command: string, temporal: boolean, step: Step): Run {
-  return async () => {
-    const config = loadConfigOrReport(io);
-    if (!config) return EXIT_PROBLEM;
-    const db = createDatabase(config.DATABASE_URL);
-    try {
-      const inbox = createUnmatchedRepository(db.db);
-      const session = { inbox, shopCurrency: config.SHOP_CURRENCY };
-      if (!temporal) return await step(session);
-      return await withTemporalClient(io, `unmatched ${command}`, (client) =>
+  return () =>
+    withDatabase(io, (db, config) => {
+      const session = { inbox: createUnmatchedRepository(db), shopCurrency: config.SHOP_CURRENCY };
+      if (!temporal) return step(session);
+      return withTemporalClient(io, `unmatched ${command}`, (client) =>
         // A person waits at the terminal; a start that takes longer than this is an outage.
         step({ ...session, payments: createPaymentStarter(client, { startTimeoutMs: 10_000 }) }),
       );
-    } finally {
-      await db.close();
-    }
-  };
+    });
 }
 
 const LIST_COLUMNS: Column[] = [
