@@ -7,20 +7,18 @@ import {
   listFailedWorkflows,
 } from '../operator/failed-workflows';
 import { type Column, formatTable } from '../operator/table';
-import { addCommand, atMost, type Run, UsageError, wholeNumber } from './command-line';
+import { UsageError, wholeNumber } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM } from './io';
-import { asOperator, describeFailure, reportUndecodable, timestamp, typeOption } from './report';
+import { addTypedCommand, describeFailure, reportUndecodable, timestamp } from './report';
 
 // A server deletes a closed run once it has recorded that the close was processed, which a
 // default server does every 30 s: a minute covers that and the retries of the deletion.
 const DELETION_WAIT_MS = 60_000;
 
 export function addFailedCommands(program: Command, io: CliIo): void {
-  addCommand<Run>(program, 'failed', '[--type T] [--limit N]', (args, options) => {
-    atMost(args, 0);
+  addTypedCommand(program, io, 'failed', '[--type T] [--limit N]', (options, workflowType) => {
     const limit = wholeNumber('--limit', options.limit as string | undefined, 1);
-    const workflowType = options.type as string | undefined;
-    return () => asOperator(io, 'failed', (c) => failedCommand(c, io, { workflowType, limit }));
+    return (c) => failedCommand(c, io, { workflowType, limit });
   })
     .summary('list workflows whose latest run failed')
     .description(
@@ -29,11 +27,9 @@ order ID (from the workflow's memo, "-" when it has none), the failure (type and
 root cause, and when it failed. A workflow that failed and was then retried successfully is not
 listed, although visibility still shows its old Failed run.`,
     )
-    .option(...typeOption)
     .option('-n, --limit <N>', 'show at most N (default: all)');
 
-  addCommand<Run>(program, 'flush', '[--type T] [--yes]', (args, options) => {
-    atMost(args, 0);
+  addTypedCommand(program, io, 'flush', '[--type T] [--yes]', (options, type) => {
     const confirmed = options.yes === true;
     const ask = io.interactive ? io.ask : undefined;
     if (!confirmed && !ask) {
@@ -41,9 +37,7 @@ listed, although visibility still shows its old Failed run.`,
         'flush deletes workflows; without a terminal to confirm on, pass --yes.',
       );
     }
-    const type = options.type as string | undefined;
-    return () =>
-      asOperator(io, 'flush', (c) => flushCommand(c, io, type, confirmed ? undefined : ask));
+    return (c) => flushCommand(c, io, type, confirmed ? undefined : ask);
   })
     .summary('delete failed workflows')
     .description(
@@ -59,7 +53,6 @@ flush only what nobody will retry.
 
 A workflow that changed after it was listed (retried by someone else, say) is left alone.`,
     )
-    .option(...typeOption)
     .option('-y, --yes', 'do not ask (required when standard input is not a terminal)');
 }
 

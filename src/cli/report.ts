@@ -2,7 +2,8 @@ import { hostname } from 'node:os';
 import type { Client } from '@temporalio/client';
 import type { FailureSummary } from '../operator/failures';
 import { describeUndecodable, type UndecodablePayloads } from '../operator/visibility';
-import { UsageError } from './command-line';
+import type { Command } from 'commander';
+import { addCommand, atMost, type Run, UsageError } from './command-line';
 import { type CliIo, userOf } from './io';
 import { withTemporalClient } from './temporal-session';
 
@@ -19,6 +20,24 @@ export const typeOption = [
   '-t, --type <value>',
   'only workflows of this type, e.g. paymentWorkflow',
 ] as const;
+
+/** A command over the workflows of `--type` (all without it), taking no arguments. */
+export function addTypedCommand(
+  program: Command,
+  io: CliIo,
+  name: string,
+  usage: string,
+  parse: (
+    options: Record<string, unknown>,
+    workflowType: string | undefined,
+  ) => (client: Client) => Promise<number>,
+): Command {
+  return addCommand<Run>(program, name, usage, (args, options) => {
+    atMost(args, 0);
+    const work = parse(options, options.type as string | undefined);
+    return () => asOperator(io, name, work);
+  }).option(...typeOption);
+}
 
 /** After a listing that otherwise succeeded, so these lines do not change the exit code. */
 export function reportUndecodable(

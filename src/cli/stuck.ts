@@ -4,20 +4,28 @@ import { heldWorkflowIds } from '../operator/partner';
 import { DEFAULT_MIN_ATTEMPTS, groupByCause, inspectRunningWorkflows } from '../operator/stuck';
 import { formatTable } from '../operator/table';
 import { PARTNERS } from '../shared/partner';
-import { addCommand, atMost, type Run, wholeNumber } from './command-line';
+import { wholeNumber } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_STUCK } from './io';
-import { asOperator, reportUndecodable, timestamp, typeOption } from './report';
+import { addTypedCommand, reportUndecodable, timestamp } from './report';
 import { errorMessage } from './temporal-session';
 
 /** `ops stuck`: running workflows whose work keeps failing, for a person and for cron. */
 
 export function addStuckCommand(program: Command, io: CliIo): void {
-  addCommand<Run>(program, 'stuck', '[--min-attempts N] [--type T]', (args, options) => {
-    atMost(args, 0);
-    const minAttempts = wholeNumber('--min-attempts', options.minAttempts as string | undefined, 1);
-    const workflowType = options.type as string | undefined;
-    return () => asOperator(io, 'stuck', (c) => stuckCommand(c, io, { minAttempts, workflowType }));
-  })
+  addTypedCommand(
+    program,
+    io,
+    'stuck',
+    '[--min-attempts N] [--type T]',
+    (options, workflowType) => {
+      const minAttempts = wholeNumber(
+        '--min-attempts',
+        options.minAttempts as string | undefined,
+        1,
+      );
+      return (c) => stuckCommand(c, io, { minAttempts, workflowType });
+    },
+  )
     .summary('list running workflows whose work keeps failing, grouped by cause; exit 3 if any')
     .description(
       `Lists running workflows that are not getting anywhere, grouped by cause (the activity type,
@@ -40,8 +48,7 @@ Exit code 3 when something is stuck (for cron and monitoring), 0 when nothing is
     .option(
       '-m, --min-attempts <N>',
       `activity attempts that count as stuck (default: ${DEFAULT_MIN_ATTEMPTS})`,
-    )
-    .option(...typeOption);
+    );
 }
 
 async function stuckCommand(
