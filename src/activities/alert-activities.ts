@@ -50,8 +50,7 @@ export function slaUiLink(uiUrl: string, namespace: string, sla: SlaCheck): stri
 
 /** Slack reads `text` (<url|label> links); other receivers get every field under `alert`. */
 export function alertPayload(alert: Alert, uiUrl: string | undefined) {
-  const digest = alert.digest;
-  const sla = alert.sla;
+  const { digest, sla, command, ...fields } = alert;
   const link = !uiUrl
     ? null
     : digest
@@ -92,7 +91,7 @@ export function alertPayload(alert: Alert, uiUrl: string | undefined) {
     `${alert.failureType ?? 'Failure'}: ${alert.failureMessage}`,
     rootCause,
     orders,
-    alert.command ? `Run: \`${alert.command}\`` : undefined,
+    command ? `Run: \`${command}\`` : undefined,
     link ? `<${link}|Open in Temporal Web UI>` : undefined,
   ]
     .filter((line) => line !== undefined)
@@ -100,46 +99,23 @@ export function alertPayload(alert: Alert, uiUrl: string | undefined) {
   return {
     text,
     alert: {
-      kind: alert.kind,
-      namespace: alert.namespace,
-      workflow_type: alert.workflowType,
-      workflow_id: alert.workflowId,
-      run_id: alert.runId,
-      task_queue: alert.taskQueue,
-      order_id: alert.orderId,
-      failure_type: alert.failureType,
-      failure_message: alert.failureMessage,
-      root_cause_type: alert.rootCauseType,
-      root_cause_message: alert.rootCauseMessage,
-      attempts: alert.attempts,
-      failed_at: alert.failedAt,
+      ...snakeCased(fields),
       web_ui_url: link,
-      command: alert.command ?? null,
-      ...(digest && {
-        digest: {
-          cause: digest.cause,
-          since: digest.since,
-          failures: digest.failures,
-          new_failures: digest.newFailures,
-          order_ids: digest.orderIds,
-          more_orders: digest.moreOrders,
-          still_failed: digest.stillFailed,
-          resolved_by: digest.resolvedBy ?? null,
-        },
-      }),
-      ...(sla && {
-        sla: {
-          cause: sla.cause,
-          checked_at: sla.checkedAt,
-          sla_seconds: sla.slaSeconds,
-          count: sla.count,
-          order_ids: sla.orderIds,
-          workflow_ids: sla.workflowIds,
-          paused_partners: sla.pausedPartners,
-        },
-      }),
+      command: command ?? null,
+      ...(digest && { digest: { ...snakeCased(digest), resolved_by: digest.resolvedBy ?? null } }),
+      ...(sla && { sla: snakeCased(sla) }),
     },
   };
+}
+
+/** Receivers read the alert's fields under their snake_case names: `orderIds` is `order_ids`. */
+function snakeCased(fields: object): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(fields).map(([key, value]) => [
+      key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`),
+      value,
+    ]),
+  );
 }
 
 export function createAlertActivities(deps: AlertActivityDeps) {

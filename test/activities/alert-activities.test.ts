@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { createAlertActivities } from '../../src/activities/alert-activities';
+import { alertPayload, createAlertActivities } from '../../src/activities/alert-activities';
 import {
   failureAlertWorkflowId,
   refundReviewAlertWorkflowId,
@@ -203,5 +203,75 @@ describe('deliverAlert', () => {
       type: FailureType.AlertSinkRejected,
       nonRetryable: true,
     });
+  });
+});
+
+describe('alertPayload', () => {
+  it("names a digest's and an SLA check's fields in snake_case, and an unset resolution null", () => {
+    const digest = {
+      cause: 'FulfilmentFailed',
+      since: '2026-11-29T12:00:00.000Z',
+      failures: 3,
+      newFailures: 2,
+      orderIds: [12, 13],
+      moreOrders: 1,
+      stillFailed: null,
+    };
+    expect(
+      alertPayload({ ...alert, kind: 'failures_digest', digest }, undefined).alert,
+    ).toMatchObject({
+      web_ui_url: null,
+      command: null,
+      digest: {
+        cause: 'FulfilmentFailed',
+        since: '2026-11-29T12:00:00.000Z',
+        failures: 3,
+        new_failures: 2,
+        order_ids: [12, 13],
+        more_orders: 1,
+        still_failed: null,
+        resolved_by: null,
+      },
+    });
+    const sla = {
+      cause: 'FulfilmentSlaBreached' as const,
+      checkedAt: '2026-11-29T12:05:00.000Z',
+      slaSeconds: 600,
+      count: 4,
+      orderIds: [12],
+      workflowIds: ['order-12'],
+      pausedPartners: ['warehouse'],
+    };
+    const payload = alertPayload(
+      { ...alert, kind: 'sla_breached', command: 'npm run ops -- stuck', sla },
+      undefined,
+    );
+    expect(payload.alert).toEqual({
+      kind: 'sla_breached',
+      namespace: 'default',
+      workflow_type: 'paymentWorkflow',
+      workflow_id: 'payment-evt_1',
+      run_id: 'run-1',
+      task_queue: 'payments',
+      order_id: 12,
+      failure_type: 'FulfilmentFailed',
+      failure_message: 'order 12 could not be handed to the warehouse',
+      root_cause_type: 'WarehouseUnavailable',
+      root_cause_message: 'warehouse answered 503',
+      attempts: 5,
+      failed_at: '2026-11-29T12:00:00.000Z',
+      web_ui_url: null,
+      command: 'npm run ops -- stuck',
+      sla: {
+        cause: 'FulfilmentSlaBreached',
+        checked_at: '2026-11-29T12:05:00.000Z',
+        sla_seconds: 600,
+        count: 4,
+        order_ids: [12],
+        workflow_ids: ['order-12'],
+        paused_partners: ['warehouse'],
+      },
+    });
+    expect(payload.text).toContain('Run: `npm run ops -- stuck`');
   });
 });
