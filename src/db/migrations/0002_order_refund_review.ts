@@ -1,4 +1,4 @@
-import { PostgresAdapter, type Kysely } from 'kysely';
+import { type AnyDb, columnsOf } from './columns';
 
 /**
  * A second, different payment for an order that is already paid (a double charge) is kept, and
@@ -6,15 +6,9 @@ import { PostgresAdapter, type Kysely } from 'kysely';
  * was raised, null when nothing needs review.
  */
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyDb = Kysely<any>;
-
 export async function up(db: AnyDb): Promise<void> {
-  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-  await db.schema
-    .alterTable('orders')
-    .addColumn('refund_review_requested_at', postgres ? 'timestamptz' : 'text')
-    .execute();
+  const { timestamp } = columnsOf(db);
+  await db.schema.alterTable('orders').addColumn('refund_review_requested_at', timestamp).execute();
 }
 
 export async function down(db: AnyDb): Promise<void> {

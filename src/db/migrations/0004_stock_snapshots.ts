@@ -1,24 +1,15 @@
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
+import { type AnyDb, columnsOf } from './columns';
 
 /**
  * `taken_at` is the moment the snapshot stands for (the run's scheduled time) and is UNIQUE: a
  * retry of the 12:05 run finds the 12:05 snapshot instead of writing a second one.
  */
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyDb = Kysely<any>;
-
 export async function up(db: AnyDb): Promise<void> {
-  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-  // As in 0001: timestamptz on PostgreSQL, toISOString() text on SQLite; IDs never reused.
-  const timestamp = postgres ? 'timestamptz' : 'text';
-  const now = postgres ? sql`now()` : sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`;
+  const { timestamp, now, createTableWithId } = columnsOf(db);
 
-  await db.schema
-    .createTable('stock_snapshots')
-    .addColumn('id', 'integer', (col) =>
-      postgres ? col.primaryKey().generatedByDefaultAsIdentity() : col.primaryKey().autoIncrement(),
-    )
+  await createTableWithId('stock_snapshots')
     .addColumn('taken_at', timestamp, (col) => col.notNull().unique())
     .addColumn('orders_paid', 'integer', (col) => col.notNull().check(sql`orders_paid >= 0`))
     .addColumn('shipments_requested', 'integer', (col) =>

@@ -1,12 +1,9 @@
-import type { Kysely } from 'kysely';
+import type { AnyDb } from './columns';
 
 /**
  * An attempt can commit its row and die before reporting; the retry (same run) must learn the row
  * is its own, and whether it owns the fulfilment, instead of dropping the order.
  */
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyDb = Kysely<any>;
 
 export async function up(db: AnyDb): Promise<void> {
   await db.schema.alterTable('payments').addColumn('recorded_by_run_id', 'text').execute();

@@ -1,17 +1,12 @@
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import { type AnyDb, columnsOf } from './columns';
 
 /**
  * Slack's incoming webhooks keep no Idempotency-Key: stamped after the sink's 2xx, only a crash
  * between that answer and the stamp posts an alert twice (docs/exactly-once.md, Alerts).
  */
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyDb = Kysely<any>;
-
 export async function up(db: AnyDb): Promise<void> {
-  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-  const timestamp = postgres ? 'timestamptz' : 'text';
-  const now = postgres ? sql`now()` : sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`;
+  const { timestamp, now } = columnsOf(db);
   await db.schema
     .createTable('alert_deliveries')
     .addColumn('idempotency_key', 'text', (col) => col.primaryKey())

@@ -1,28 +1,19 @@
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import { type AnyDb, columnsOf } from './columns';
 
 /**
  * Once per provider event (UNIQUE provider_event_id), matched by the payment reference now stored
  * on the payment; one arriving first has no order until its payment claims it.
  */
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyDb = Kysely<any>;
-
 export async function up(db: AnyDb): Promise<void> {
-  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-  const timestamp = postgres ? 'timestamptz' : 'text';
-  const now = postgres ? sql`now()` : sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`;
+  const { timestamp, now, createTableWithId } = columnsOf(db);
   await db.schema.alterTable('payments').addColumn('provider_payment_ref', 'text').execute();
   await db.schema
     .createIndex('payments_provider_payment_ref')
     .on('payments')
     .column('provider_payment_ref')
     .execute();
-  await db.schema
-    .createTable('refunds')
-    .addColumn('id', 'integer', (col) =>
-      postgres ? col.primaryKey().generatedByDefaultAsIdentity() : col.primaryKey().autoIncrement(),
-    )
+  await createTableWithId('refunds')
     .addColumn('provider_event_id', 'text', (col) => col.notNull().unique())
     .addColumn('payment_ref', 'text', (col) => col.notNull())
     .addColumn('kind', 'text', (col) => col.notNull())

@@ -1,23 +1,14 @@
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
+import { type AnyDb, columnsOf } from './columns';
 
 /**
  * Deliveries we could not act on are answered 2xx (else the provider disables the endpoint), so
  * this row is the only record: not Temporal's retention. UNIQUE event_id counts redeliveries.
  */
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyDb = Kysely<any>;
-
 export async function up(db: AnyDb): Promise<void> {
-  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-  const timestamp = postgres ? 'timestamptz' : 'text';
-  const now = postgres ? sql`now()` : sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`;
-  await db.schema
-    .createTable('unmatched_deliveries')
-    .addColumn('id', 'integer', (col) =>
-      // As in 0001: IDs are never reused; operators name entries by them.
-      postgres ? col.primaryKey().generatedByDefaultAsIdentity() : col.primaryKey().autoIncrement(),
-    )
+  const { timestamp, now, createTableWithId } = columnsOf(db);
+  await createTableWithId('unmatched_deliveries')
     .addColumn('reason', 'text', (col) => col.notNull())
     .addColumn('provider', 'text', (col) => col.notNull())
     .addColumn('event_id', 'text', (col) => col.notNull().unique())

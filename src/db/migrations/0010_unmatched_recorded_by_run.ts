@@ -1,12 +1,9 @@
-import type { Kysely } from 'kysely';
+import type { AnyDb } from './columns';
 
 /**
  * As payments.recorded_by_run_id (0005): a step that committed and died before reporting learns
  * on retry that the entry is its own, not a provider's redelivery.
  */
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyDb = Kysely<any>;
 
 export async function up(db: AnyDb): Promise<void> {
   await db.schema

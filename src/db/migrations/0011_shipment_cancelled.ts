@@ -1,18 +1,16 @@
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
+import { type AnyDb, columnsOf } from './columns';
 
 /**
  * SQLite cannot alter a CHECK: the table is rebuilt its documented way (create, copy, drop,
  * rename) from its own DDL, and the AUTOINCREMENT counter carried over (IDs never reused, 0001).
  */
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyDb = Kysely<any>;
-
 const OLD_CHECK = `shipment_status in ('requested', 'failed')`;
 const NEW_CHECK = `shipment_status in ('requested', 'failed', 'cancelled')`;
 
 export async function up(db: AnyDb): Promise<void> {
-  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+  if (columnsOf(db).postgres) {
     await replacePostgresCheck(db, NEW_CHECK);
     return;
   }
@@ -26,7 +24,7 @@ export async function down(db: AnyDb): Promise<void> {
     .set({ shipment_status: null })
     .where('shipment_status', '=', 'cancelled')
     .execute();
-  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+  if (columnsOf(db).postgres) {
     await replacePostgresCheck(db, OLD_CHECK);
     return;
   }

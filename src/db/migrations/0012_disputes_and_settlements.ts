@@ -1,22 +1,13 @@
-import { PostgresAdapter, sql, type ColumnDefinitionBuilder, type Kysely } from 'kysely';
+import { type AnyDb, columnsOf } from './columns';
 
 /**
  * `dispute_status` is stored, not derived, so the order row alone says it; its workflow writes it
  * from every recorded event, so any arrival order gives the same columns.
  */
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyDb = Kysely<any>;
-
 export async function up(db: AnyDb): Promise<void> {
-  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-  const timestamp = postgres ? 'timestamptz' : 'text';
-  const now = postgres ? sql`now()` : sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`;
-  const id = (col: ColumnDefinitionBuilder) =>
-    postgres ? col.primaryKey().generatedByDefaultAsIdentity() : col.primaryKey().autoIncrement();
-  await db.schema
-    .createTable('disputes')
-    .addColumn('id', 'integer', id)
+  const { timestamp, now, createTableWithId } = columnsOf(db);
+  await createTableWithId('disputes')
     .addColumn('provider_event_id', 'text', (col) => col.notNull().unique())
     .addColumn('dispute_id', 'text', (col) => col.notNull())
     .addColumn('payment_ref', 'text', (col) => col.notNull())
@@ -37,9 +28,7 @@ export async function up(db: AnyDb): Promise<void> {
   await db.schema.createIndex('disputes_order_id').on('disputes').column('order_id').execute();
   await db.schema.alterTable('orders').addColumn('dispute_status', 'text').execute();
   await db.schema.alterTable('orders').addColumn('dispute_closed_at', timestamp).execute();
-  await db.schema
-    .createTable('settlements')
-    .addColumn('id', 'integer', id)
+  await createTableWithId('settlements')
     .addColumn('order_id', 'integer', (col) => col.notNull().unique().references('orders.id'))
     .addColumn('settled_by', 'text', (col) => col.notNull())
     .addColumn('reason', 'text', (col) => col.notNull())

@@ -1,16 +1,13 @@
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
+import { type AnyDb, columnsOf } from './columns';
 
 /**
  * The durable truth read before each partner call: a pause survives every restart and needs no
  * signal to arrive. `release_cursor_ms`: the next free slot (epoch ms) of a `--rate N` resume.
  */
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyDb = Kysely<any>;
-
 export async function up(db: AnyDb): Promise<void> {
-  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-  const timestamp = postgres ? 'timestamptz' : 'text';
+  const { timestamp } = columnsOf(db);
   await db.schema
     .createTable('partner_pauses')
     .addColumn('partner', 'text', (col) => col.primaryKey())
