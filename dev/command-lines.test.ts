@@ -25,6 +25,7 @@ const TOOLS = [
   'record-histories',
   'migrate',
   'worker',
+  'http',
   'heavy-worker',
   ...Object.keys(scripts).filter((name) => /^bench(:|$)/.test(name)),
 ];
