@@ -1,4 +1,4 @@
-import { defineSignal } from '@temporalio/workflow';
+import { defineSignal, type WorkflowInfo } from '@temporalio/workflow';
 import type { SlaCheck } from './sla';
 
 /** Workflow type of the alert workflow: failures of this type raise no alert of their own. */
@@ -132,13 +132,11 @@ export type SlaAlertKind = 'sla_breached' | 'sla_resolved';
 /** The posts of one incident of a cause: opened at once, digests while it lasts, resolved. */
 export type FailureDigestKind = 'failures_opened' | 'failures_digest' | 'failures_resolved';
 
-export interface Alert {
+export interface Alert extends Pick<
+  WorkflowInfo,
+  'namespace' | 'workflowType' | 'workflowId' | 'runId' | 'taskQueue'
+> {
   kind: AlertKind;
-  namespace: string;
-  workflowType: string;
-  workflowId: string;
-  runId: string;
-  taskQueue: string;
   orderId: number | null;
   failureType: string | null;
   failureMessage: string;
