@@ -18,6 +18,7 @@ import { withTemporalClient } from './temporal-session';
 const DEFAULT_WATCH_INTERVAL_MS = 1_000;
 /** `--watch` gives up after this many failed polls in a row (Temporal gone for good). */
 const MAX_POLL_ERRORS = 10;
+const watchOption = ['-w, --watch', 'follow its progress until it ends'] as const;
 
 export function addBatchGroup(parent: Command, io: CliIo): void {
   const program = addGroup(
@@ -63,7 +64,7 @@ export function addBatchGroup(parent: Command, io: CliIo): void {
       '--id <EXPORT_ID>',
       'names the export and its directory (default: its range, e.g. 1000-5000 or first-last)',
     )
-    .option('-w, --watch', 'follow its progress until it ends');
+    .option(...watchOption);
 
   addCommand<Run>(
     program,
@@ -89,7 +90,7 @@ export function addBatchGroup(parent: Command, io: CliIo): void {
   )
     .summary("show an export's progress bar")
     .description("Shows an export's progress bar; --watch follows it until it ends.")
-    .option('-w, --watch', 'follow it until it ends')
+    .option(...watchOption)
     .option(
       '--interval <MS>',
       `milliseconds between polls of --watch (default: ${DEFAULT_WATCH_INTERVAL_MS})`,
@@ -126,9 +127,7 @@ async function startCommand(
   );
   io.out(`Workflow ID: ${workflowId}`);
   io.out(`Files:       <EXPORT_DIR>/${input.exportId}/ of the heavy workers`);
-  if (watch) return watchCommand(client, io, workflowId, DEFAULT_WATCH_INTERVAL_MS);
-  io.out(`Progress:    npm run ops -- batch progress ${workflowId} --watch`);
-  return EXIT_OK;
+  return followOrPoint(client, io, workflowId, watch);
 }
 
 /** `start` of an export that exists: says so and shows where it stands, never a second one. */
@@ -144,13 +143,15 @@ async function startedBefore(
     `Export ${exportId} was started before (${workflowId}, at ${startTime.toISOString()}); ` +
       'not starting it again.',
   );
-  if (status.name === 'RUNNING') {
-    if (watch) return watchCommand(client, io, workflowId, DEFAULT_WATCH_INTERVAL_MS);
-    io.out(`Progress:    npm run ops -- batch progress ${workflowId} --watch`);
-    return EXIT_OK;
-  }
+  if (status.name === 'RUNNING') return followOrPoint(client, io, workflowId, watch);
   io.out('To export again, name a new export: npm run ops -- batch start --id <EXPORT_ID> …');
   return report(io, workflowId, await exportStatus(client, workflowId));
+}
+
+async function followOrPoint(client: Client, io: CliIo, workflowId: string, watch: boolean) {
+  if (watch) return watchCommand(client, io, workflowId, DEFAULT_WATCH_INTERVAL_MS);
+  io.out(`Progress:    npm run ops -- batch progress ${workflowId} --watch`);
+  return EXIT_OK;
 }
 
 async function progressCommand(client: Client, io: CliIo, workflowId: string) {
