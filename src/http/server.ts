@@ -1,3 +1,4 @@
+import { createTool, parseTool } from '../cli/command-line';
 import { createPaymentStarter } from '../temporal/payment-starter';
 import { loadConfig } from '../config';
 import { codecEndpointFor, codecEndpointRefusal, dataConverterFor } from '../codec/data-converter';
@@ -21,8 +22,20 @@ import { databaseReadiness, temporalReadiness, workersReadiness } from './health
 import { createHttpMetrics } from './metrics';
 import { ordersApiAccess } from './orders-auth';
 
+const commandLine = createTool(
+  'npm run http --',
+  'The HTTP process: the webhook endpoints and the orders API, with /healthz, and /readyz and ' +
+    '/metrics on ADMIN_ADDRESS.',
+).addHelpText(
+  'after',
+  '\nConfigured by the environment: docs/configuration.md; deploy units in deploy/.',
+);
+
 /** `npm start` runs the embedded dev stack instead. */
-async function main(): Promise<void> {
+async function main(): Promise<number | void> {
+  // Configured by the environment alone: a command line is --help or a mistake, not a start.
+  const line = await parseTool(commandLine, () => undefined);
+  if (line.kind === 'exit') return line.code;
   const config = loadConfig();
   const logger = createLogger(config, 'http');
   if (!config.TEMPORAL_ADDRESS) {
