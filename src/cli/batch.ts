@@ -9,7 +9,15 @@ import { HEAVY_TASK_QUEUE } from '../shared/constants';
 import { EXPORT_ID_PATTERN, exportWorkflowId, type ExportOrdersInput } from '../shared/export';
 import type { exportOrdersWorkflow } from '../workflows/batch';
 import { exportStatus, type ExportStatus, progressLine, report } from './batch-report';
-import { addCommand, addGroup, atMost, type Run, UsageError, wholeNumber } from './command-line';
+import {
+  addCommand,
+  addGroup,
+  atMost,
+  type Run,
+  UsageError,
+  wholeNumber,
+  theArgument,
+} from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM } from './io';
 import { withTemporalClient } from './temporal-session';
 
@@ -71,9 +79,7 @@ export function addBatchGroup(parent: Command, io: CliIo): void {
     'progress',
     '<workflowId | EXPORT_ID> [--watch] [--interval MS]',
     (args, options) => {
-      const [target] = atMost(args, 1);
-      if (target === undefined)
-        throw new UsageError('Name the export: its workflow ID or export ID.');
+      const target = theArgument(args, 'Name the export: its workflow ID or export ID.');
       const intervalMs =
         wholeNumber('--interval', options.interval as string | undefined, 100) ??
         DEFAULT_WATCH_INTERVAL_MS;

@@ -168,6 +168,13 @@ export function atMost(args: string[], max: number): string[] {
   return args;
 }
 
+/** The command's one argument, which it cannot do without: `missing` asks for it. */
+export function theArgument(args: string[], missing: string): string {
+  const [value] = atMost(args, 1);
+  if (!value) throw new UsageError(missing);
+  return value;
+}
+
 function childNamed(command: Command, name: string | undefined): Command | undefined {
   return command.commands.find((c) => c.name() === name);
 }

@@ -12,7 +12,7 @@ import {
   setRampingBuild,
   type DeploymentState,
 } from '../temporal/deployments';
-import { addCommand, addGroup, atMost, type Run, UsageError } from './command-line';
+import { addCommand, addGroup, atMost, type Run, UsageError, theArgument } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { loadConfigOrReport, withTemporalClient } from './temporal-session';
 import { POLLER_FRESH_MS } from '../monitoring/task-queue-pollers';
@@ -44,8 +44,7 @@ current one has (start its heavy worker too). See docs/deploys.md.`,
   }).summary('the current build, the ramp, and every build with its open runs');
 
   addCommand<Run>(program, 'current', '[--force] <build-id>', (args, options) => {
-    const [buildId] = atMost(args, 1);
-    if (!buildId) throw new UsageError('Name the build to make current.');
+    const buildId = theArgument(args, 'Name the build to make current.');
     return onDeployment(io, 'current', async (client, deploymentName) => {
       const checked = await checkWorkers(client, io, deploymentName, buildId, options, 'current');
       if (checked === undefined) return EXIT_PROBLEM;
@@ -101,8 +100,7 @@ Refused, like current, when the build lacks a live worker on a task queue; --for
     .option(...forceOption);
 
   addCommand<Run>(program, 'drain', '<build-id>', (args) => {
-    const [buildId] = atMost(args, 1);
-    if (!buildId) throw new UsageError('Name the build to check.');
+    const buildId = theArgument(args, 'Name the build to check.');
     return onDeployment(io, 'drain', async (client, deploymentName) => {
       const state = await describeDeployment(client, deploymentName);
       const open = await openRunsOn(client, { deploymentName, buildId });

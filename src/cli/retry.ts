@@ -14,7 +14,7 @@ import {
 import { awaitRetryOutcome, isProblem, type RetryOutcome } from '../operator/retry-outcome';
 import { formatTable } from '../operator/table';
 import { DESCRIBE_CONCURRENCY, mapConcurrently } from '../operator/visibility';
-import { addCommand, atMost, type Run, UsageError, wholeNumber } from './command-line';
+import { addCommand, type Run, UsageError, wholeNumber, theArgument } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { asOperator, describeFailure, reportUndecodable, since, typeOption } from './report';
 
@@ -32,12 +32,11 @@ export function addRetryCommand(program: Command, io: CliIo): void {
     'retry',
     '<workflowId> | all [--type T] [--root-cause T] [--since D] [--dry-run] [--rate N] [--wait S]',
     (args, options) => {
-      const [target] = atMost(args, 1);
+      const target = theArgument(args, 'Name the workflow to retry, or "all".');
       const workflowType = options.type as string | undefined;
       const waitMs =
         1000 *
         (wholeNumber('--wait', options.wait as string | undefined) ?? DEFAULT_RETRY_WAIT_SECONDS);
-      if (target === undefined) throw new UsageError('Name the workflow to retry, or "all".');
       if (target === 'all') {
         const filter: RetryAllFilter = {
           workflowType,
