@@ -1,8 +1,4 @@
-import { createDatabase, type DatabaseHandle } from '../../src/db/connection';
-import {
-  createLoyaltyRepository,
-  type AwardForOrderResult,
-} from '../../src/db/repositories/loyalty';
+import { createLoyaltyRepository } from '../../src/db/repositories/loyalty';
 import { createOrdersRepository } from '../../src/db/repositories/orders';
 import { testDatabases } from '../../harness/databases';
 import { useTestDatabase } from '../support/database-fixture';
@@ -65,28 +61,15 @@ describe.each(testDatabases)('loyalty repository ($name)', ({ create }) => {
   it('gives exactly one of 20 concurrent awards for one order the points, through several handles', async () => {
     const userId = nextUser();
     const input = { userId, orderId: await newOrderId(userId), points: 100, reason: REASON };
-    // Extra handles are separate pools on PostgreSQL; on SQLite they share the file's connection
-    // in this process (as in payments.test.ts).
-    const others: DatabaseHandle[] = [
-      createDatabase(database.handle.url),
-      createDatabase(database.handle.url),
-    ];
-    try {
-      const repositories = [loyalty, ...others.map((o) => createLoyaltyRepository(o.db))];
-      const results: AwardForOrderResult[] = await Promise.all(
-        Array.from({ length: 20 }, (_, i) =>
-          repositories[i % repositories.length]!.awardForOrder(input),
-        ),
-      );
+    const results = await database.acrossHandles(createLoyaltyRepository, 20, (repository) =>
+      repository.awardForOrder(input),
+    );
 
-      expect(results.filter((r) => r.awarded)).toHaveLength(1);
-      // The losers waited for the winner and read its balance, not a stale zero.
-      expect(results.map((r) => r.balance)).toEqual(Array(20).fill(100));
-      expect(await loyalty.ledgerFor(userId)).toHaveLength(1);
-      expect(await loyalty.balanceOf(userId)).toBe(100);
-    } finally {
-      await Promise.all(others.map((o) => o.close()));
-    }
+    expect(results.filter((r) => r.awarded)).toHaveLength(1);
+    // The losers waited for the winner and read its balance, not a stale zero.
+    expect(results.map((r) => r.balance)).toEqual(Array(20).fill(100));
+    expect(await loyalty.ledgerFor(userId)).toHaveLength(1);
+    expect(await loyalty.balanceOf(userId)).toBe(100);
   });
 
   it('adds up the awards of two orders of one user: 200', async () => {
@@ -109,24 +92,15 @@ describe.each(testDatabases)('loyalty repository ($name)', ({ create }) => {
   it('loses no increment when different orders of one user are awarded at the same moment', async () => {
     const userId = nextUser();
     const orderIds = await Promise.all(Array.from({ length: 10 }, () => newOrderId(userId)));
-    const other = createDatabase(database.handle.url);
-    try {
-      const repositories = [loyalty, createLoyaltyRepository(other.db)];
+    const results = await database.acrossHandles(createLoyaltyRepository, 10, (repository, i) =>
+      repository.awardForOrder({ userId, orderId: orderIds[i]!, points: 100, reason: REASON }),
+    );
 
-      const results = await Promise.all(
-        orderIds.map((orderId, i) =>
-          repositories[i % 2]!.awardForOrder({ userId, orderId, points: 100, reason: REASON }),
-        ),
-      );
-
-      expect(results.every((r) => r.awarded)).toBe(true);
-      expect(results.map((r) => r.balance).sort((a, b) => a - b)).toEqual(
-        orderIds.map((_, i) => (i + 1) * 100),
-      );
-      expect(await loyalty.balanceOf(userId)).toBe(1_000);
-    } finally {
-      await other.close();
-    }
+    expect(results.every((r) => r.awarded)).toBe(true);
+    expect(results.map((r) => r.balance).sort((a, b) => a - b)).toEqual(
+      orderIds.map((_, i) => (i + 1) * 100),
+    );
+    expect(await loyalty.balanceOf(userId)).toBe(1_000);
   });
 
   it('awards one order once per reason', async () => {

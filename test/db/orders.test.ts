@@ -1,4 +1,3 @@
-import { createDatabase } from '../../src/db/connection';
 import { createOrdersRepository, type CreateOrderInput } from '../../src/db/repositories/orders';
 import { testDatabases } from '../../harness/databases';
 import { useTestDatabase } from '../support/database-fixture';
@@ -105,24 +104,14 @@ describe.each(testDatabases)('orders repository ($name)', ({ create }) => {
 
   it('creates one row for 20 concurrent requests with the same key, through several handles', async () => {
     const key = nextKey();
-    const other = createDatabase(database.handle.url);
-    try {
-      const repositories = [orders, createOrdersRepository(other.db)];
-      const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) =>
-          repositories[i % 2]!.createWithIdempotencyKey(
-            request({ idempotencyKey: key, fingerprint: 'f' }),
-          ),
-        ),
-      );
+    const results = await database.acrossHandles(createOrdersRepository, 20, (repository) =>
+      repository.createWithIdempotencyKey(request({ idempotencyKey: key, fingerprint: 'f' })),
+    );
 
-      expect(results.filter((r) => r.kind === 'created')).toHaveLength(1);
-      expect(results.filter((r) => r.kind === 'replayed')).toHaveLength(19);
-      expect(new Set(results.map((r) => r.order.id)).size).toBe(1);
-      expect(await rowsWithKey(key)).toBe(1);
-    } finally {
-      await other.close();
-    }
+    expect(results.filter((r) => r.kind === 'created')).toHaveLength(1);
+    expect(results.filter((r) => r.kind === 'replayed')).toHaveLength(19);
+    expect(new Set(results.map((r) => r.order.id)).size).toBe(1);
+    expect(await rowsWithKey(key)).toBe(1);
   });
 
   it('finds nothing for an unknown ID', async () => {

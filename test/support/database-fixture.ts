@@ -1,4 +1,5 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
+import { createDatabase } from '../../src/db/connection';
 import type { Database } from '../../src/db/schema';
 import { createOrdersRepository, type Order } from '../../src/db/repositories/orders';
 import {
@@ -27,6 +28,22 @@ export interface DatabaseFixture {
   paidOrder(): Promise<{ orderId: number; paymentRef: string }>;
   /** Records a payment of 5 000 (unless `input` says otherwise) under an event ID of its own. */
   pay(orderId: number, input?: Partial<RecordPaymentInput>): Promise<RecordPaymentResult>;
+  /** The stored row of a ledger's event, for the columns no read of its repository returns. */
+  eventRow<T extends 'refunds' | 'disputes'>(
+    ledger: T,
+    eventId: string,
+  ): Promise<Selectable<Database[T]>>;
+  /**
+   * Makes `calls` calls (the i-th with `i`) at once, spread over this handle and two more of the
+   * same database:
+   * separate pools on PostgreSQL; on SQLite they share the file's connection in this process
+   * (separate processes: sqlite-processes.test.ts).
+   */
+  acrossHandles<R, T>(
+    create: (db: Kysely<Database>) => R,
+    calls: number,
+    call: (repository: R, i: number) => Promise<T>,
+  ): Promise<T[]>;
 }
 
 /**
@@ -76,6 +93,23 @@ export function useTestDatabase(
         amount: 5_000,
         ...input,
       }),
+    eventRow: (ledger: 'refunds' | 'disputes', eventId) =>
+      fixture.handle.db
+        .selectFrom(ledger)
+        .selectAll()
+        .where('provider_event_id', '=', eventId)
+        .executeTakeFirstOrThrow() as never,
+    async acrossHandles(create, calls, call) {
+      const others = [createDatabase(fixture.handle.url), createDatabase(fixture.handle.url)];
+      try {
+        const repositories = [fixture.handle, ...others].map((handle) => create(handle.db));
+        return await Promise.all(
+          Array.from({ length: calls }, (_, i) => call(repositories[i % repositories.length]!, i)),
+        );
+      } finally {
+        await Promise.all(others.map((other) => other.close()));
+      }
+    },
   };
   return fixture;
 }
