@@ -1,9 +1,8 @@
-import { createDatabase, type DatabaseHandle } from '../../src/db/connection';
 import { createOrdersRepository } from '../../src/db/repositories/orders';
 import { createUnmatchedRepository } from '../../src/db/repositories/unmatched';
 import {
   createPaymentsRepository,
-  type RecordPaymentResult,
+  type RecordPaymentInput,
 } from '../../src/db/repositories/payments';
 import { testDatabases } from '../../harness/databases';
 import { useTestDatabase } from '../support/database-fixture';
@@ -15,16 +14,18 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
   const payments = database.repository(createPaymentsRepository);
   const nextEventId = () => database.unique('evt');
   const newOrder = (totalAmount = 5_400) => database.newOrder(totalAmount);
+  const record = (
+    providerEventId: string,
+    orderId: number,
+    amount = 5_400,
+    more: Partial<RecordPaymentInput> = {},
+  ) => payments.recordPayment({ providerEventId, orderId, amount, ...more });
 
   it('records a new event as created and marks its order paid', async () => {
     const order = await newOrder();
     const eventId = nextEventId();
 
-    const result = await payments.recordPayment({
-      providerEventId: eventId,
-      orderId: order.id,
-      amount: 5_400,
-    });
+    const result = await record(eventId, order.id);
 
     expect(result).toEqual({
       kind: 'created',
@@ -49,16 +50,8 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
   it('claims the order for the first payment only: a second, different event is a double charge', async () => {
     const order = await newOrder();
     const eventId = nextEventId();
-    const first = await payments.recordPayment({
-      providerEventId: `${eventId}_a`,
-      orderId: order.id,
-      amount: 5_400,
-    });
-    const second = await payments.recordPayment({
-      providerEventId: `${eventId}_b`,
-      orderId: order.id,
-      amount: 5_400,
-    });
+    const first = await record(`${eventId}_a`, order.id);
+    const second = await record(`${eventId}_b`, order.id);
     expect(first).toMatchObject({ kind: 'created', firstForOrder: true });
     expect(second).toMatchObject({
       kind: 'created',
@@ -73,71 +66,31 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     const eventId = nextEventId();
     const orders = createOrdersRepository(database.handle.db);
 
-    const short = await payments.recordPayment({
-      providerEventId: `${eventId}_short`,
-      orderId: order.id,
-      amount: 1,
-    });
-    expect(short).toMatchObject({
-      kind: 'created',
-      firstForOrder: false,
-      amountMatchesOrder: false,
-    });
-    expect((await orders.findById(order.id))?.status).toBe('pending');
+    const paysNot = { kind: 'created', firstForOrder: false, amountMatchesOrder: false };
 
-    const over = await payments.recordPayment({
-      providerEventId: `${eventId}_over`,
-      orderId: order.id,
-      amount: 5_401,
-    });
-    expect(over).toMatchObject({
-      kind: 'created',
-      firstForOrder: false,
-      amountMatchesOrder: false,
-    });
-    expect((await orders.findById(order.id))?.status).toBe('pending');
+    // Short of the total, then over it.
+    for (const amount of [1, 5_401]) {
+      expect(await record(`${eventId}_${amount}`, order.id, amount)).toMatchObject(paysNot);
+      expect((await orders.findById(order.id))?.status).toBe('pending');
+    }
 
-    const exact = await payments.recordPayment({
-      providerEventId: `${eventId}_exact`,
-      orderId: order.id,
-      amount: 5_400,
-    });
+    const exact = await record(`${eventId}_exact`, order.id);
     expect(exact).toMatchObject({ kind: 'created', firstForOrder: true, amountMatchesOrder: true });
     expect((await orders.findById(order.id))?.status).toBe('paid');
     expect(await payments.listByOrder(order.id)).toHaveLength(3);
 
     // A retry of the short payment's run still says it did not match.
-    const retried = await payments.recordPayment({
-      providerEventId: `${eventId}_retry`,
-      orderId: order.id,
-      amount: 2,
-      recordedByRunId: 'run-short',
-    });
-    const again = await payments.recordPayment({
-      providerEventId: `${eventId}_retry`,
-      orderId: order.id,
-      amount: 2,
-      recordedByRunId: 'run-short',
-    });
+    const retried = await record(`${eventId}_retry`, order.id, 2, { recordedByRunId: 'run-short' });
+    const again = await record(`${eventId}_retry`, order.id, 2, { recordedByRunId: 'run-short' });
     expect(retried).toMatchObject({ kind: 'created', amountMatchesOrder: false });
-    expect(again).toMatchObject({
-      kind: 'created',
-      firstForOrder: false,
-      amountMatchesOrder: false,
-    });
+    expect(again).toMatchObject(paysNot);
   });
 
   it('gives the order to exactly one of many different payments recorded at once', async () => {
     const order = await newOrder();
     const eventId = nextEventId();
     const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) =>
-        payments.recordPayment({
-          providerEventId: `${eventId}_${i}`,
-          orderId: order.id,
-          amount: 5_400,
-        }),
-      ),
+      Array.from({ length: 20 }, (_, i) => record(`${eventId}_${i}`, order.id)),
     );
     const firsts = results.filter((r) => r.kind === 'created' && r.firstForOrder);
     expect(results.every((r) => r.kind === 'created')).toBe(true);
@@ -175,9 +128,7 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
       // A violated CHECK (amount >= 0) carries an error code too, but not the foreign key's: it
       // must not read as order_not_found, which fails the payment for good. (PostgreSQL only:
       // on SQLite this call once resolved in a full run, not reproduced since; see docs/testing.md.)
-      await expect(
-        payments.recordPayment({ providerEventId: nextEventId(), orderId: order.id, amount: -1 }),
-      ).rejects.toThrow();
+      await expect(record(nextEventId(), order.id, -1)).rejects.toThrow();
     }
     const broken = await create();
     await broken.close();
@@ -211,11 +162,7 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
 
   it('reads back a double charge as such when it comes again', async () => {
     const order = await newOrder();
-    await payments.recordPayment({
-      providerEventId: nextEventId(),
-      orderId: order.id,
-      amount: 5_400,
-    });
+    await record(nextEventId(), order.id);
     const double = { providerEventId: nextEventId(), orderId: order.id, amount: 5_400 };
     await payments.recordPayment(double);
     expect(await payments.recordPayment(double)).toMatchObject({
@@ -229,7 +176,7 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     const order = await newOrder();
     const eventId = nextEventId();
     expect(await payments.handledBy(eventId)).toBeUndefined();
-    await payments.recordPayment({ providerEventId: eventId, orderId: order.id, amount: 5_400 });
+    await record(eventId, order.id);
     expect(await payments.handledBy(eventId)).toBeNull();
 
     const [recorded] = await payments.listByOrder(order.id);
@@ -248,28 +195,12 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     const order = await newOrder();
     const otherOrder = await newOrder();
     const eventId = nextEventId();
-    const first = await payments.recordPayment({
-      providerEventId: eventId,
-      orderId: order.id,
-      amount: 5_400,
-    });
+    const first = await record(eventId, order.id);
     if (first.kind !== 'created') throw new Error(`expected created, got ${first.kind}`);
 
-    const otherAmount = await payments.recordPayment({
-      providerEventId: eventId,
-      orderId: order.id,
-      amount: 1,
-    });
-    const otherOrderResult = await payments.recordPayment({
-      providerEventId: eventId,
-      orderId: otherOrder.id,
-      amount: 5_400,
-    });
-    const missingOrder = await payments.recordPayment({
-      providerEventId: eventId,
-      orderId: 999_999,
-      amount: 5_400,
-    });
+    const otherAmount = await record(eventId, order.id, 1);
+    const otherOrderResult = await record(eventId, otherOrder.id);
+    const missingOrder = await record(eventId, 999_999);
 
     for (const result of [otherAmount, otherOrderResult, missingOrder]) {
       expect(result).toEqual({ kind: 'conflict', payment: first.payment });
@@ -304,7 +235,7 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     });
     // Only a non-empty prefix before `~` names a provider.
     const unqualified = `~${nextEventId()}`;
-    await payments.recordPayment({ providerEventId: unqualified, orderId: 999_999, amount: 10 });
+    await record(unqualified, 999_999, 10);
     expect(
       await createUnmatchedRepository(database.handle.db).findByEventId(unqualified),
     ).toMatchObject({ provider: 'payment' });
@@ -396,29 +327,16 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
   it('gives exactly one of 50 concurrent calls for one event the created result, through several handles', async () => {
     const order = await newOrder();
     const input = { providerEventId: nextEventId(), orderId: order.id, amount: 5_400 };
-    // Extra handles are separate pools on PostgreSQL; on SQLite they share the file's connection
-    // in this process (separate processes: sqlite-processes.test.ts).
-    const others: DatabaseHandle[] = [
-      createDatabase(database.handle.url),
-      createDatabase(database.handle.url),
-    ];
-    try {
-      const repositories = [payments, ...others.map((o) => createPaymentsRepository(o.db))];
-      const results: RecordPaymentResult[] = await Promise.all(
-        Array.from({ length: 50 }, (_, i) =>
-          repositories[i % repositories.length]!.recordPayment(input),
-        ),
-      );
+    const results = await database.acrossHandles(createPaymentsRepository, 50, (repository) =>
+      repository.recordPayment(input),
+    );
 
-      const kinds = results.map((r) => r.kind);
-      expect(kinds.filter((k) => k === 'created')).toHaveLength(1);
-      expect(kinds.filter((k) => k === 'existing')).toHaveLength(49);
-      const ids = new Set(results.map((r) => ('payment' in r ? r.payment.id : undefined)));
-      expect(ids.size).toBe(1);
-      expect(await payments.countByEventId(input.providerEventId)).toBe(1);
-    } finally {
-      await Promise.all(others.map((o) => o.close()));
-    }
+    const kinds = results.map((r) => r.kind);
+    expect(kinds.filter((k) => k === 'created')).toHaveLength(1);
+    expect(kinds.filter((k) => k === 'existing')).toHaveLength(49);
+    const ids = new Set(results.map((r) => ('payment' in r ? r.payment.id : undefined)));
+    expect(ids.size).toBe(1);
+    expect(await payments.countByEventId(input.providerEventId)).toBe(1);
   });
 
   it('lists the payments of an order oldest first, and only those', async () => {
@@ -426,13 +344,9 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
     const unrelated = await newOrder();
     const first = nextEventId();
     const second = nextEventId();
-    await payments.recordPayment({ providerEventId: first, orderId: order.id, amount: 100 });
-    await payments.recordPayment({
-      providerEventId: nextEventId(),
-      orderId: unrelated.id,
-      amount: 100,
-    });
-    await payments.recordPayment({ providerEventId: second, orderId: order.id, amount: 200 });
+    await record(first, order.id, 100);
+    await record(nextEventId(), unrelated.id, 100);
+    await record(second, order.id, 200);
 
     const listed = await payments.listByOrder(order.id);
 
