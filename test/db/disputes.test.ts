@@ -1,7 +1,7 @@
 import { createDisputesRepository } from '../../src/db/repositories/disputes';
-import type { DisputeEvent } from '../../src/shared/payment-events';
 import { testDatabases } from '../../harness/databases';
 import { useTestDatabase } from '../support/database-fixture';
+import { disputeEvent } from '../support/ledger-events';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -12,31 +12,6 @@ describe.each(testDatabases)('disputes repository ($name)', ({ create }) => {
   const database = useTestDatabase(create);
   const disputes = database.repository(createDisputesRepository);
   const { unique } = database;
-  const newOrder = async () => (await database.newOrder()).id;
-  const pay = (orderId: number, paymentRef: string) => database.pay(orderId, { paymentRef });
-
-  function disputeEvent(paymentRef: string, overrides: Partial<DisputeEvent> = {}): DisputeEvent {
-    return {
-      eventId: unique('stripe~evt_dp'),
-      paymentRef,
-      disputeId: unique('dp'),
-      amount: 5_000,
-      currency: 'jpy',
-      status: 'opened',
-      evidenceDueBy: '2026-12-24T00:00:00.000Z',
-      reason: 'fraudulent',
-      ...overrides,
-    };
-  }
-
-  /** The stored row, for the columns no read of the repository returns. */
-  function row(eventId: string) {
-    return database.handle.db
-      .selectFrom('disputes')
-      .selectAll()
-      .where('provider_event_id', '=', eventId)
-      .executeTakeFirstOrThrow();
-  }
 
   it('records an event for a recorded payment once, matched to its order, with every field', async () => {
     const { orderId, paymentRef: ref } = await database.paidOrder();
@@ -46,7 +21,7 @@ describe.each(testDatabases)('disputes repository ($name)', ({ create }) => {
     expect(await disputes.forOrder(orderId)).toEqual([
       { disputeId: 'dp_1', status: 'opened', recordedAt: expect.stringMatching(ISO_UTC) },
     ]);
-    expect(await row(event.eventId)).toMatchObject({
+    expect(await database.eventRow('disputes', event.eventId)).toMatchObject({
       dispute_id: 'dp_1',
       payment_ref: ref,
       status: 'opened',
@@ -66,7 +41,7 @@ describe.each(testDatabases)('disputes repository ($name)', ({ create }) => {
       reason: undefined,
     });
     await disputes.record(event);
-    expect(await row(event.eventId)).toMatchObject({
+    expect(await database.eventRow('disputes', event.eventId)).toMatchObject({
       currency: null,
       evidence_due_by: null,
       reason: null,
@@ -86,7 +61,7 @@ describe.each(testDatabases)('disputes repository ($name)', ({ create }) => {
   });
 
   it('records a closure that comes before the opening, and both before the payment, for its order', async () => {
-    const orderId = await newOrder();
+    const { id: orderId } = await database.newOrder();
     const ref = unique('stripe~pi');
     const won = disputeEvent(ref, { disputeId: 'dp_any', status: 'won' });
     const opened = disputeEvent(ref, { disputeId: 'dp_any', status: 'opened' });
@@ -96,7 +71,10 @@ describe.each(testDatabases)('disputes repository ($name)', ({ create }) => {
     expect(await disputes.forOrder(orderId)).toEqual([]);
 
     // The payment claims both, and learns that it is disputed.
-    expect(await pay(orderId, ref)).toMatchObject({ kind: 'created', disputed: true });
+    expect(await database.pay(orderId, { paymentRef: ref })).toMatchObject({
+      kind: 'created',
+      disputed: true,
+    });
     expect((await disputes.forOrder(orderId)).map((d) => [d.disputeId, d.status])).toEqual([
       ['dp_any', 'won'],
       ['dp_any', 'opened'],
@@ -105,11 +83,8 @@ describe.each(testDatabases)('disputes repository ($name)', ({ create }) => {
   });
 
   it("lists an order's dispute events oldest first, with when each was recorded, and only its own", async () => {
-    const orderId = await newOrder();
-    const other = await newOrder();
-    const ref = unique('stripe~pi');
-    await pay(orderId, ref);
-    await pay(other, unique('stripe~pi'));
+    const { orderId, paymentRef: ref } = await database.paidOrder();
+    const { orderId: other } = await database.paidOrder();
     await disputes.record(disputeEvent(ref, { disputeId: 'dp_a', status: 'opened' }));
     await disputes.record(disputeEvent(ref, { disputeId: 'dp_b', status: 'opened' }));
     await disputes.record(disputeEvent(ref, { disputeId: 'dp_a', status: 'lost' }));

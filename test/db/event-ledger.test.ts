@@ -6,6 +6,7 @@ import type { Database } from '../../src/db/schema';
 import type { DisputeEvent, RefundEvent } from '../../src/shared/payment-events';
 import { testDatabases } from '../../harness/databases';
 import { useTestDatabase } from '../support/database-fixture';
+import { disputeEvent, refundEvent } from '../support/ledger-events';
 
 // What the refund and dispute ledgers share (src/db/repositories/event-ledger.ts): an event is
 // matched to its order through its payment's reference, else the order it names, once and for
@@ -21,27 +22,12 @@ const ledgers: LedgerCase[] = [
   {
     ledger: 'refunds',
     create: createRefundsRepository,
-    event: (eventId: string, paymentRef: string, orderId?: number): RefundEvent => ({
-      eventId,
-      paymentRef,
-      orderId,
-      kind: 'refund',
-      refundId: `re_${eventId}`,
-      amount: 1_200,
-      status: 'succeeded',
-    }),
+    event: (eventId, paymentRef, orderId) => refundEvent(paymentRef, { eventId, orderId }),
   },
   {
     ledger: 'disputes',
     create: createDisputesRepository,
-    event: (eventId: string, paymentRef: string, orderId?: number): DisputeEvent => ({
-      eventId,
-      paymentRef,
-      orderId,
-      disputeId: `dp_${eventId}`,
-      amount: 5_000,
-      status: 'opened',
-    }),
+    event: (eventId, paymentRef, orderId) => disputeEvent(paymentRef, { eventId, orderId }),
   },
 ];
 

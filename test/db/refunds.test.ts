@@ -1,7 +1,7 @@
 import { createRefundsRepository } from '../../src/db/repositories/refunds';
-import type { RefundEvent } from '../../src/shared/payment-events';
 import { testDatabases } from '../../harness/databases';
 import { useTestDatabase } from '../support/database-fixture';
+import { refundEvent } from '../support/ledger-events';
 
 // The refunds' event ledger: one row per provider event, matched to its order through the
 // payment's reference (or the order the event names), kept with no order until that payment.
@@ -10,30 +10,6 @@ describe.each(testDatabases)('refunds repository ($name)', ({ create }) => {
   const database = useTestDatabase(create);
   const refunds = database.repository(createRefundsRepository);
   const { unique } = database;
-  const newOrder = async () => (await database.newOrder()).id;
-  const pay = (orderId: number, paymentRef: string) => database.pay(orderId, { paymentRef });
-
-  function refundEvent(paymentRef: string, overrides: Partial<RefundEvent> = {}): RefundEvent {
-    return {
-      eventId: unique('stripe~evt_re'),
-      paymentRef,
-      kind: 'refund',
-      refundId: unique('re'),
-      amount: 1_200,
-      currency: 'jpy',
-      status: 'succeeded',
-      ...overrides,
-    };
-  }
-
-  /** The stored row, for the columns no read of the repository returns. */
-  function row(eventId: string) {
-    return database.handle.db
-      .selectFrom('refunds')
-      .selectAll()
-      .where('provider_event_id', '=', eventId)
-      .executeTakeFirstOrThrow();
-  }
 
   it('records an event for a recorded payment once, matched to its order, with every field', async () => {
     const { orderId, paymentRef: ref } = await database.paidOrder();
@@ -43,7 +19,7 @@ describe.each(testDatabases)('refunds repository ($name)', ({ create }) => {
     expect(await refunds.forOrder(orderId)).toEqual([
       { kind: 'refund', refundId: 're_full', amount: 4_999, status: 'pending' },
     ]);
-    expect(await row(event.eventId)).toMatchObject({
+    expect(await database.eventRow('refunds', event.eventId)).toMatchObject({
       payment_ref: ref,
       kind: 'refund',
       refund_id: 're_full',
@@ -70,7 +46,7 @@ describe.each(testDatabases)('refunds repository ($name)', ({ create }) => {
   });
 
   it('keeps a refund that comes before its payment with no order; the payment then claims it', async () => {
-    const orderId = await newOrder();
+    const { id: orderId } = await database.newOrder();
     const ref = unique('stripe~pi');
     const early = refundEvent(ref, {
       kind: 'cumulative',
@@ -79,14 +55,14 @@ describe.each(testDatabases)('refunds repository ($name)', ({ create }) => {
     });
 
     expect(await refunds.record(early)).toEqual({ created: true, orderId: null });
-    expect(await row(early.eventId)).toMatchObject({
+    expect(await database.eventRow('refunds', early.eventId)).toMatchObject({
       order_id: null,
       refund_id: null,
       currency: null,
     });
     expect(await refunds.forOrder(orderId)).toEqual([]);
 
-    await pay(orderId, ref);
+    await database.pay(orderId, { paymentRef: ref });
     expect(await refunds.forOrder(orderId)).toEqual([
       { kind: 'cumulative', refundId: null, amount: 1_200, status: 'succeeded' },
     ]);
@@ -95,11 +71,8 @@ describe.each(testDatabases)('refunds repository ($name)', ({ create }) => {
   });
 
   it("lists an order's refund events oldest first, and only its own", async () => {
-    const orderId = await newOrder();
-    const other = await newOrder();
-    const ref = unique('stripe~pi');
-    await pay(orderId, ref);
-    await pay(other, unique('stripe~pi'));
+    const { orderId, paymentRef: ref } = await database.paidOrder();
+    const { orderId: other } = await database.paidOrder();
     const events = [
       refundEvent(ref, { refundId: 're_a', amount: 100, status: 'pending' }),
       refundEvent(ref, { refundId: 're_a', amount: 100, status: 'succeeded' }),
