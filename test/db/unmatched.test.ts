@@ -1,4 +1,8 @@
-import { createUnmatchedRepository } from '../../src/db/repositories/unmatched';
+import {
+  createUnmatchedRepository,
+  type RecordUnmatchedInput,
+  type UnmatchedReason,
+} from '../../src/db/repositories/unmatched';
 import { testDatabases } from '../../harness/databases';
 import { useTestDatabase } from '../support/database-fixture';
 
@@ -8,21 +12,18 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   const inbox = database.repository(createUnmatchedRepository);
 
   const payload = { eventId: 'stripe~evt_1', orderId: 99, amount: 1200 };
+  /** Keeps a delivery, of the payload above unless `more` says otherwise. */
+  const keep = (
+    reason: UnmatchedReason,
+    provider: string,
+    eventId: string,
+    more: Partial<RecordUnmatchedInput> = {},
+  ) => inbox.record({ reason, provider, eventId, payload, ...more });
 
   it('keeps a delivery once and counts its redeliveries', async () => {
-    const first = await inbox.record({
-      reason: 'unknown_order',
-      provider: 'stripe',
-      eventId: 'stripe~evt_count',
-      payload,
-    });
+    const first = await keep('unknown_order', 'stripe', 'stripe~evt_count');
     expect(first.created).toBe(true);
-    const again = await inbox.record({
-      reason: 'unknown_order',
-      provider: 'stripe',
-      eventId: 'stripe~evt_count',
-      payload,
-    });
+    const again = await keep('unknown_order', 'stripe', 'stripe~evt_count');
     expect(again).toEqual({ id: first.id, created: false });
 
     const kept = await inbox.get(first.id);
@@ -72,18 +73,8 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   });
 
   it('counts a redelivery only of an entry kept for the reason asked about', async () => {
-    const { id } = await inbox.record({
-      reason: 'unknown_order',
-      provider: 'stripe',
-      eventId: 'stripe~evt_redelivered',
-      payload,
-    });
-    await inbox.record({
-      reason: 'currency',
-      provider: 'stripe',
-      eventId: 'stripe~evt_usd',
-      payload,
-    });
+    const { id } = await keep('unknown_order', 'stripe', 'stripe~evt_redelivered');
+    await keep('currency', 'stripe', 'stripe~evt_usd');
 
     expect(await inbox.countRedelivery('stripe~evt_redelivered', 'unknown_order')).toEqual({ id });
     expect(await inbox.countRedelivery('stripe~evt_usd', 'unknown_order')).toBeUndefined();
@@ -95,27 +86,14 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   });
 
   it('takes the latest reason while open, and only counts once resolved', async () => {
-    const { id } = await inbox.record({
-      reason: 'thin_unresolved',
-      provider: 'stripe',
-      eventId: 'stripe~evt_thin',
+    const { id } = await keep('thin_unresolved', 'stripe', 'stripe~evt_thin', {
       payload: { thin: true },
     });
-    await inbox.record({
-      reason: 'unknown_order',
-      provider: 'stripe',
-      eventId: 'stripe~evt_thin',
-      payload,
-    });
+    await keep('unknown_order', 'stripe', 'stripe~evt_thin');
     expect(await inbox.get(id)).toMatchObject({ reason: 'unknown_order', payload });
 
     await inbox.resolve(id, { kind: 'dismissed', note: 'test payment' });
-    await inbox.record({
-      reason: 'livemode',
-      provider: 'stripe',
-      eventId: 'stripe~evt_thin',
-      payload: { late: true },
-    });
+    await keep('livemode', 'stripe', 'stripe~evt_thin', { payload: { late: true } });
     expect(await inbox.get(id)).toMatchObject({
       reason: 'unknown_order',
       payload,
@@ -126,12 +104,7 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
 
   it('resolves an entry exactly once, whoever asks how often', async () => {
     const order = await database.newOrder();
-    const { id } = await inbox.record({
-      reason: 'unknown_order',
-      provider: 'payment',
-      eventId: 'evt_attach',
-      payload,
-    });
+    const { id } = await keep('unknown_order', 'payment', 'evt_attach');
 
     const results = await Promise.all([
       inbox.resolve(id, { kind: 'attached', orderId: order.id }),
@@ -148,12 +121,7 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
 
   it('records which order an entry was attached to, and refuses an order that does not exist', async () => {
     const order = await database.newOrder();
-    const { id } = await inbox.record({
-      reason: 'foreign_order_ref',
-      provider: 'stripe',
-      eventId: 'stripe~evt_ref',
-      payload,
-    });
+    const { id } = await keep('foreign_order_ref', 'stripe', 'stripe~evt_ref');
     expect(await inbox.resolve(id, { kind: 'attached', orderId: 987_654 })).toEqual({
       kind: 'order_not_found',
     });
@@ -176,18 +144,8 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   });
 
   it('lists open entries newest first, and resolved ones apart', async () => {
-    const a = await inbox.record({
-      reason: 'account',
-      provider: 'stripe',
-      eventId: 'l-a',
-      payload,
-    });
-    const b = await inbox.record({
-      reason: 'account',
-      provider: 'stripe',
-      eventId: 'l-b',
-      payload,
-    });
+    const a = await keep('account', 'stripe', 'l-a');
+    const b = await keep('account', 'stripe', 'l-b');
     await inbox.resolve(a.id, { kind: 'refunded_outside', note: 'in the dashboard' });
 
     const open = (await inbox.list()).map((d) => d.id);
@@ -204,20 +162,19 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
 
   it('reads each kind of resolution back with its note, and a missing note as none', async () => {
     const order = await database.newOrder();
-    const keep = async (eventId: string) =>
-      (await inbox.record({ reason: 'unknown_order', provider: 'payment', eventId, payload })).id;
+    const keepId = async (eventId: string) => (await keep('unknown_order', 'payment', eventId)).id;
     const resolvedAt = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/);
 
-    const attached = await inbox.resolve(await keep('r-attached'), {
+    const attached = await inbox.resolve(await keepId('r-attached'), {
       kind: 'attached',
       orderId: order.id,
     });
-    const outside = await inbox.resolve(await keep('r-outside'), {
+    const outside = await inbox.resolve(await keepId('r-outside'), {
       kind: 'refunded_outside',
       note: 'refunded in the dashboard',
     });
-    const bare = await inbox.resolve(await keep('r-bare'), { kind: 'refunded_outside' });
-    const dismissed = await inbox.resolve(await keep('r-dismissed'), {
+    const bare = await inbox.resolve(await keepId('r-bare'), { kind: 'refunded_outside' });
+    const dismissed = await inbox.resolve(await keepId('r-dismissed'), {
       kind: 'dismissed',
       note: 'a test payment',
     });
@@ -264,10 +221,7 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   });
 
   it('keeps a delivery without a payload as JSON null', async () => {
-    const { id } = await inbox.record({
-      reason: 'thin_unresolved',
-      provider: 'stripe',
-      eventId: 'stripe~evt_no_payload',
+    const { id } = await keep('thin_unresolved', 'stripe', 'stripe~evt_no_payload', {
       payload: undefined,
     });
     expect((await inbox.get(id))?.payload).toBeNull();
@@ -275,12 +229,7 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   });
 
   it('lets a database failure through instead of calling it a missing order', async () => {
-    const { id } = await inbox.record({
-      reason: 'unknown_order',
-      provider: 'payment',
-      eventId: 'evt_hostile_resolution',
-      payload,
-    });
+    const { id } = await keep('unknown_order', 'payment', 'evt_hostile_resolution');
     // A resolution the table's CHECK refuses carries an error code, but not the foreign key's.
     // (PostgreSQL only, like the payments' CHECK in test/db/payments.test.ts: on SQLite such a
     // call has resolved in full runs, never alone; docs/testing.md, "Open questions".)
@@ -303,12 +252,7 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   (name === 'postgres' ? it : it.skip)(
     'refuses rows of a shape no resolution has (the CHECK constraints)',
     async () => {
-      const { id } = await inbox.record({
-        reason: 'unknown_order',
-        provider: 'payment',
-        eventId: 'evt_check',
-        payload,
-      });
+      const { id } = await keep('unknown_order', 'payment', 'evt_check');
       const now = new Date().toISOString();
       const update = (values: Record<string, unknown>) =>
         database.handle.db
