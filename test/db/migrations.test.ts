@@ -2,6 +2,7 @@ import { sql, type Kysely, type Migration } from 'kysely';
 import { knownMigrations, migrateToLatest } from '../../src/db/migrate';
 import { migrationPoints } from '../../harness/migrations/points';
 import { createOrdersRepository } from '../../src/db/repositories/orders';
+import type { Database } from '../../src/db/schema';
 import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
 import { useTestDatabase } from '../support/database-fixture';
 
@@ -10,6 +11,14 @@ const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 // Matched by message, not with toThrow: better-sqlite3 builds its errors in the first jest
 // context that loaded it, so in later test files they fail toThrow's Error check.
 const failure = (message: RegExp) => ({ message: expect.stringMatching(message) });
+
+/** A payments row written straight to the table, past the repository's checks. */
+const insertPayment = (
+  db: Kysely<Database>,
+  order_id: number,
+  provider_event_id: string,
+  amount = 1,
+) => db.insertInto('payments').values({ order_id, provider_event_id, amount }).execute();
 
 describe.each(testDatabases)('migrations ($name)', ({ create }) => {
   const database = useTestDatabase(create, { perTest: true, migrate: false });
@@ -73,10 +82,7 @@ describe('a SQLite migration that rebuilds a referenced table', () => {
       .values({ user_id: 1, customer_email: 'a@example.com', total_amount: 100 })
       .returning('id')
       .executeTakeFirstOrThrow());
-    await handle.db
-      .insertInto('payments')
-      .values({ order_id: orderId, provider_event_id: 'evt_rebuild', amount: 100 })
-      .execute();
+    await insertPayment(handle.db, orderId, 'evt_rebuild', 100);
   });
   afterEach(() => handle?.close());
 
@@ -103,12 +109,9 @@ describe('a SQLite migration that rebuilds a referenced table', () => {
     const { rows } = await sql<{ id: number }>`select id from orders`.execute(handle.db);
     expect(rows).toEqual([{ id: orderId }]);
     // Enforced again afterwards.
-    await expect(
-      handle.db
-        .insertInto('payments')
-        .values({ order_id: orderId + 1, provider_event_id: 'evt_orphan', amount: 1 })
-        .execute(),
-    ).rejects.toMatchObject(failure(/foreign key/i));
+    await expect(insertPayment(handle.db, orderId + 1, 'evt_orphan')).rejects.toMatchObject(
+      failure(/foreign key/i),
+    );
   });
 
   it('that leaves a reference dangling is rolled back and named', async () => {
@@ -148,20 +151,16 @@ describe.each(testDatabases)('schema constraints ($name)', ({ create }) => {
 
   it('rejects a second payment row with the same provider_event_id', async () => {
     const orderId = await insertOrder();
-    const payment = { order_id: orderId, provider_event_id: 'evt_unique', amount: 100 };
-    await database.handle.db.insertInto('payments').values(payment).execute();
+    await insertPayment(database.handle.db, orderId, 'evt_unique', 100);
     await expect(
-      database.handle.db.insertInto('payments').values(payment).execute(),
+      insertPayment(database.handle.db, orderId, 'evt_unique', 100),
     ).rejects.toMatchObject(failure(/unique/i));
   });
 
   it('rejects a payment whose order does not exist', async () => {
-    await expect(
-      database.handle.db
-        .insertInto('payments')
-        .values({ order_id: 987_654, provider_event_id: 'evt_orphan', amount: 1 })
-        .execute(),
-    ).rejects.toMatchObject(failure(/foreign key/i));
+    await expect(insertPayment(database.handle.db, 987_654, 'evt_orphan')).rejects.toMatchObject(
+      failure(/foreign key/i),
+    );
   });
 
   it('rejects an order status outside pending/paid and a shipment status outside requested/failed', async () => {
@@ -240,10 +239,7 @@ describe.each(testDatabases)('0011 shipment cancelled ($name)', ({ create }) => 
       ids.push(order.id);
     }
     await orders.setShipmentStatus(ids[0]!, 'requested');
-    await database.handle.db
-      .insertInto('payments')
-      .values({ order_id: ids[0]!, provider_event_id: 'evt_1', amount: 5400 })
-      .execute();
+    await insertPayment(database.handle.db, ids[0]!, 'evt_1', 5400);
     // The highest ID gone: the next order must still not reuse it.
     await database.handle.db.deleteFrom('orders').where('id', '=', ids[2]!).execute();
     const rowsBefore = await database.handle.db
@@ -271,12 +267,9 @@ describe.each(testDatabases)('0011 shipment cancelled ($name)', ({ create }) => 
         .where('id', '=', ids[1]!)
         .execute(),
     ).rejects.toMatchObject(failure(/check/i));
-    await expect(
-      database.handle.db
-        .insertInto('payments')
-        .values({ order_id: 999_999, provider_event_id: 'evt_2', amount: 1 })
-        .execute(),
-    ).rejects.toMatchObject(failure(/foreign key/i));
+    await expect(insertPayment(database.handle.db, 999_999, 'evt_2')).rejects.toMatchObject(
+      failure(/foreign key/i),
+    );
     const { order: next } = await orders.createWithIdempotencyKey({
       userId: 1,
       customerEmail: 'buyer@example.com',
