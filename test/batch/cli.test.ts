@@ -1,16 +1,12 @@
 import { progressLine } from '../../src/cli/batch-report';
-import { type CliIo, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, main } from '../../src/cli/ops';
+import { EXIT_OK, EXIT_PROBLEM } from '../../src/cli/ops';
 import type { ExportProgress } from '../../src/shared/export';
+import { expectUsageError, runCli } from '../operator/helpers';
 
 // `ops batch`: its command line and its progress bar, without a Temporal server. The environment
 // points at a port where nothing listens: a command that wrongly went on to connect ends with 1.
-async function run(argv: string[], env: NodeJS.ProcessEnv = { TEMPORAL_ADDRESS: '127.0.0.1:9' }) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIo = { out: (t) => out.push(t), err: (t) => err.push(t), env };
-  const code = await main(['batch', ...argv], io);
-  return { code, stdout: out.join('\n'), stderr: err.join('\n') };
-}
+const run = (argv: string[], env: NodeJS.ProcessEnv = { TEMPORAL_ADDRESS: '127.0.0.1:9' }) =>
+  runCli(['batch', ...argv], { env });
 
 describe('ops batch command line', () => {
   it('prints its usage for --help', async () => {
@@ -32,10 +28,7 @@ describe('ops batch command line', () => {
     [['progress', 'x', '--interval', '5'], '--interval must be a whole number of 100 or more'],
     [['progress', 'x', '--bogus'], "Unknown option '--bogus'"],
   ])('%j is a usage error (exit 2, nothing sent)', async (argv, message) => {
-    const result = await run(argv);
-    expect(result.code).toBe(EXIT_USAGE);
-    expect(result.stderr).toContain(message);
-    expect(result.stdout).toBe('');
+    expectUsageError(await run(argv), message);
   });
 
   it('says where it tried to connect when Temporal is unreachable', async () => {

@@ -1,17 +1,14 @@
-import { EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, main } from '../../src/cli/ops';
+import { EXIT_OK, EXIT_PROBLEM, type CliIo } from '../../src/cli/ops';
 import { formatTable } from '../../src/operator/table';
-import { captureIo } from './helpers';
+import { expectUsageError, runCli } from './helpers';
 
 // The CLI's command line, without a Temporal server: every usage error must be reported with
 // exit code 2 before any connection is tried. The environment points at a port where nothing
 // listens, so a command that wrongly went on to connect would end with 1 instead.
 const unreachable = { TEMPORAL_ADDRESS: '127.0.0.1:9' };
 
-async function run(argv: string[], overrides: Parameters<typeof captureIo>[0] = {}) {
-  const io = captureIo({ env: unreachable, ...overrides });
-  const code = await main(argv, io);
-  return { code, stdout: io.stdout(), stderr: io.stderr() };
-}
+const run = (argv: string[], overrides: Partial<CliIo> = {}) =>
+  runCli(argv, { env: unreachable, ...overrides });
 
 describe('ops help', () => {
   it('prints the commands for --help, -h and help, with exit code 0', async () => {
@@ -91,10 +88,7 @@ describe('ops usage errors (exit 2, nothing sent)', () => {
     [['doctor', '--backlog-warn', 'ten'], '--backlog-warn must be a whole number of 0 or more'],
     [['partner', 'pause', 'nobody'], 'Unknown partner "nobody"'],
   ])('%j', async (argv, message) => {
-    const result = await run(argv);
-    expect(result.code).toBe(EXIT_USAGE);
-    expect(result.stderr).toContain(message);
-    expect(result.stdout).toBe('');
+    expectUsageError(await run(argv), message);
   });
 });
 

@@ -3,7 +3,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
-import type { CliIo } from '../../src/cli/ops';
+import { EXIT_USAGE, main, type CliIo } from '../../src/cli/ops';
 import { loadConfig } from '../../src/config';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import { orderWorkflowId } from '../../src/shared/order';
@@ -35,6 +35,20 @@ export function captureIo(overrides: Partial<CliIo> = {}): CapturedIo {
     stderr: () => err.join('\n'),
     ...overrides,
   };
+}
+
+/** Runs the ops CLI on `argv` with a captured io: its exit code and what it printed. */
+export async function runCli(argv: string[], overrides: Partial<CliIo> = {}) {
+  const io = captureIo(overrides);
+  const code = await main(argv, io);
+  return { code, stdout: io.stdout(), stderr: io.stderr() };
+}
+
+/** A usage error: exit code 2 and `message` on stderr, nothing on stdout (so nothing sent). */
+export function expectUsageError(result: Awaited<ReturnType<typeof runCli>>, message: string) {
+  expect(result.code).toBe(EXIT_USAGE);
+  expect(result.stderr).toContain(message);
+  expect(result.stdout).toBe('');
 }
 
 /** The environment the CLI reads to reach the test's dev server. */
