@@ -1,5 +1,13 @@
 import { eventually } from './helpers';
-import { expectAllPortsFree, run, stackPid, startStack, stopDevStacks } from '../support/dev-stack';
+import {
+  expectAllPortsFree,
+  expectStopped,
+  run,
+  runScript,
+  stackPid,
+  startStack,
+  stopDevStacks,
+} from '../support/dev-stack';
 
 // `npm start`, the way the README runs it: the whole stack in one process on embedded defaults
 // (its own Temporal dev server, SQLite, simulator, SMTP sink), here on free ports and a
@@ -11,7 +19,7 @@ describe('npm start (the dev stack)', () => {
   it('runs the demo end to end, then stops cleanly on Ctrl-C, freeing every port', async () => {
     const stack = await startStack(false);
 
-    const demo = await run(process.execPath, ['--import', 'tsx', 'dev/demo.ts'], stack.env);
+    const demo = await runScript('dev/demo.ts', [], stack.env);
     expect(demo.code).toBe(0);
     expect(demo.output).toMatch(/payment\.succeeded\s+-> 200 \{"status":"accepted"\}/);
     expect(demo.output).toMatch(/forged signature\s+-> 401/);
@@ -28,21 +36,15 @@ describe('npm start (the dev stack)', () => {
     expect((await fetch(`http://127.0.0.1:${http}/healthz`)).status).toBe(200);
 
     stack.child.kill('SIGINT');
-    expect(await stack.exited).toBe(0);
-    expect(stack.output()).toContain('"msg":"stopped"');
-    await expectAllPortsFree(stack);
+    await expectStopped(stack, 0, '"msg":"stopped"');
   }, 180_000);
 
   it('during a warehouse outage, the demo prints the retries and links the order workflow', async () => {
     const stack = await startStack(false);
-    const down = await run(
-      process.execPath,
-      ['--import', 'tsx', 'dev/simulate.ts', 'warehouse', 'down'],
-      stack.env,
-    );
+    const down = await runScript('dev/simulate.ts', ['warehouse', 'down'], stack.env);
     expect(down).toMatchObject({ code: 0, output: expect.stringContaining('down, answering 503') });
 
-    const demo = await run(process.execPath, ['--import', 'tsx', 'dev/demo.ts'], {
+    const demo = await runScript('dev/demo.ts', [], {
       ...stack.env,
       DEMO_WAIT_SECONDS: '15',
     });
@@ -60,15 +62,10 @@ describe('npm start (the dev stack)', () => {
     const stack = await startStack(false, {}, ['--without-workers']);
     expect(stack.output()).toContain('Workers          none (--without-workers)');
     expect(stack.output()).not.toContain('worker deployment: this build is current');
-    const describe = await run(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/ops.ts', 'deployment', 'describe'],
-      stack.env,
-    );
+    const describe = await runScript('src/cli/ops.ts', ['deployment', 'describe'], stack.env);
     expect(describe.output).toContain('No build of order-payments has polled');
     stack.child.kill('SIGINT');
-    expect(await stack.exited).toBe(0);
-    await expectAllPortsFree(stack);
+    await expectStopped(stack, 0);
   }, 180_000);
 
   it('stops with exit 1, saying why, when its Temporal dev server dies', async () => {
@@ -78,9 +75,7 @@ describe('npm start (the dev stack)', () => {
     expect(Number.isInteger(serverPid) && serverPid > 0).toBe(true);
 
     process.kill(serverPid, 'SIGKILL');
-    expect(await stack.exited).toBe(1);
-    expect(stack.output()).toContain('the embedded Temporal dev server exited');
-    await expectAllPortsFree(stack);
+    await expectStopped(stack, 1, 'the embedded Temporal dev server exited');
   }, 180_000);
 
   it('stops when the npm that started it is killed outright (kill -9)', async () => {

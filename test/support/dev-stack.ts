@@ -108,12 +108,23 @@ export async function expectAllPortsFree(stack: Stack): Promise<void> {
   );
 }
 
+/** The stack ended with exit `code`, having printed `why` (when given), and freed every port. */
+export async function expectStopped(stack: Stack, code: number, why?: string): Promise<void> {
+  expect(await stack.exited).toBe(code);
+  if (why !== undefined) expect(stack.output()).toContain(why);
+  await expectAllPortsFree(stack);
+}
+
 /** The PID of the process printing the stack's JSON log lines (main.ts itself). */
 export function stackPid(stack: Stack): number {
   const pid = Number(/"pid":(\d+),"hostname":"[^"]*","name":"dev-stack"/.exec(stack.output())?.[1]);
   expect(Number.isInteger(pid)).toBe(true);
   return pid;
 }
+
+/** Runs a TypeScript entry of the project (dev/demo.ts, src/cli/ops.ts) as `run` does. */
+export const runScript = (script: string, args: string[], env: NodeJS.ProcessEnv) =>
+  run(process.execPath, ['--import', 'tsx', script, ...args], env);
 
 /** Runs a command in the project folder to its end: exit code and everything it printed. */
 export function run(command: string, args: string[], env: NodeJS.ProcessEnv) {
