@@ -68,16 +68,18 @@ describe('worker process', () => {
     if (worker && worker.child.exitCode === null) worker.child.kill('SIGKILL');
     worker = undefined;
   });
+  /** Spawns the test's worker with its health endpoints on a free port: it, and their URL. */
+  const spawnWithHealth = async (extra: NodeJS.ProcessEnv) => {
+    const port = await freePort();
+    worker = spawnWorker(workerEnv({ ...extra, WORKER_HEALTH_ADDRESS: `127.0.0.1:${port}` }));
+    return { spawned: worker, health: `http://127.0.0.1:${port}` };
+  };
 
   it('serves the SDK metrics (temporal_…) and its health, and exits 0 on SIGTERM', async () => {
-    const [metricsPort, healthPort] = [await freePort(), await freePort()];
-    worker = spawnWorker(
-      workerEnv({
-        WORKER_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
-        WORKER_HEALTH_ADDRESS: `127.0.0.1:${healthPort}`,
-      }),
-    );
-    const health = `http://127.0.0.1:${healthPort}`;
+    const metricsPort = await freePort();
+    const { spawned, health } = await spawnWithHealth({
+      WORKER_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
+    });
     await eventually(
       async () => {
         const ready = await fetch(`${health}/readyz`);
@@ -104,7 +106,7 @@ describe('worker process', () => {
     expect(metrics).toMatch(/^temporal_activity_execution_latency_(count|bucket)\{/m);
     expect(metrics).toContain('activity_type="notifyWarehouse"');
 
-    expect(await stopWorker(worker)).toBe(0);
+    expect(await stopWorker(spawned)).toBe(0);
     await expect(fetch(`${health}/healthz`)).rejects.toThrow();
   });
 
@@ -179,19 +181,13 @@ describe('worker process', () => {
   });
 
   it('waits for a Temporal that is not up yet (live, not ready), then polls as soon as it answers', async () => {
-    const [port, healthPort] = [await freePort(), await freePort()];
-    worker = spawnWorker(
-      workerEnv({
-        TEMPORAL_ADDRESS: `127.0.0.1:${port}`,
-        WORKER_HEALTH_ADDRESS: `127.0.0.1:${healthPort}`,
-      }),
-    );
+    const port = await freePort();
+    const { spawned, health } = await spawnWithHealth({ TEMPORAL_ADDRESS: `127.0.0.1:${port}` });
     await eventually(() =>
-      expect(worker!.output()).toContain('Temporal is not reachable yet; waiting for it'),
+      expect(spawned.output()).toContain('Temporal is not reachable yet; waiting for it'),
     );
-    expect(worker.child.exitCode).toBeNull();
+    expect(spawned.child.exitCode).toBeNull();
     // A startup or liveness probe must not restart a worker that only waits for Temporal.
-    const health = `http://127.0.0.1:${healthPort}`;
     expect((await fetch(`${health}/healthz`)).status).toBe(200);
     expect((await fetch(`${health}/readyz`)).status).toBe(503);
 
@@ -209,7 +205,7 @@ describe('worker process', () => {
       await late.client.workflow.getHandle(orderWorkflowId(orderId)).result();
       expect(partners.warehouse.requests.filter((r) => r.orderId === orderId)).toHaveLength(1);
       expect((await fetch(`${health}/readyz`)).status).toBe(200);
-      expect(await stopWorker(worker)).toBe(0);
+      expect(await stopWorker(spawned)).toBe(0);
     } finally {
       await late.teardown();
     }
