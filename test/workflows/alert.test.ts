@@ -53,23 +53,38 @@ afterEach(async () => {
   await env?.teardown();
 });
 
-/** Runs a test workflow that fails while the sink answers as `sinkAnswers` says. */
-async function failAndAlert(sinkAnswers: typeof answer) {
+/**
+ * The real alert delivery to the sink, which answers as `sinkAnswers` says; `deliverRecorded`
+ * also records each attempt: the alert, when (in skipped time) and its attempt number.
+ */
+function toSink(sinkAnswers: typeof answer) {
   answer = sinkAnswers;
-  const activities = createAlertActivities({ alertWebhookUrl: sinkUrl, temporalUiUrl: undefined });
+  const activities = createAlertActivities({
+    alertWebhookUrl: sinkUrl,
+    temporalUiUrl: undefined,
+  });
   const deliveries: Array<{ alert: Alert; at: number }> = [];
   const attempts: number[] = [];
+  const deliverAlert = (alert: Alert) => activities.deliverAlert(alert);
+  const deliverRecorded = async (alert: Alert) => {
+    deliveries.push({ alert, at: await env.currentTimeMs() });
+    attempts.push(Context.current().info.attempt);
+    return deliverAlert(alert);
+  };
+  return { deliverAlert, deliverRecorded, deliveries, attempts };
+}
+
+/** Runs a test workflow that fails while the sink answers as `sinkAnswers` says. */
+async function failAndAlert(sinkAnswers: typeof answer) {
+  const { deliverAlert, deliverRecorded, deliveries, attempts } = toSink(sinkAnswers);
   const taskQueue = `test-${randomUUID()}`;
   const worker = await bundledWorker(env, bundle, taskQueue, {
     ...createAlertDigestActivities({ client: env.client }),
-    deliverAlert: async (alert: Alert) => {
-      // Not the digest's later posts: the test ends before them.
-      if (alert.kind === 'failures_digest' || alert.kind === 'failures_resolved')
-        return activities.deliverAlert(alert);
-      deliveries.push({ alert, at: await env.currentTimeMs() });
-      attempts.push(Context.current().info.attempt);
-      return activities.deliverAlert(alert);
-    },
+    // Not the digest's later posts: the test ends before them.
+    deliverAlert: (alert: Alert) =>
+      alert.kind === 'failures_digest' || alert.kind === 'failures_resolved'
+        ? deliverAlert(alert)
+        : deliverRecorded(alert),
   });
   const workflowId = `failing-${randomUUID()}`;
   return worker.runUntil(async () => {
@@ -109,18 +124,9 @@ async function failAndAlert(sinkAnswers: typeof answer) {
  * test server would not skip the long Retry-After waits (see payment.test.ts).
  */
 async function deliverDirectly(sinkAnswers: typeof answer) {
-  answer = sinkAnswers;
-  const activities = createAlertActivities({ alertWebhookUrl: sinkUrl, temporalUiUrl: undefined });
-  const deliveries: Array<{ alert: Alert; at: number }> = [];
-  const attempts: number[] = [];
+  const { deliverRecorded, deliveries, attempts } = toSink(sinkAnswers);
   const taskQueue = `test-${randomUUID()}`;
-  const worker = await bundledWorker(env, bundle, taskQueue, {
-    deliverAlert: async (alert: Alert) => {
-      deliveries.push({ alert, at: await env.currentTimeMs() });
-      attempts.push(Context.current().info.attempt);
-      return activities.deliverAlert(alert);
-    },
-  });
+  const worker = await bundledWorker(env, bundle, taskQueue, { deliverAlert: deliverRecorded });
   const alert: Alert = {
     kind: 'refund_review',
     namespace: 'default',
