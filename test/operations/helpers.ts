@@ -1,48 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 
 export { eventually } from '../support/eventually';
 
-/** A local HTTP endpoint standing in for the Slack-compatible alert sink. */
-export interface AlertSink {
-  url: string;
-  received: Array<{
-    headers: IncomingHttpHeaders;
-    body: { text: string; alert: Record<string, unknown> };
-  }>;
-  /** Status to answer with (200 unless told otherwise). */
-  status: number;
-  close(): Promise<void>;
-}
-
-export async function startAlertSink(): Promise<AlertSink> {
-  const sink: AlertSink = { url: '', received: [], status: 200, close: () => Promise.resolve() };
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (c: Buffer) => chunks.push(c));
-    request.on('end', () => {
-      if (sink.status === 200) {
-        sink.received.push({
-          headers: request.headers,
-          body: JSON.parse(
-            Buffer.concat(chunks).toString('utf8'),
-          ) as AlertSink['received'][number]['body'],
-        });
-      }
-      response.writeHead(sink.status).end('ok');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  sink.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/alerts`;
-  sink.close = () =>
-    new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    });
-  return sink;
-}
+export { startAlertSink, type AlertSink } from '../support/alert-sink';
 
 export { freePort } from '../../harness/ports';
 

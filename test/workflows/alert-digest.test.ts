@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { MockActivityEnvironment, type TestWorkflowEnvironment } from '@temporalio/testing';
@@ -13,6 +11,7 @@ import {
   digestPostWorkflowId,
   type Alert,
 } from '../../src/shared/alert';
+import { startAlertSink, type AlertSink } from '../support/alert-sink';
 import { sdkLogEntries } from '../support/sdk-logs';
 import { createDevServerEnv, createTimeSkippingEnv } from '../../harness/temporal/test-env';
 import { bundledWorker, workflowBundle } from '../support/bundles';
@@ -22,37 +21,14 @@ import { bundledWorker, workflowBundle } from '../support/bundles';
 // raw requests are counted too). Each test has causes of its own.
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
-let sink: Server;
-let sinkUrl: string;
-interface Post {
-  key: string;
-  at: number;
-  body: { text: string; alert: Record<string, unknown> & { kind: string } };
-}
-const requests: Post[] = [];
-const kept = new Map<string, Post>();
+let sink: AlertSink;
 
 beforeAll(async () => {
   bundle = await workflowBundle({ workflowsPath: require.resolve('./fixtures/workflows') });
-  sink = createServer((request, response) => {
-    let raw = '';
-    request.on('data', (chunk: Buffer) => (raw += chunk.toString()));
-    request.on('end', () => {
-      void env.currentTimeMs().then((at) => {
-        const key = request.headers['idempotency-key'];
-        if (typeof key !== 'string') return void response.writeHead(400).end();
-        const post = { key, at, body: JSON.parse(raw) as Post['body'] };
-        requests.push(post);
-        if (!kept.has(key)) kept.set(key, post);
-        response.writeHead(200).end('ok');
-      });
-    });
-  });
-  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
-  sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}/alerts`;
+  sink = await startAlertSink({ now: () => env.currentTimeMs(), keyRequired: true });
 });
 afterAll(async () => {
-  await new Promise((resolve) => sink?.close(resolve));
+  await sink?.close();
 });
 // A fresh test server per test: after some runs the Java test server stops skipping time for
 // the next ones (see payment.test.ts).
@@ -94,10 +70,8 @@ async function resultOf(workflowId: string): Promise<unknown> {
   }
 }
 
-const postsOf = (cause: string) =>
-  [...kept.values()].filter((p) => p.key.startsWith(`${alertDigestWorkflowId(cause)}-`));
-const requestsOf = (cause: string) =>
-  requests.filter((p) => p.key.startsWith(`${alertDigestWorkflowId(cause)}-`));
+const postsOf = (cause: string) => sink.keptUnder(`${alertDigestWorkflowId(cause)}-`);
+const requestsOf = (cause: string) => sink.receivedUnder(`${alertDigestWorkflowId(cause)}-`);
 
 it('posts 500 failures of one cause at most three times, and a new cause within 60 s', async () => {
   const storm = `WarehouseUnavailable${randomUUID().slice(0, 8)}`;
@@ -106,7 +80,7 @@ it('posts 500 failures of one cause at most three times, and a new cause within 
   let retried = false;
   const digestActivities = createAlertDigestActivities({ client: env.client });
   const worker = await bundledWorker(env, bundle, taskQueue, {
-    ...createAlertActivities({ alertWebhookUrl: sinkUrl, temporalUiUrl: 'http://ui.test' }),
+    ...createAlertActivities({ alertWebhookUrl: sink.url, temporalUiUrl: 'http://ui.test' }),
     ...digestActivities,
     // The 500 runs are not real workflows: they count as failed until the test retries them.
     stillFailedRuns: async ({ runs }: { runs: unknown[] }) => (retried ? 0 : runs.length),
@@ -173,7 +147,7 @@ it('resolves an incident whose cause went quiet, and opens a new one for its nex
   const taskQueue = `digest-${randomUUID()}`;
   const digestActivities = createAlertDigestActivities({ client: env.client });
   const worker = await bundledWorker(env, bundle, taskQueue, {
-    ...createAlertActivities({ alertWebhookUrl: sinkUrl, temporalUiUrl: undefined }),
+    ...createAlertActivities({ alertWebhookUrl: sink.url, temporalUiUrl: undefined }),
     ...digestActivities,
     stillFailedRuns: async ({ runs }: { runs: unknown[] }) => runs.length,
   });

@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createAlertActivities } from '../../src/activities/alert-activities';
@@ -13,6 +11,7 @@ import {
 } from '../../src/shared/alert';
 import { FailureType } from '../../src/shared/errors';
 import { type OrderPaymentEvent } from '../../src/shared/order';
+import { startAlertSink, type AlertSink } from '../support/alert-sink';
 import { bundledWorker, workflowBundle } from '../support/bundles';
 import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
 
@@ -20,29 +19,15 @@ import { createTimeSkippingEnv } from '../../harness/temporal/test-env';
 // goes out under a key of its own, so a sink that drops repeated Idempotency-Keys, as
 // docs/exactly-once.md relies on, drops only repeats of one alert, never another alert.
 let env: TestWorkflowEnvironment;
-let sink: Server;
-let sinkUrl: string;
-/** What the sink kept: one alert per Idempotency-Key; a repeated key is acknowledged, dropped. */
-const kept = new Map<string, unknown>();
+let sink: AlertSink<{ alert: { kind: string; order_id: number } }>;
 
 beforeAll(async () => {
   env = await createTimeSkippingEnv();
-  sink = createServer((request, response) => {
-    let raw = '';
-    request.on('data', (chunk: Buffer) => (raw += chunk.toString()));
-    request.on('end', () => {
-      const key = request.headers['idempotency-key'];
-      if (typeof key !== 'string') return void response.writeHead(400).end();
-      if (!kept.has(key)) kept.set(key, JSON.parse(raw));
-      response.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
-  sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}/alerts`;
+  sink = await startAlertSink({ keyRequired: true });
 });
 
 afterAll(async () => {
-  await new Promise((resolve) => sink?.close(resolve));
+  await sink?.close();
   await env?.teardown();
 });
 
@@ -94,7 +79,7 @@ it('keeps six refund reviews and the failure of one order run apart at a sink th
     awardLoyaltyPoints: unused,
     partnerPauseState: async () => ({ paused: false as const }),
     claimPartnerRelease: async () => ({ delayMs: 0 }),
-    ...createAlertActivities({ alertWebhookUrl: sinkUrl, temporalUiUrl: undefined }),
+    ...createAlertActivities({ alertWebhookUrl: sink.url, temporalUiUrl: undefined }),
     ...createAlertDigestActivities({ client: env.client }),
   };
   const worker = await bundledWorker(env, await workflowBundle(), taskQueue, activities);
@@ -116,10 +101,9 @@ it('keeps six refund reviews and the failure of one order run apart at a sink th
     for (const id of alerts) await env.client.workflow.getHandle(id).result();
   });
 
-  const keptForOrder = [...kept.values()].filter(
-    (body) => (body as { alert: { order_id: number } }).alert.order_id === orderId,
-  ) as Array<{ alert: { kind: string } }>;
-  expect(keptForOrder.map((b) => b.alert.kind).sort()).toEqual([
+  // What the sink kept: one alert per Idempotency-Key; a repeated key is acknowledged, dropped.
+  const keptForOrder = [...sink.kept.values()].filter((p) => p.body.alert.order_id === orderId);
+  expect(keptForOrder.map((p) => p.body.alert.kind).sort()).toEqual([
     'failures_opened',
     ...Array<string>(6).fill('refund_review'),
   ]);

@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -16,6 +14,7 @@ import {
 } from '../../src/shared/sla';
 import { ensureSlaCheckSchedule, SLA_CHECK_SCHEDULE_ID } from '../../src/temporal/schedules';
 import { testDatabases, type TestDatabaseHandle } from '../../harness/databases';
+import { startAlertSink, type AlertSink } from '../support/alert-sink';
 import { sdkLogEntries } from '../support/sdk-logs';
 import { createDevServerEnv } from '../../harness/temporal/test-env';
 import { bundledWorker, workflowBundle } from '../support/bundles';
@@ -26,14 +25,7 @@ import { bundledWorker, workflowBundle } from '../support/bundles';
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
 let db: TestDatabaseHandle;
-let sink: Server;
-let sinkUrl: string;
-interface Post {
-  key: string;
-  body: { text: string; alert: Record<string, unknown> & { kind: string } };
-}
-const requests: Post[] = [];
-const kept = new Map<string, Post>();
+let sink: AlertSink;
 
 beforeAll(async () => {
   [env, bundle, db] = await Promise.all([
@@ -41,31 +33,16 @@ beforeAll(async () => {
     workflowBundle(),
     testDatabases[0]!.create(),
   ]);
-  sink = createServer((request, response) => {
-    let raw = '';
-    request.on('data', (chunk: Buffer) => (raw += chunk.toString()));
-    request.on('end', () => {
-      const key = request.headers['idempotency-key'];
-      if (typeof key !== 'string') return void response.writeHead(400).end();
-      const post = { key, body: JSON.parse(raw) as Post['body'] };
-      requests.push(post);
-      if (!kept.has(key)) kept.set(key, post);
-      response.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
-  sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}/alerts`;
+  sink = await startAlertSink({ keyRequired: true });
 });
 afterAll(async () => {
-  await new Promise((resolve) => sink?.close(resolve));
+  await sink?.close();
   await env?.teardown();
   await db?.close();
 });
 
-const postsOf = (cause: SlaCause) =>
-  [...kept.values()].filter((p) => p.key.startsWith(`${slaIncidentWorkflowId(cause)}-`));
-const requestsOf = (cause: SlaCause) =>
-  requests.filter((p) => p.key.startsWith(`${slaIncidentWorkflowId(cause)}-`));
+const postsOf = (cause: SlaCause) => sink.keptUnder(`${slaIncidentWorkflowId(cause)}-`);
+const requestsOf = (cause: SlaCause) => sink.receivedUnder(`${slaIncidentWorkflowId(cause)}-`);
 
 async function until(what: string, check: () => Promise<boolean> | boolean): Promise<void> {
   const deadline = Date.now() + 20_000;
@@ -132,7 +109,7 @@ it('alerts once for a paid order not handed over in time, says it is paused, and
     .execute();
   await pauses.pause('warehouse', 'test', 'carrier strike');
 
-  const worker = await slaWorker(taskQueue, sinkUrl);
+  const worker = await slaWorker(taskQueue, sink.url);
   await worker.runUntil(async () => {
     await check(taskQueue);
     await until('the opened post', () => postsOf('FulfilmentSlaBreached').length === 1);
@@ -257,8 +234,8 @@ it('is started every minute by the sla-check schedule, created once however ofte
     });
     expect(described.action).toMatchObject({ workflowType: 'slaCheckWorkflow', taskQueue });
     // A run it starts checks: nothing is late here any more, so it completes and posts nothing.
-    const worker = await slaWorker(taskQueue, sinkUrl);
-    const before = requests.length;
+    const worker = await slaWorker(taskQueue, sink.url);
+    const before = sink.received.length;
     await worker.runUntil(async () => {
       await handle.trigger();
       await until('a scheduled check to complete', async () => {
@@ -268,7 +245,7 @@ it('is started every minute by the sla-check schedule, created once however ofte
         return count > 0;
       });
     });
-    expect(requests.length).toBe(before);
+    expect(sink.received.length).toBe(before);
   } finally {
     await handle.delete();
   }
