@@ -3,36 +3,13 @@ import { testDatabases } from '../../harness/databases';
 import { useTestDatabase } from '../support/database-fixture';
 import { disputeEvent } from '../support/ledger-events';
 
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
 // The disputes' event ledger: one row per provider event, matched to its order as a refund is;
 // an opening and a closure are separate events, recorded in whatever order they come. How it
-// matches and stamps, alike for refunds: event-ledger.test.ts.
+// matches, stamps and stores every field, alike for refunds: event-ledger.test.ts.
 describe.each(testDatabases)('disputes repository ($name)', ({ create }) => {
   const database = useTestDatabase(create);
   const disputes = database.repository(createDisputesRepository);
   const { unique } = database;
-
-  it('records an event for a recorded payment once, matched to its order, with every field', async () => {
-    const { orderId, paymentRef: ref } = await database.paidOrder();
-    const event = disputeEvent(ref, { disputeId: 'dp_1', amount: 4_321 });
-
-    expect(await disputes.record(event)).toEqual({ created: true, orderId });
-    expect(await disputes.forOrder(orderId)).toEqual([
-      { disputeId: 'dp_1', status: 'opened', recordedAt: expect.stringMatching(ISO_UTC) },
-    ]);
-    expect(await database.eventRow('disputes', event.eventId)).toMatchObject({
-      dispute_id: 'dp_1',
-      payment_ref: ref,
-      status: 'opened',
-      amount: 4_321,
-      currency: 'jpy',
-      evidence_due_by: '2026-12-24T00:00:00.000Z',
-      reason: 'fraudulent',
-      order_id: orderId,
-      handled_by_chain: null,
-    });
-  });
 
   it('stores the optional fields a provider left out as NULL', async () => {
     const event = disputeEvent(unique('stripe~pi'), {

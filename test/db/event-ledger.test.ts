@@ -10,12 +10,20 @@ import { disputeEvent, refundEvent } from '../support/ledger-events';
 
 // What the refund and dispute ledgers share (src/db/repositories/event-ledger.ts): an event is
 // matched to its order through its payment's reference, else the order it names, once and for
-// good; and the order workflow chain that finished with it. Each ledger's own fields and reads
-// are tested in refunds.test.ts and disputes.test.ts.
+// good; and the order workflow chain that finished with it. Each ledger's own reads and orders
+// of arrival are tested in refunds.test.ts and disputes.test.ts.
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 interface LedgerCase {
   ledger: 'refunds' | 'disputes';
   create: (db: Kysely<Database>) => EventLedger<RefundEvent | DisputeEvent, unknown>;
   event: (eventId: string, paymentRef: string, orderId?: number) => RefundEvent | DisputeEvent;
+  /** An event with every field, what the ledger's read lists, and the row's own columns. */
+  full: {
+    event: (paymentRef: string) => RefundEvent | DisputeEvent;
+    listed: unknown[];
+    stored: Record<string, unknown>;
+  };
 }
 
 const ledgers: LedgerCase[] = [
@@ -23,11 +31,28 @@ const ledgers: LedgerCase[] = [
     ledger: 'refunds',
     create: createRefundsRepository,
     event: (eventId, paymentRef, orderId) => refundEvent(paymentRef, { eventId, orderId }),
+    full: {
+      event: (ref) => refundEvent(ref, { refundId: 're_full', amount: 4_999, status: 'pending' }),
+      listed: [{ kind: 'refund', refundId: 're_full', amount: 4_999, status: 'pending' }],
+      stored: { kind: 'refund', refund_id: 're_full', currency: 'jpy', status: 'pending' },
+    },
   },
   {
     ledger: 'disputes',
     create: createDisputesRepository,
     event: (eventId, paymentRef, orderId) => disputeEvent(paymentRef, { eventId, orderId }),
+    full: {
+      event: (ref) => disputeEvent(ref, { disputeId: 'dp_1', amount: 4_321 }),
+      listed: [{ disputeId: 'dp_1', status: 'opened', recordedAt: expect.stringMatching(ISO_UTC) }],
+      stored: {
+        dispute_id: 'dp_1',
+        status: 'opened',
+        amount: 4_321,
+        currency: 'jpy',
+        evidence_due_by: '2026-12-24T00:00:00.000Z',
+        reason: 'fraudulent',
+      },
+    },
   },
 ];
 
@@ -35,11 +60,25 @@ describe.each(testDatabases)('refund and dispute ledgers ($name)', ({ create }) 
   const database = useTestDatabase(create);
   const newOrderId = async () => (await database.newOrder()).id;
 
-  describe.each(ledgers)('$ledger', ({ ledger, create: createLedger, event: makeEvent }) => {
+  describe.each(ledgers)('$ledger', ({ ledger, create: createLedger, event: makeEvent, full }) => {
     const repository = database.repository(createLedger);
     const event = (paymentRef: string, orderId?: number) =>
       makeEvent(database.unique('stripe~evt'), paymentRef, orderId);
     const ref = () => database.unique('stripe~pi');
+
+    it('records an event for a recorded payment once, matched to its order, with every field', async () => {
+      const { orderId, paymentRef } = await database.paidOrder();
+      const recorded = full.event(paymentRef);
+
+      expect(await repository.record(recorded)).toEqual({ created: true, orderId });
+      expect(await repository.forOrder(orderId)).toEqual(full.listed);
+      expect(await database.eventRow(ledger, recorded.eventId)).toMatchObject({
+        ...full.stored,
+        payment_ref: paymentRef,
+        order_id: orderId,
+        handled_by_chain: null,
+      });
+    });
 
     it('keeps only one creator when the same event is recorded by several calls at once', async () => {
       const { orderId, paymentRef } = await database.paidOrder();

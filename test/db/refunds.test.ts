@@ -5,30 +5,11 @@ import { refundEvent } from '../support/ledger-events';
 
 // The refunds' event ledger: one row per provider event, matched to its order through the
 // payment's reference (or the order the event names), kept with no order until that payment.
-// How it matches and stamps, alike for disputes: event-ledger.test.ts.
+// How it matches, stamps and stores every field, alike for disputes: event-ledger.test.ts.
 describe.each(testDatabases)('refunds repository ($name)', ({ create }) => {
   const database = useTestDatabase(create);
   const refunds = database.repository(createRefundsRepository);
   const { unique } = database;
-
-  it('records an event for a recorded payment once, matched to its order, with every field', async () => {
-    const { orderId, paymentRef: ref } = await database.paidOrder();
-    const event = refundEvent(ref, { refundId: 're_full', amount: 4_999, status: 'pending' });
-
-    expect(await refunds.record(event)).toEqual({ created: true, orderId });
-    expect(await refunds.forOrder(orderId)).toEqual([
-      { kind: 'refund', refundId: 're_full', amount: 4_999, status: 'pending' },
-    ]);
-    expect(await database.eventRow('refunds', event.eventId)).toMatchObject({
-      payment_ref: ref,
-      kind: 'refund',
-      refund_id: 're_full',
-      currency: 'jpy',
-      status: 'pending',
-      order_id: orderId,
-      handled_by_chain: null,
-    });
-  });
 
   it('answers a redelivery of the event (or a retry) with created false and keeps one row', async () => {
     const { orderId, paymentRef: ref } = await database.paidOrder();
