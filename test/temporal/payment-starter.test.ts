@@ -5,6 +5,12 @@ import {
 } from '@temporalio/client';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import {
+  type DisputeEvent,
+  disputeWorkflowId,
+  type RefundEvent,
+  refundWorkflowId,
+} from '../../src/shared/payment-events';
+import {
   OrderIdSearchAttribute,
   PaymentEventIdSearchAttribute,
 } from '../../src/shared/search-attributes';
@@ -24,11 +30,22 @@ interface StandIn {
 }
 
 function standInClient(behaviour: StandIn) {
-  const calls = { start: [] as Record<string, unknown>[], describe: [] as string[] };
+  const calls = {
+    start: [] as Record<string, unknown>[],
+    types: [] as string[],
+    deadlines: [] as number[],
+    describe: [] as string[],
+  };
   const client = {
-    connection: { withDeadline: (_deadline: number, fn: () => Promise<unknown>) => fn() },
+    connection: {
+      withDeadline: (deadline: number, fn: () => Promise<unknown>) => {
+        calls.deadlines.push(deadline);
+        return fn();
+      },
+    },
     workflow: {
-      start: (_type: string, options: Record<string, unknown>) => {
+      start: (type: string, options: Record<string, unknown>) => {
+        calls.types.push(type);
         calls.start.push(options);
         return behaviour.start ? behaviour.start() : Promise.resolve({});
       },
@@ -230,4 +247,78 @@ describe('createPaymentStarter', () => {
       'Temporal refused the start as invalid (3 INVALID_ARGUMENT: bad memo)',
     );
   });
+});
+
+describe('createPaymentStarter: refund and dispute intakes', () => {
+  const refund: RefundEvent = {
+    eventId: 'evt_r1',
+    paymentRef: 'pi_1',
+    kind: 'refund',
+    refundId: 're_1',
+    amount: 1000,
+    status: 'succeeded',
+  };
+  const dispute: DisputeEvent = {
+    eventId: 'evt_d1',
+    paymentRef: 'pi_1',
+    disputeId: 'dp_1',
+    amount: 5400,
+    status: 'opened',
+    orderId: 42,
+  };
+  const starts = [
+    ['refund', 'refundWorkflow', refundWorkflowId(refund.eventId), refund],
+    ['dispute', 'disputeWorkflow', disputeWorkflowId(dispute.eventId), dispute],
+  ] as const;
+
+  it.each(starts)(
+    'starts a %s once, its event as the input and in the memo, within the start deadline',
+    async (kind, type, id, event) => {
+      const { client, calls } = standInClient({});
+      const starter = createPaymentStarter(client, { startTimeoutMs: 60_000 });
+      const before = Date.now();
+      const started = await (kind === 'refund'
+        ? starter.startRefund(refund)
+        : starter.startDispute(dispute));
+      expect(started).toEqual({ workflowId: id, duplicate: false });
+      expect(calls.types).toEqual([type]);
+      expect(calls.start[0]).toMatchObject({
+        workflowId: id,
+        args: [event],
+        memo: { eventId: event.eventId, paymentRef: 'pi_1', amount: event.amount },
+        workflowIdConflictPolicy: 'FAIL',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      });
+      expect(calls.deadlines[0]).toBeGreaterThanOrEqual(before + 60_000);
+      expect(calls.deadlines[0]).toBeLessThanOrEqual(Date.now() + 60_000);
+    },
+  );
+
+  it('tags a start with the order ID the event names, and an event naming none with nothing', async () => {
+    const { client, calls } = standInClient({});
+    const starter = createPaymentStarter(client, { startTimeoutMs: 1000 });
+    await starter.startDispute(dispute);
+    await starter.startRefund(refund);
+    expect(calls.start[0]?.typedSearchAttributes).toEqual([
+      { key: OrderIdSearchAttribute, value: 42 },
+    ]);
+    expect(calls.start[1]?.typedSearchAttributes).toEqual([]);
+  });
+
+  it.each(starts)(
+    'answers a %s delivered again as a duplicate, with no lookup of the first run',
+    async (kind, _type, id, event) => {
+      const { client, calls } = standInClient({ start: alreadyStarted });
+      const starter = createPaymentStarter(client, { startTimeoutMs: 1000 });
+      const started = await (kind === 'refund'
+        ? starter.startRefund(refund)
+        : starter.startDispute(dispute));
+      expect(started).toEqual({
+        workflowId: id,
+        duplicate: true,
+        existing: { known: true, orderId: event.orderId, amount: undefined },
+      });
+      expect(calls.describe).toEqual([]);
+    },
+  );
 });
