@@ -7,6 +7,8 @@ import {
   type ProviderVerifier,
   webhookProvider,
 } from '../../src/http/providers/provider';
+import { originalProvider } from '../../src/http/providers/original';
+import { signBody } from '../../src/http/signature';
 import type { StripeThinNotification } from '../../src/shared/thin-event';
 
 // A provider's one entry point, read directly with a made-up scheme: the signature first, then
@@ -180,5 +182,49 @@ describe('keyed', () => {
       'stripe~evt_1',
       'stripe~pi_1',
     ]);
+  });
+});
+
+describe('the contract’s provider: a payment.disputed', () => {
+  const secret = 'test-webhook-secret';
+  const original = originalProvider({ scheme: 'plain', secret, toleranceSeconds: 300 });
+  const receiveSigned = (event: object) => {
+    const body = JSON.stringify(event);
+    return original.receive(Buffer.from(body), ['x-payment-signature', signBody(body, secret)]);
+  };
+  const disputed = {
+    id: 'evt_dp',
+    event: 'payment.disputed',
+    order_id: 3,
+    payment_id: 'evt_pay',
+    amount: 5400,
+    dispute_id: 'dp_1',
+    status: 'opened',
+  };
+  /** The receipt of `disputed`, its dispute with `extra`: absent fields are absent, not undefined. */
+  const dispute = (extra: object) => ({
+    ok: true,
+    matchedSecret: 'current',
+    event: {
+      kind: 'dispute',
+      type: 'payment.disputed',
+      eventId: 'evt_dp',
+      dispute: {
+        disputeId: 'dp_1',
+        amount: 5400,
+        status: 'opened',
+        orderId: 3,
+        ...extra,
+        eventId: 'evt_dp',
+        paymentRef: 'evt_pay',
+      },
+    },
+  });
+
+  it('carries the evidence deadline, in UTC, when the sender gives one, and none when not', () => {
+    expect(receiveSigned(disputed)).toStrictEqual(dispute({}));
+    expect(
+      receiveSigned({ ...disputed, evidence_due_by: '2026-12-20T00:00:00+09:00' }),
+    ).toStrictEqual(dispute({ evidenceDueBy: '2026-12-19T15:00:00.000Z' }));
   });
 });

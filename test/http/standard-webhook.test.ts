@@ -1,6 +1,7 @@
 import { createHash, generateKeyPairSync, sign } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Webhook as SvixWebhook } from 'svix';
+import { standardWebhooksProvider } from '../../src/http/providers/standard-webhooks';
 import {
   createStandardVerifier,
   parseStandardPublicKey,
@@ -369,6 +370,16 @@ describe('Svix-branded headers, as the official svix library signs them', () => 
     expect(starter.starts).toEqual([]);
   });
 
+  it('reads the spec’s set whenever webhook-id is there, even beside an svix-id', () => {
+    const payload = '{}';
+    const headers = { ...signed(payload, { id: 'msg_spec' }), 'svix-id': 'msg_stray' };
+    expect(verifierFor({ secrets: [TEST_STANDARD_SECRET] })(payload, headers)).toEqual({
+      ok: true,
+      matchedSecret: 'current',
+      id: 'msg_spec',
+    });
+  });
+
   it('reads one set of headers, never a mix: webhook-id with svix-signature is missing its signature', async () => {
     const payload = JSON.stringify(standardPaymentEvent());
     const svix = svixHeaders(payload, 'msg_mix');
@@ -503,5 +514,101 @@ describe('Standard Webhooks keys', () => {
       /32-byte ed25519 public key/,
     );
     expect(() => parseStandardPublicKey(PUBLIC_KEY.slice('whpk_'.length))).not.toThrow();
+  });
+});
+
+describe('the Standard Webhooks provider’s reading of an event, by receive()', () => {
+  const provider = standardWebhooksProvider({
+    secrets: [parseStandardSecret(TEST_STANDARD_SECRET)],
+    toleranceSeconds: 300,
+    now: () => NOW_S * 1000,
+  });
+  /** What the provider makes of `event`, delivered under webhook-id `id`. */
+  function receive(event: object, id: string) {
+    const payload = JSON.stringify(event);
+    return provider.receive(Buffer.from(payload), Object.entries(signed(payload, { id })).flat());
+  }
+  const accepted = (event: object) => ({ ok: true, matchedSecret: 'current', event });
+
+  it('takes an amount of exactly 2147483647, and keeps one past it as unmatched, saying why', () => {
+    const largest = standardPaymentEvent({ amount: 2_147_483_647 });
+    expect(receive(largest, 'msg_max')).toStrictEqual(
+      accepted({
+        kind: 'payment',
+        type: 'payment.succeeded',
+        eventId: 'standard~msg_max',
+        sentId: 'msg_max',
+        orderRef: 1,
+        amount: 2_147_483_647,
+        currency: 'jpy',
+        paymentRef: 'standard~msg_max',
+      }),
+    );
+    const past = standardPaymentEvent({ amount: 2_147_483_648 });
+    expect(receive(past, 'msg_past')).toStrictEqual(
+      accepted({
+        kind: 'unmatched',
+        type: 'payment.succeeded',
+        eventId: 'standard~msg_past',
+        sentId: 'msg_past',
+        reason: 'amount_mismatch',
+        note: "amount 2147483648 cannot be an order's (1 to 2147483647 in the smallest unit)",
+        object: past.data,
+      }),
+    );
+  });
+
+  // The optional fields are in the event when sent and absent (not undefined) when not.
+  it('maps a refund with and without its currency', () => {
+    const data = { payment_id: 'pay_1', amount: 500, refund_id: 'rf_1' };
+    const refund = (currency?: string) =>
+      accepted({
+        kind: 'refund',
+        type: 'payment.refunded',
+        eventId: 'standard~msg_rf',
+        refund: {
+          kind: 'refund',
+          refundId: 'rf_1',
+          amount: 500,
+          status: 'succeeded',
+          ...(currency === undefined ? {} : { currency }),
+          eventId: 'standard~msg_rf',
+          paymentRef: 'standard~pay_1',
+        },
+      });
+    expect(receive({ type: 'payment.refunded', data }, 'msg_rf')).toStrictEqual(refund());
+    expect(
+      receive({ type: 'payment.refunded', data: { ...data, currency: 'JPY' } }, 'msg_rf'),
+    ).toStrictEqual(refund('jpy'));
+  });
+
+  it('maps a dispute with and without its currency and evidence deadline', () => {
+    const data = {
+      order_id: 7,
+      payment_id: 'pay_1',
+      amount: 5400,
+      dispute_id: 'dp_1',
+      status: 'opened',
+    };
+    const dispute = (extra: object) =>
+      accepted({
+        kind: 'dispute',
+        type: 'payment.disputed',
+        eventId: 'standard~msg_dp',
+        dispute: {
+          disputeId: 'dp_1',
+          amount: 5400,
+          status: 'opened',
+          ...extra,
+          orderId: 7,
+          eventId: 'standard~msg_dp',
+          paymentRef: 'standard~pay_1',
+        },
+      });
+    expect(receive({ type: 'payment.disputed', data }, 'msg_dp')).toStrictEqual(dispute({}));
+    const full = { ...data, currency: 'jpy', evidence_due_by: '2026-12-20T00:00:00+09:00' };
+    expect(receive({ type: 'payment.disputed', data: full }, 'msg_dp')).toStrictEqual(
+      dispute({ currency: 'jpy', evidenceDueBy: '2026-12-19T15:00:00.000Z' }),
+    );
   });
 });

@@ -99,3 +99,78 @@ describe('readStripeObject', () => {
     ).toMatchObject({ kind: 'unmatched', reason: 'amount_mismatch' });
   });
 });
+
+describe('readStripeObject: the columns’ range, per object type', () => {
+  const tooLarge = 2_147_483_648;
+  // Each object has only the fields its reader keeps, so the object kept is the one sent.
+  const intent = (amount: number) => ({
+    id: 'pi_1',
+    amount_received: amount,
+    currency: 'jpy',
+    metadata: { order_id: '12' },
+  });
+  const charge = (amount: number) => ({
+    id: 'ch_1',
+    payment_intent: 'pi_1',
+    amount_refunded: amount,
+    currency: 'jpy',
+    metadata: { order_id: '12' },
+  });
+  const refund = (amount: number) => ({
+    id: 're_1',
+    payment_intent: 'pi_1',
+    charge: 'ch_1',
+    amount,
+    currency: 'jpy',
+    status: 'succeeded',
+    metadata: { order_id: '12' },
+  });
+  const dispute = (amount: number) => ({
+    id: 'dp_1',
+    payment_intent: 'pi_1',
+    charge: 'ch_1',
+    amount,
+    currency: 'jpy',
+    status: 'needs_response',
+  });
+  const objects: Array<[string, (amount: number) => object, string]> = [
+    ['payment_intent.succeeded', intent, 'payment'],
+    ['charge.refunded', charge, 'refund'],
+    ['refund.created', refund, 'refund'],
+    ['refund.updated', refund, 'refund'],
+    ['charge.dispute.created', dispute, 'dispute'],
+    ['charge.dispute.closed', dispute, 'dispute'],
+  ];
+
+  it.each(objects)('keeps a %s past 2147483647 as unmatched, saying why', (type, object) => {
+    expect(readStripeObject(type, object(tooLarge))).toStrictEqual({
+      kind: 'unmatched',
+      type,
+      reason: 'amount_mismatch',
+      note: "amount 2147483648 cannot be an order's (1 to 2147483647 in the smallest unit)",
+      object: object(tooLarge),
+    });
+  });
+
+  it.each(objects)(
+    'takes a %s of exactly 2147483647, the most a column holds',
+    (type, object, kind) => {
+      expect(readStripeObject(type, object(2_147_483_647)).kind).toBe(kind);
+    },
+  );
+});
+
+describe('readStripeObject: an object it cannot read', () => {
+  it('names each failing field by its whole path, the fields apart', () => {
+    const object = { id: 're_1', amount: 0, currency: 'jpy', metadata: { order_id: 12 } };
+    expect(readStripeObject('refund.created', object)).toStrictEqual({
+      kind: 'unmatched',
+      type: 'refund.created',
+      reason: 'thin_unresolved',
+      note:
+        'the refund.created object could not be read: amount: Too small: expected number to be >0; ' +
+        'metadata.order_id: Invalid input: expected string, received number',
+      object,
+    });
+  });
+});

@@ -3,7 +3,11 @@ import {
   createStripeVerifier,
   parseStripeSignature,
 } from '../../src/http/providers/stripe-signature';
-import { STRIPE_WEBHOOK_PATH } from '../../src/http/providers/stripe';
+import {
+  STRIPE_WEBHOOK_PATH,
+  type StripeBinding,
+  stripeProvider,
+} from '../../src/http/providers/stripe';
 import {
   deliverStripe,
   stripePaymentIntentEvent,
@@ -416,5 +420,109 @@ describe('the Stripe endpoint without a secret', () => {
     });
     expect(standard.statusCode).toBe(404);
     await bare.close();
+  });
+});
+
+describe('the Stripe provider’s reading of an event, by receive()', () => {
+  /** What the provider bound to `binding` makes of `event`, signed by Stripe's library. */
+  function receive(event: object, binding: StripeBinding = { livemode: false }) {
+    const provider = stripeProvider({
+      secrets: [TEST_STRIPE_SECRET],
+      toleranceSeconds: 300,
+      now: () => NOW_S * 1000,
+      binding,
+    });
+    const payload = JSON.stringify(event);
+    const signature = stripeSignature(payload, { timestamp: NOW_S });
+    return provider.receive(Buffer.from(payload), ['stripe-signature', signature]);
+  }
+
+  /** The receipt of an event kept unmatched for `reason`, as an operator reads it. */
+  const unmatched = (
+    event: { id: string; type: string },
+    object: unknown,
+    reason: string,
+    note: string,
+  ) => ({
+    ok: true,
+    matchedSecret: 'current',
+    event: {
+      kind: 'unmatched',
+      type: event.type,
+      eventId: `stripe~${event.id}`,
+      sentId: event.id,
+      reason,
+      note,
+      object,
+    },
+  });
+
+  it('says which mode an event of the other mode was, and which the shop takes', () => {
+    const live = { ...stripePaymentIntentEvent({ id: 'evt_live' }), livemode: true };
+    expect(receive(live)).toStrictEqual(
+      unmatched(
+        live,
+        live.data.object,
+        'livemode',
+        'a live-mode event, but this shop takes test-mode events (STRIPE_LIVEMODE)',
+      ),
+    );
+    const test = stripePaymentIntentEvent({ id: 'evt_test' });
+    expect(receive(test, { livemode: true })).toStrictEqual(
+      unmatched(
+        test,
+        test.data.object,
+        'livemode',
+        'a test-mode event, but this shop takes live-mode events (STRIPE_LIVEMODE)',
+      ),
+    );
+  });
+
+  it('names the account an event of another account came from: a connected one, or the platform', () => {
+    const binding = { livemode: false, account: 'acct_shop' };
+    const connected = { ...stripePaymentIntentEvent({ id: 'evt_acct' }), account: 'acct_other' };
+    expect(receive(connected, binding)).toStrictEqual(
+      unmatched(
+        connected,
+        connected.data.object,
+        'account',
+        'an event of acct_other, but this shop is acct_shop (STRIPE_ACCOUNT_ID)',
+      ),
+    );
+    const platform = stripePaymentIntentEvent({ id: 'evt_platform' });
+    expect(receive(platform, binding)).toStrictEqual(
+      unmatched(
+        platform,
+        platform.data.object,
+        'account',
+        'an event of the platform account, but this shop is acct_shop (STRIPE_ACCOUNT_ID)',
+      ),
+    );
+  });
+
+  it('says why a thin event without a related object is kept: there is nothing to fetch', () => {
+    const thin = {
+      id: 'evt_thin',
+      object: 'v2.core.event',
+      type: 'v1.charge.refunded',
+      livemode: false,
+    };
+    expect(receive(thin)).toStrictEqual(
+      unmatched(
+        thin,
+        thin,
+        'thin_unresolved',
+        'a thin event without a related object: nothing to fetch',
+      ),
+    );
+  });
+
+  it('refuses a body whose `object` is not text: neither a thin event nor a snapshot one', () => {
+    const event = { ...stripePaymentIntentEvent({ id: 'evt_obj' }), object: 5 };
+    expect(receive(event)).toStrictEqual({
+      ok: false,
+      status: 400,
+      reason: 'object: Invalid input: expected string, received number',
+    });
   });
 });
