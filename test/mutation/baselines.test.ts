@@ -14,8 +14,8 @@ const FLOOR = 90;
  * must still differ from its baseline: once measured it fails here until it leaves this list.
  */
 const OWED = new Set([
-  // intake: the scope's run is about 2 h on two cores. The event's walk (issue 28 point 6,
-  // 3 Dec 2026) changed these; their run had not ended when the change landed.
+  // intake: measured this session (3 Dec 2026, 98 min); the tests written for its survivors are
+  // being measured on the modules under the floor.
   'src/http/providers/delivery.ts',
   'src/http/providers/original.ts',
   'src/http/providers/payment-fields.ts',
@@ -27,14 +27,9 @@ const OWED = new Set([
   'src/http/routes/payment-webhook.ts',
   'src/temporal/thin-event-starter.ts',
   'src/temporal/payment-starter.ts',
-  // workflows, the whole scope: a minute or two per mutant, a few hours in all.
+  // workflows, the whole scope: a minute or two per mutant, a few hours in all; order.ts and
+  // payment.ts changed by issue 25, order.ts split by issue 28 (3 Dec 2026).
   ...scopes.workflows,
-  // repositories, all but loyalty.ts: issue 28 point 8 (shared pieces, payments split, test
-  // fixture, 3 Dec 2026); its run, queued at 11:45 behind two others and started at 12:28, had
-  // not ended at merge.
-  ...scopes.repositories.filter((module) => module !== 'src/db/repositories/loyalty.ts'),
-  // activities: the two day-long presets made one object (issue 28 point 8, 3 Dec 2026).
-  'src/shared/retry-policies.ts',
 ]);
 const root = path.resolve(__dirname, '../..');
 
