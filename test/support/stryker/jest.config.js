@@ -22,7 +22,7 @@ const testFiles = {
   ],
   intake: [
     '<rootDir>/test/http/{signature,webhook-auth,payment-webhook,webhook-duplicates,webhook-security,webhook-logs,validation}.test.ts',
-    '<rootDir>/test/http/{stripe-webhook,standard-webhook,provider-fuzz,provider-config,provider-logs,provider-events,provider,delivery,stripe-object}.test.ts',
+    '<rootDir>/test/http/{stripe-webhook,standard-webhook,provider-fuzz,provider-config,provider-logs,provider-events,provider,delivery,stripe-object,payment-fields}.test.ts',
     '<rootDir>/test/shared/payment-events.test.ts',
     '<rootDir>/test/temporal/{payment-starter,thin-event-starter}.test.ts',
   ],
