@@ -1,8 +1,4 @@
-import {
-  type Client,
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowNotFoundError,
-} from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { paymentWorkflowId } from '../../src/shared/constants';
 import {
   type DisputeEvent,
@@ -15,52 +11,12 @@ import {
   PaymentEventIdSearchAttribute,
 } from '../../src/shared/search-attributes';
 import { createPaymentStarter, TemporalUnavailableError } from '../../src/temporal/payment-starter';
+import { standInClient } from '../support/stand-in-client';
 
-// The starter against a stand-in client, for what a real server rarely does on cue: a run that
-// is gone by the time a duplicate asks for it, or a describe call that fails.
+// The starter against a stand-in client (test/support/stand-in-client.ts).
 
 const input = { eventId: 'evt_1', orderId: 42, amount: 5400 };
 const workflowId = paymentWorkflowId(input.eventId);
-
-interface StandIn {
-  /** What start does: resolve (a first delivery) or throw. */
-  start?: () => Promise<unknown>;
-  /** What describe does. */
-  describe?: () => Promise<unknown>;
-}
-
-function standInClient(behaviour: StandIn) {
-  const calls = {
-    start: [] as Record<string, unknown>[],
-    types: [] as string[],
-    deadlines: [] as number[],
-    describe: [] as string[],
-  };
-  const client = {
-    connection: {
-      withDeadline: (deadline: number, fn: () => Promise<unknown>) => {
-        calls.deadlines.push(deadline);
-        return fn();
-      },
-    },
-    workflow: {
-      start: (type: string, options: Record<string, unknown>) => {
-        calls.types.push(type);
-        calls.start.push(options);
-        return behaviour.start ? behaviour.start() : Promise.resolve({});
-      },
-      getHandle: (id: string) => ({
-        describe: () => {
-          calls.describe.push(id);
-          return behaviour.describe
-            ? behaviour.describe()
-            : Promise.reject(new Error('describe was not expected'));
-        },
-      }),
-    },
-  } as unknown as Client;
-  return { client, calls };
-}
 
 const alreadyStarted = () =>
   Promise.reject(new WorkflowExecutionAlreadyStartedError('exists', workflowId, 'paymentWorkflow'));
@@ -70,7 +26,7 @@ describe('createPaymentStarter', () => {
     const { client, calls } = standInClient({});
     const started = await createPaymentStarter(client, { startTimeoutMs: 1000 }).start(input);
     expect(started).toEqual({ workflowId, duplicate: false });
-    expect(calls.start[0]?.memo).toEqual({ orderId: 42, eventId: 'evt_1', amount: 5400 });
+    expect(calls.starts[0]?.[1].memo).toEqual({ orderId: 42, eventId: 'evt_1', amount: 5400 });
     // No lookup on the path every first delivery takes.
     expect(calls.describe).toEqual([]);
   });
@@ -153,7 +109,7 @@ describe('createPaymentStarter', () => {
   it('sets the order ID and event ID as search attributes, and the redelivery policies', async () => {
     const { client, calls } = standInClient({});
     await createPaymentStarter(client, { startTimeoutMs: 1000 }).start(input);
-    expect(calls.start[0]).toMatchObject({
+    expect(calls.starts[0]?.[1]).toMatchObject({
       workflowId,
       workflowIdConflictPolicy: 'FAIL',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
@@ -281,8 +237,8 @@ describe('createPaymentStarter: refund and dispute intakes', () => {
         ? starter.startRefund(refund)
         : starter.startDispute(dispute));
       expect(started).toEqual({ workflowId: id, duplicate: false });
-      expect(calls.types).toEqual([type]);
-      expect(calls.start[0]).toMatchObject({
+      expect(calls.starts.map(([started]) => started)).toEqual([type]);
+      expect(calls.starts[0]?.[1]).toMatchObject({
         workflowId: id,
         args: [event],
         memo: { eventId: event.eventId, paymentRef: 'pi_1', amount: event.amount },
@@ -299,10 +255,10 @@ describe('createPaymentStarter: refund and dispute intakes', () => {
     const starter = createPaymentStarter(client, { startTimeoutMs: 1000 });
     await starter.startDispute(dispute);
     await starter.startRefund(refund);
-    expect(calls.start[0]?.typedSearchAttributes).toEqual([
+    expect(calls.starts[0]?.[1].typedSearchAttributes).toEqual([
       { key: OrderIdSearchAttribute, value: 42 },
     ]);
-    expect(calls.start[1]?.typedSearchAttributes).toEqual([]);
+    expect(calls.starts[1]?.[1].typedSearchAttributes).toEqual([]);
   });
 
   it.each(starts)(

@@ -1,7 +1,8 @@
-import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { PAYMENTS_TASK_QUEUE } from '../../src/shared/constants';
 import { thinEventWorkflowId, type ThinEventWorkflowInput } from '../../src/shared/thin-event';
 import { TemporalUnavailableError } from '../../src/temporal/payment-starter';
+import { standInClient } from '../support/stand-in-client';
 import { createThinEventStarter } from '../../src/temporal/thin-event-starter';
 
 // The start of a Stripe thin event's fetch against a stand-in client: what it asks the server
@@ -18,25 +19,6 @@ const input: ThinEventWorkflowInput = {
     related_object: { id: 'pi_1', type: 'payment_intent', url: '/v1/payment_intents/pi_1' },
   },
 };
-
-function standInClient(start: () => Promise<unknown> = () => Promise.resolve({})) {
-  const calls = { deadlines: [] as number[], starts: [] as [string, Record<string, unknown>][] };
-  const client = {
-    connection: {
-      withDeadline: (deadline: number, fn: () => Promise<unknown>) => {
-        calls.deadlines.push(deadline);
-        return fn();
-      },
-    },
-    workflow: {
-      start: (type: string, options: Record<string, unknown>) => {
-        calls.starts.push([type, options]);
-        return start();
-      },
-    },
-  } as unknown as Client;
-  return { client, calls };
-}
 
 describe('createThinEventStarter', () => {
   it('names the fetch thin-<event id>', () => {
@@ -69,15 +51,16 @@ describe('createThinEventStarter', () => {
   });
 
   it('reads a redelivery (the run exists or existed) as a duplicate, not a failure', async () => {
-    const { client } = standInClient(() =>
-      Promise.reject(
-        new WorkflowExecutionAlreadyStartedError(
-          'exists',
-          'thin-stripe~evt_thin_1',
-          'thinEventWorkflow',
+    const { client } = standInClient({
+      start: () =>
+        Promise.reject(
+          new WorkflowExecutionAlreadyStartedError(
+            'exists',
+            'thin-stripe~evt_thin_1',
+            'thinEventWorkflow',
+          ),
         ),
-      ),
-    );
+    });
     await expect(
       createThinEventStarter(client, { startTimeoutMs: 1000 }).start(input),
     ).resolves.toStrictEqual({ workflowId: 'thin-stripe~evt_thin_1', duplicate: true });
@@ -85,7 +68,7 @@ describe('createThinEventStarter', () => {
 
   it('reports any other failure as Temporal unavailable, with its cause (the webhook’s 503)', async () => {
     const failure = new Error('14 UNAVAILABLE: connection refused');
-    const { client } = standInClient(() => Promise.reject(failure));
+    const { client } = standInClient({ start: () => Promise.reject(failure) });
     const error: unknown = await createThinEventStarter(client, { startTimeoutMs: 1000 })
       .start(input)
       .catch((err: unknown) => err);
