@@ -7,17 +7,12 @@ import { type AnyDb, columnsOf } from './columns';
  */
 
 export async function up(db: AnyDb): Promise<void> {
-  const { timestamp, now, createTableWithId } = columnsOf(db);
+  const { timestamp, now, createTableWithId, counter } = columnsOf(db);
 
   await db.schema
     .createTable('loyalty_accounts')
     .addColumn('user_id', 'integer', (col) => col.primaryKey())
-    .addColumn('balance', 'integer', (col) =>
-      col
-        .notNull()
-        .defaultTo(0)
-        .check(sql`balance >= 0`),
-    )
+    .addColumn(...counter('balance', 0))
     .addColumn('created_at', timestamp, (col) => col.notNull().defaultTo(now))
     .addColumn('updated_at', timestamp, (col) => col.notNull().defaultTo(now))
     .execute();

@@ -7,18 +7,13 @@ import { type AnyDb, columnsOf } from './columns';
  */
 
 export async function up(db: AnyDb): Promise<void> {
-  const { timestamp, now, createTableWithId } = columnsOf(db);
+  const { timestamp, now, createTableWithId, counter } = columnsOf(db);
   await createTableWithId('unmatched_deliveries')
     .addColumn('reason', 'text', (col) => col.notNull())
     .addColumn('provider', 'text', (col) => col.notNull())
     .addColumn('event_id', 'text', (col) => col.notNull().unique())
     .addColumn('payload', 'text', (col) => col.notNull())
-    .addColumn('delivery_count', 'integer', (col) =>
-      col
-        .notNull()
-        .defaultTo(1)
-        .check(sql`delivery_count >= 1`),
-    )
+    .addColumn(...counter('delivery_count', 1))
     .addColumn('first_seen_at', timestamp, (col) => col.notNull().defaultTo(now))
     .addColumn('last_seen_at', timestamp, (col) => col.notNull().defaultTo(now))
     .addColumn('resolution', 'text', (col) =>

@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import { PostgresAdapter, sql, type ColumnDefinitionBuilder, type Kysely } from 'kysely';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyDb = Kysely<any>;
@@ -24,5 +24,16 @@ export function columnsOf(db: AnyDb) {
             ? col.primaryKey().generatedByDefaultAsIdentity()
             : col.primaryKey().autoIncrement(),
         ),
+    // A count that starts at `start` and never goes below it, the database its judge.
+    counter: (column: string, start: number) =>
+      [
+        column,
+        'integer',
+        (col: ColumnDefinitionBuilder) =>
+          col
+            .notNull()
+            .defaultTo(start)
+            .check(sql.raw(`${column} >= ${start}`)),
+      ] as const,
   } as const;
 }
