@@ -15,7 +15,7 @@ import {
   atMost,
   type Run,
   UsageError,
-  wholeNumber,
+  wholeOption,
   theArgument,
 } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM } from './io';
@@ -45,8 +45,8 @@ export function addBatchGroup(parent: Command, io: CliIo): void {
     '[--from ID] [--to ID] [--id EXPORT_ID] [--watch]',
     (args, options) => {
       atMost(args, 0);
-      const fromOrderId = wholeNumber('--from', options.from as string | undefined, 1);
-      const toOrderId = wholeNumber('--to', options.to as string | undefined, 1);
+      const fromOrderId = wholeOption(options, '--from', 1);
+      const toOrderId = wholeOption(options, '--to', 1);
       if (fromOrderId !== undefined && toOrderId !== undefined && fromOrderId > toOrderId) {
         throw new UsageError('--from must not be above --to.');
       }
@@ -79,13 +79,10 @@ export function addBatchGroup(parent: Command, io: CliIo): void {
     'progress',
     '<workflowId | EXPORT_ID> [--watch] [--interval MS]',
     (args, options) => {
-      const target = theArgument(args, 'Name the export: its workflow ID or export ID.');
-      const intervalMs =
-        wholeNumber('--interval', options.interval as string | undefined, 100) ??
-        DEFAULT_WATCH_INTERVAL_MS;
-      const workflowId = target.startsWith(exportWorkflowId(''))
-        ? target
-        : exportWorkflowId(target);
+      const workflowId = workflowIdOf(
+        theArgument(args, 'Name the export: its workflow ID or export ID.'),
+      );
+      const intervalMs = wholeOption(options, '--interval', 100) ?? DEFAULT_WATCH_INTERVAL_MS;
       return () =>
         withTemporalClient(io, 'progress', (client) =>
           options.watch === true
@@ -200,4 +197,9 @@ async function watchCommand(
     last = line;
     await sleep(intervalMs);
   }
+}
+
+/** An export named by its workflow ID or by its export ID, as `progress` takes it. */
+function workflowIdOf(name: string): string {
+  return name.startsWith(exportWorkflowId('')) ? name : exportWorkflowId(name);
 }

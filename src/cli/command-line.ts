@@ -1,4 +1,4 @@
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 
 // Parsed in-process (no `process.exit`, output through `io`) so tests run a CLI as a function.
 
@@ -158,6 +158,17 @@ export function wholeNumber(
     throw new UsageError(`${name} must be a whole number ${range}.`);
   }
   return n;
+}
+
+/** `wholeNumber` of an option, by its flag: `--min-attempts` reads commander's `minAttempts`. */
+export function wholeOption(
+  options: Record<string, unknown>,
+  flag: string,
+  min?: number,
+  max?: number,
+): number | undefined {
+  const value = options[new Option(flag).attributeName()] as string | undefined;
+  return wholeNumber(flag, value, min, max);
 }
 
 // PostgreSQL's integer: the order and entry IDs, and beyond any count a person types.

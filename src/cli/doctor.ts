@@ -1,15 +1,13 @@
 import type { Command } from 'commander';
 import { DEFAULT_BACKLOG_WARN_AT, formatReport, runDoctor } from '../doctor';
-import { addCommand, atMost, type Run, wholeNumber } from './command-line';
+import { addCommand, atMost, type Run, wholeOption } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM } from './io';
 
 /** `npm run ops -- doctor`: exit code 1 on any FAIL, so it can gate a deploy. */
 export function addDoctorCommand(program: Command, io: CliIo): void {
   addCommand<Run>(program, 'doctor', '[--backlog-warn <N>]', (args, options) => {
     atMost(args, 0);
-    const backlogWarnAt =
-      wholeNumber('--backlog-warn', options.backlogWarn as string | undefined) ??
-      DEFAULT_BACKLOG_WARN_AT;
+    const backlogWarnAt = wholeOption(options, '--backlog-warn') ?? DEFAULT_BACKLOG_WARN_AT;
     return () => doctor(io, backlogWarnAt);
   })
     .summary('is this installation able to take payments? exit 1 on any FAIL (a deploy gate)')

@@ -7,7 +7,7 @@ import {
   listFailedWorkflows,
 } from '../operator/failed-workflows';
 import { type Column, formatTable } from '../operator/table';
-import { UsageError, wholeNumber } from './command-line';
+import { UsageError, wholeOption } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM } from './io';
 import { addTypedCommand, describeFailure, reportUndecodable, timestamp } from './report';
 
@@ -17,7 +17,7 @@ const DELETION_WAIT_MS = 60_000;
 
 export function addFailedCommands(program: Command, io: CliIo): void {
   addTypedCommand(program, io, 'failed', '[--type T] [--limit N]', (options, workflowType) => {
-    const limit = wholeNumber('--limit', options.limit as string | undefined, 1);
+    const limit = wholeOption(options, '--limit', 1);
     return (c) => failedCommand(c, io, { workflowType, limit });
   })
     .summary('list workflows whose latest run failed')

@@ -7,7 +7,7 @@ import { wakeHeldWorkflows } from '../operator/partner';
 import { type Column, formatTable } from '../operator/table';
 import { isPartner, PARTNERS, type Partner } from '../shared/partner';
 import type { Command } from 'commander';
-import { addCommand, addGroup, atMost, type Run, UsageError, wholeNumber } from './command-line';
+import { addCommand, addGroup, atMost, type Run, UsageError, wholeOption } from './command-line';
 import { type CliIo, EXIT_OK, userOf } from './io';
 import { withDatabase, withTemporalClient } from './temporal-session';
 
@@ -46,7 +46,7 @@ partner changes nothing (the first pause, its author and time stay).`,
 
   addCommand<Run>(program, 'resume', '<partner> [--rate N]', (args, options) => {
     const partner = partnerArg(atMost(args, 1)[0]);
-    const rate = wholeNumber('--rate', options.rate as string | undefined, 1, 999_999);
+    const rate = wholeOption(options, '--rate', 1, 999_999);
     return withPauses(io, (pauses) => resumeCommand(pauses, io, partner, rate));
   })
     .summary('release the held calls, at most N per second with --rate')

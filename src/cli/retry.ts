@@ -14,7 +14,7 @@ import {
 import { awaitRetryOutcome, isProblem, type RetryOutcome } from '../operator/retry-outcome';
 import { formatTable } from '../operator/table';
 import { DESCRIBE_CONCURRENCY, mapConcurrently } from '../operator/visibility';
-import { addCommand, type Run, UsageError, wholeNumber, theArgument } from './command-line';
+import { addCommand, type Run, UsageError, wholeOption, theArgument } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { asOperator, describeFailure, reportUndecodable, since, typeOption } from './report';
 
@@ -34,16 +34,14 @@ export function addRetryCommand(program: Command, io: CliIo): void {
     (args, options) => {
       const target = theArgument(args, 'Name the workflow to retry, or "all".');
       const workflowType = options.type as string | undefined;
-      const waitMs =
-        1000 *
-        (wholeNumber('--wait', options.wait as string | undefined) ?? DEFAULT_RETRY_WAIT_SECONDS);
+      const waitMs = 1000 * (wholeOption(options, '--wait') ?? DEFAULT_RETRY_WAIT_SECONDS);
       if (target === 'all') {
         const filter: RetryAllFilter = {
           workflowType,
           rootCause: options.rootCause as string | undefined,
           since: since(options.since as string | undefined),
           dryRun: options.dryRun === true,
-          resetsPerSecond: wholeNumber('--rate', options.rate as string | undefined, 1),
+          resetsPerSecond: wholeOption(options, '--rate', 1),
         };
         return () => asOperator(io, 'retry', (c) => retryAllCommand(c, io, filter, waitMs));
       }

@@ -4,7 +4,7 @@ import { heldWorkflowIds } from '../operator/partner';
 import { DEFAULT_MIN_ATTEMPTS, groupByCause, inspectRunningWorkflows } from '../operator/stuck';
 import { formatTable } from '../operator/table';
 import { PARTNERS } from '../shared/partner';
-import { wholeNumber } from './command-line';
+import { wholeOption } from './command-line';
 import { type CliIo, EXIT_OK, EXIT_STUCK } from './io';
 import { addTypedCommand, reportUndecodable, timestamp } from './report';
 import { errorMessage } from './temporal-session';
@@ -18,11 +18,7 @@ export function addStuckCommand(program: Command, io: CliIo): void {
     'stuck',
     '[--min-attempts N] [--type T]',
     (options, workflowType) => {
-      const minAttempts = wholeNumber(
-        '--min-attempts',
-        options.minAttempts as string | undefined,
-        1,
-      );
+      const minAttempts = wholeOption(options, '--min-attempts', 1);
       return (c) => stuckCommand(c, io, { minAttempts, workflowType });
     },
   )

@@ -1,6 +1,6 @@
 import type { Connection } from '@temporalio/client';
 import { DEFAULT_RETENTION_DAYS, ensureTemporalSetup, type SetupStep } from '../temporal/setup';
-import { atMost, createProgram, onProgram, parseCommandLine, wholeNumber } from './command-line';
+import { atMost, createProgram, onProgram, parseCommandLine, wholeOption } from './command-line';
 import { type CliIo, processIo } from './io';
 import { withTemporalClient } from './temporal-session';
 import { runMain } from '../process/run-main';
@@ -32,12 +32,7 @@ or a temporal.toml profile (TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE).`,
   return onProgram(program, (args, options) => {
     atMost(args, 0);
     // The server's bounds: at least a day; Cloud allows up to 90.
-    const days = wholeNumber(
-      '--retention-days',
-      options.retentionDays as string | undefined,
-      1,
-      3650,
-    );
+    const days = wholeOption(options, '--retention-days', 1, 3650);
     return days ?? DEFAULT_RETENTION_DAYS;
   });
 }

@@ -8,7 +8,15 @@ import {
 } from '../operator/unmatched';
 import { createPaymentStarter, type PaymentStarter } from '../temporal/payment-starter';
 import type { Command } from 'commander';
-import { addCommand, addGroup, atMost, type Run, UsageError, wholeNumber } from './command-line';
+import {
+  addCommand,
+  addGroup,
+  atMost,
+  type Run,
+  UsageError,
+  wholeNumber,
+  wholeOption,
+} from './command-line';
 import { type CliIo, EXIT_OK, EXIT_PROBLEM, userOf } from './io';
 import { withDatabase, withTemporalClient } from './temporal-session';
 
@@ -44,7 +52,7 @@ Reads DATABASE_URL; attach also connects to TEMPORAL_ADDRESS.`,
   addCommand<Run>(program, 'list', '[--all | --resolved] [--limit N]', (args, options) => {
     atMost(args, 0);
     const state = options.all ? 'all' : options.resolved ? 'resolved' : 'open';
-    const limit = wholeNumber('--limit', options.limit as string | undefined, 1);
+    const limit = wholeOption(options, '--limit', 1);
     return inSession(io, 'list', false, (s) => listCommand(s, io, state, limit));
   })
     .summary('list open entries, newest first')
@@ -59,9 +67,8 @@ Reads DATABASE_URL; attach also connects to TEMPORAL_ADDRESS.`,
 
   addCommand<Run>(program, 'attach', '<id> --order <orderId> [--note text]', (args, options) => {
     const id = entryId(atMost(args, 1)[0]);
-    const order = options.order as string | undefined;
-    if (order === undefined) throw new UsageError('Name the order: --order <orderId>.');
-    const orderId = wholeNumber('--order', order, 1)!;
+    const orderId = wholeOption(options, '--order', 1);
+    if (orderId === undefined) throw new UsageError('Name the order: --order <orderId>.');
     const note = options.note as string | undefined;
     return inSession(io, 'attach', true, (s) => attachCommand(s, io, id, orderId, note));
   })
