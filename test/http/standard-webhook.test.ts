@@ -16,6 +16,7 @@ import {
   TEST_STANDARD_SECRET,
 } from '../support/providers';
 import {
+  expectAccepted,
   expectKeptUnmatched,
   expectRefused,
   type RecordingPaymentStarter,
@@ -66,6 +67,9 @@ function verifierFor(keys: { secrets?: string[]; publicKeys?: string[] }, nowMs 
     verify(Buffer.from(payload), Object.entries(headers).flat());
 }
 
+/** The verifier's verdict on a delivery it takes: the key that matched, the ID it keys. */
+const verified = (matchedSecret: string, id: string) => ({ ok: true, matchedSecret, id });
+
 /** A v1a signature of the spec: ed25519 over `<id>.<timestamp>.<body>`, base64. */
 function v1a(id: string, timestamp: number, payload: string, key = privateKey): string {
   return `v1a,${sign(null, Buffer.from(`${id}.${timestamp}.${payload}`), key).toString('base64')}`;
@@ -77,8 +81,7 @@ describe('Standard Webhooks signatures, as the reference library signs them', ()
     const headers = signed(payload, { id: 'msg_2Lib' });
     expect(libraryAccepts(payload, headers)).toBe(true);
     const response = await deliverStandard(app, payload, headers);
-    expect([response.statusCode, response.json()]).toEqual([200, { status: 'accepted' }]);
-    expect(response.headers['x-workflow-id']).toBe('payment-standard~msg_2Lib');
+    expectAccepted(response, 'payment-standard~msg_2Lib');
     expect(starter.starts).toEqual([
       {
         eventId: 'standard~msg_2Lib',
@@ -170,11 +173,9 @@ describe('Standard Webhooks signatures, as the reference library signs them', ()
     h['webhook-signature'] =
       `v1,${Buffer.alloc(32).toString('base64')} ${v1a('msg_v1a', NOW_S, payload)}`;
     expect((await deliverStandard(app, payload, h)).statusCode).toBe(200);
-    expect(verifierFor({ publicKeys: [PUBLIC_KEY] })(payload, h)).toEqual({
-      ok: true,
-      matchedSecret: 'public key current',
-      id: 'msg_v1a',
-    });
+    expect(verifierFor({ publicKeys: [PUBLIC_KEY] })(payload, h)).toEqual(
+      verified('public key current', 'msg_v1a'),
+    );
   });
 
   it('refuses a v1a under another key, over another body, or with no public key configured', async () => {
@@ -217,11 +218,7 @@ describe('Standard Webhooks signatures, as the reference library signs them', ()
     const verify = verifierFor({ secrets: [TEST_STANDARD_SECRET, OLD_SECRET] }, NOW_S * 1000 + 999);
     const headers = signed(payload, { id: 'msg_old', secret: OLD_SECRET, timestamp: NOW_S - 300 });
     expect(standardLibraryAccepts(payload, headers, NOW_S * 1000 + 999, OLD_SECRET)).toBe(true);
-    expect(verify(payload, headers)).toEqual({
-      ok: true,
-      matchedSecret: 'previous-1',
-      id: 'msg_old',
-    });
+    expect(verify(payload, headers)).toEqual(verified('previous-1', 'msg_old'));
   });
 
   it('takes a v1a signature only under the v1a version, and names the v1 secret first', () => {
@@ -344,7 +341,7 @@ describe('Svix-branded headers, as the official svix library signs them', () => 
     const headers = svixHeaders(payload, 'msg_svix1');
     expect(svixAccepts(payload, headers)).toBe(true);
     const response = await deliverStandard(app, payload, headers);
-    expect([response.statusCode, response.json()]).toEqual([200, { status: 'accepted' }]);
+    expectAccepted(response);
     expect(starter.starts).toEqual([
       expect.objectContaining({ eventId: 'standard~msg_svix1', orderId: 9 }),
     ]);
@@ -373,11 +370,9 @@ describe('Svix-branded headers, as the official svix library signs them', () => 
   it('reads the spec’s set whenever webhook-id is there, even beside an svix-id', () => {
     const payload = '{}';
     const headers = { ...signed(payload, { id: 'msg_spec' }), 'svix-id': 'msg_stray' };
-    expect(verifierFor({ secrets: [TEST_STANDARD_SECRET] })(payload, headers)).toEqual({
-      ok: true,
-      matchedSecret: 'current',
-      id: 'msg_spec',
-    });
+    expect(verifierFor({ secrets: [TEST_STANDARD_SECRET] })(payload, headers)).toEqual(
+      verified('current', 'msg_spec'),
+    );
   });
 
   it('reads one set of headers, never a mix: webhook-id with svix-signature is missing its signature', async () => {
@@ -477,7 +472,7 @@ describe('Standard Webhooks events as payments', () => {
     'accepts the webhook-id %j (any the spec allows) under a hashed key, the same on every retry',
     async (id) => {
       const first = await deliver(standardPaymentEvent(), id);
-      expect([first.statusCode, first.json()]).toEqual([200, { status: 'accepted' }]);
+      expectAccepted(first);
       const key = `standard~sha256~${createHash('sha256').update(id).digest('hex')}`;
       expect(first.headers['x-workflow-id']).toBe(`payment-${key}`);
       await deliver(standardPaymentEvent(), id);
@@ -529,6 +524,7 @@ describe('the Standard Webhooks provider’s reading of an event, by receive()',
     return provider.receive(Buffer.from(payload), Object.entries(signed(payload, { id })).flat());
   }
   const accepted = (event: object) => ({ ok: true, matchedSecret: 'current', event });
+  const keyed = (id: string) => ({ eventId: `standard~${id}`, sentId: id });
 
   it('takes an amount of exactly 2147483647, and keeps one past it as unmatched, saying why', () => {
     const largest = standardPaymentEvent({ amount: 2_147_483_647 });
@@ -536,8 +532,7 @@ describe('the Standard Webhooks provider’s reading of an event, by receive()',
       accepted({
         kind: 'payment',
         type: 'payment.succeeded',
-        eventId: 'standard~msg_max',
-        sentId: 'msg_max',
+        ...keyed('msg_max'),
         orderRef: 1,
         amount: 2_147_483_647,
         currency: 'jpy',
@@ -549,8 +544,7 @@ describe('the Standard Webhooks provider’s reading of an event, by receive()',
       accepted({
         kind: 'unmatched',
         type: 'payment.succeeded',
-        eventId: 'standard~msg_past',
-        sentId: 'msg_past',
+        ...keyed('msg_past'),
         reason: 'amount_mismatch',
         note: "amount 2147483648 cannot be an order's (1 to 2147483647 in the smallest unit)",
         object: past.data,

@@ -103,36 +103,23 @@ describe('readStripeObject', () => {
 describe('readStripeObject: the columns’ range, per object type', () => {
   const tooLarge = 2_147_483_648;
   // Each object has only the fields its reader keeps, so the object kept is the one sent.
-  const intent = (amount: number) => ({
-    id: 'pi_1',
-    amount_received: amount,
-    currency: 'jpy',
-    metadata: { order_id: '12' },
-  });
-  const charge = (amount: number) => ({
+  const order = { currency: 'jpy', metadata: { order_id: '12' } };
+  const onCharge = { payment_intent: 'pi_1', charge: 'ch_1', currency: 'jpy' };
+  const intent = (n: number) => ({ id: 'pi_1', amount_received: n, ...order });
+  const charge = (n: number) => ({
     id: 'ch_1',
     payment_intent: 'pi_1',
-    amount_refunded: amount,
-    currency: 'jpy',
-    metadata: { order_id: '12' },
+    amount_refunded: n,
+    ...order,
   });
-  const refund = (amount: number) => ({
+  const refund = (n: number) => ({
     id: 're_1',
-    payment_intent: 'pi_1',
-    charge: 'ch_1',
-    amount,
-    currency: 'jpy',
+    ...onCharge,
+    amount: n,
     status: 'succeeded',
-    metadata: { order_id: '12' },
+    ...order,
   });
-  const dispute = (amount: number) => ({
-    id: 'dp_1',
-    payment_intent: 'pi_1',
-    charge: 'ch_1',
-    amount,
-    currency: 'jpy',
-    status: 'needs_response',
-  });
+  const dispute = (n: number) => ({ id: 'dp_1', ...onCharge, amount: n, status: 'needs_response' });
   const objects: Array<[string, (amount: number) => object, string]> = [
     ['payment_intent.succeeded', intent, 'payment'],
     ['charge.refunded', charge, 'refund'],

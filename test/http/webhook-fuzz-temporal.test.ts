@@ -7,7 +7,7 @@ import { paymentWorkflowId } from '../../src/shared/constants';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import { createPaymentStarter } from '../../src/temporal/payment-starter';
 import { createDevServerEnv } from '../../harness/temporal/test-env';
-import { buildWebhookApp } from '../support/webhook';
+import { buildWebhookApp, expectAccepted } from '../support/webhook';
 import {
   againstFirst,
   bodyArb,
@@ -134,7 +134,7 @@ describe('webhook fuzzing against a real Temporal dev server', () => {
               counts.conflicts++;
               return;
             }
-            expect([res.statusCode, res.json()]).toEqual([200, { status: 'accepted' }]);
+            expectAccepted(res);
             if (previous === undefined) {
               delivered.push(input.eventId);
               firstInputs.set(input.eventId, input);

@@ -185,6 +185,12 @@ export async function recordingWebhookApp(
   return { app, starter, inbox };
 }
 
+/** The route took a delivery (200 accepted), under the workflow ID `workflowId` when given. */
+export function expectAccepted(response: LightMyRequestResponse, workflowId?: string): void {
+  expect([response.statusCode, response.json()]).toEqual([200, { status: 'accepted' }]);
+  if (workflowId !== undefined) expect(response.headers['x-workflow-id']).toBe(workflowId);
+}
+
 /** The route refused a delivery with `status`, saying why in `error`. */
 export function expectRefused(
   response: LightMyRequestResponse,
