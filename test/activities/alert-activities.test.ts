@@ -59,6 +59,22 @@ const alert: Alert = {
 };
 
 /** Delivers `what` as its alert workflow (`alertWorkflowId`) does. */
+/** `alert`'s run and failure, as the webhook's JSON names them. */
+const alertFields = {
+  namespace: 'default',
+  workflow_type: 'paymentWorkflow',
+  workflow_id: 'payment-evt_1',
+  run_id: 'run-1',
+  task_queue: 'payments',
+  order_id: 12,
+  failure_type: 'FulfilmentFailed',
+  failure_message: 'order 12 could not be handed to the warehouse',
+  root_cause_type: 'WarehouseUnavailable',
+  root_cause_message: 'warehouse answered 503',
+  attempts: 5,
+  failed_at: '2026-11-29T12:00:00.000Z',
+};
+
 const deliver = (
   alertWebhookUrl: string | undefined,
   what: Alert = alert,
@@ -159,18 +175,7 @@ describe('deliverAlert', () => {
     expect(body.alert).toEqual({
       command: null,
       kind: 'workflow_failed',
-      namespace: 'default',
-      workflow_type: 'paymentWorkflow',
-      workflow_id: 'payment-evt_1',
-      run_id: 'run-1',
-      task_queue: 'payments',
-      order_id: 12,
-      failure_type: 'FulfilmentFailed',
-      failure_message: 'order 12 could not be handed to the warehouse',
-      root_cause_type: 'WarehouseUnavailable',
-      root_cause_message: 'warehouse answered 503',
-      attempts: 5,
-      failed_at: '2026-11-29T12:00:00.000Z',
+      ...alertFields,
       web_ui_url: link,
     });
   });
@@ -248,18 +253,7 @@ describe('alertPayload', () => {
     );
     expect(payload.alert).toEqual({
       kind: 'sla_breached',
-      namespace: 'default',
-      workflow_type: 'paymentWorkflow',
-      workflow_id: 'payment-evt_1',
-      run_id: 'run-1',
-      task_queue: 'payments',
-      order_id: 12,
-      failure_type: 'FulfilmentFailed',
-      failure_message: 'order 12 could not be handed to the warehouse',
-      root_cause_type: 'WarehouseUnavailable',
-      root_cause_message: 'warehouse answered 503',
-      attempts: 5,
-      failed_at: '2026-11-29T12:00:00.000Z',
+      ...alertFields,
       web_ui_url: null,
       command: 'npm run ops -- stuck',
       sla: {

@@ -94,6 +94,21 @@ function startPayment(eventId: string, orderId: number, workflowId = paymentWork
 /** Failure alerts raised for one workflow's failed runs. */
 const failureAlertsFor = (workflowId: string) => failureAlertWorkflows(env.client, workflowId);
 
+/** A paid order whose order run failed, the warehouse refusing it (the caller sets it back). */
+async function paidOrderWhoseRunFailed(name: string) {
+  const order = await createTestOrder(orders(), {
+    customerEmail: `${name}-${randomUUID()}@x.test`,
+  });
+  const eventId = uniqueEventId();
+  const workflowId = orderWorkflowId(order.id);
+  partners.warehouse.setMode({ kind: 'reject', status: 400 });
+  const payment = (await (await startPayment(eventId, order.id)).result()) as PaymentRecordedResult;
+  await expect(env.client.workflow.getHandle(workflowId).result()).rejects.toBeInstanceOf(
+    WorkflowFailedError,
+  );
+  return { order, eventId, workflowId, payment };
+}
+
 it('ops retry of a payment whose hand-over gave up hands it over: the order is fulfilled once', async () => {
   const order = await createTestOrder(orders(), { customerEmail: `retry-${randomUUID()}@x.test` });
   const eventId = uniqueEventId();
@@ -133,17 +148,9 @@ it('ops retry of a payment whose hand-over gave up hands it over: the order is f
 });
 
 it('a hand-over repeated after the order run failed starts no second run, warehouse call or alert', async () => {
-  const order = await createTestOrder(orders(), { customerEmail: `fail-${randomUUID()}@x.test` });
-  const eventId = uniqueEventId();
-  const workflowId = orderWorkflowId(order.id);
-  partners.warehouse.setMode({ kind: 'reject', status: 400 });
   try {
-    const payment = (await (
-      await startPayment(eventId, order.id)
-    ).result()) as PaymentRecordedResult;
-    const failedRun = env.client.workflow.getHandle(workflowId);
-    await expect(failedRun.result()).rejects.toBeInstanceOf(WorkflowFailedError);
-    const { runId: failedRunId } = await failedRun.describe();
+    const { order, eventId, workflowId, payment } = await paidOrderWhoseRunFailed('fail');
+    const { runId: failedRunId } = await env.client.workflow.getHandle(workflowId).describe();
     await env.client.workflow.getHandle(failureAlertWorkflowId(workflowId, failedRunId)).result();
 
     // The same hand-over again, as the payment workflow's task does when its worker died
@@ -178,17 +185,8 @@ it('a hand-over repeated after the order run failed starts no second run, wareho
 it('an order run given an event another run finished with does nothing with it', async () => {
   // The hand-over read the event as not yet handled, and the run that handled it closed before
   // its signal-with-start arrived: a new run starts with the event.
-  const order = await createTestOrder(orders(), { customerEmail: `race-${randomUUID()}@x.test` });
-  const eventId = uniqueEventId();
-  const workflowId = orderWorkflowId(order.id);
-  partners.warehouse.setMode({ kind: 'reject', status: 400 });
   try {
-    const payment = (await (
-      await startPayment(eventId, order.id)
-    ).result()) as PaymentRecordedResult;
-    await expect(env.client.workflow.getHandle(workflowId).result()).rejects.toBeInstanceOf(
-      WorkflowFailedError,
-    );
+    const { order, eventId, workflowId, payment } = await paidOrderWhoseRunFailed('race');
     const late = await env.client.workflow.signalWithStart('orderWorkflow', {
       taskQueue,
       workflowId,
