@@ -204,6 +204,11 @@ interface HandOverOptions {
 }
 
 /** The order workflow of order 12, fed one payment event as the payment workflow does. */
+/** The payment's activities, its recording answering `result`. */
+const recorded = (result: Awaited<ReturnType<Activities['recordPayment']>>) => ({
+  recordPayment: async () => result,
+});
+
 function runOrder(
   activities: Partial<Activities>,
   event: Partial<OrderPaymentEvent> = {},
@@ -289,14 +294,9 @@ describe('paymentWorkflow', () => {
   });
 
   it('hands a payment that is not the order total over as such', async () => {
-    const run = await runPayment({
-      recordPayment: async () => ({
-        paymentId: 8,
-        created: true,
-        firstForOrder: false,
-        amountMatchesOrder: false,
-      }),
-    });
+    const run = await runPayment(
+      recorded({ paymentId: 8, created: true, firstForOrder: false, amountMatchesOrder: false }),
+    );
     const handOver = run.calls.find((c) => c.name === 'handOverToOrder')!;
     expect(handOver.args[0]).toMatchObject({
       event: { paymentId: 8, firstForOrder: false, amountMatchesOrder: false },
@@ -306,14 +306,9 @@ describe('paymentWorkflow', () => {
   it('hands an already recorded payment over again, with what its recording decided', async () => {
     // An operator's retry of a payment whose hand-over gave up, or a redelivery after the
     // server forgot the workflow ID: the row is there, the order workflow may never have had it.
-    const run = await runPayment({
-      recordPayment: async () => ({
-        paymentId: 7,
-        created: false,
-        firstForOrder: true,
-        amountMatchesOrder: true,
-      }),
-    });
+    const run = await runPayment(
+      recorded({ paymentId: 7, created: false, firstForOrder: true, amountMatchesOrder: true }),
+    );
 
     expect(run.result).toEqual({ paymentId: 7, created: false, orderWorkflowId: 'order-12' });
     expect(run.calls.map((c) => c.name)).toEqual(['recordPayment', 'handOverToOrder']);
@@ -535,43 +530,38 @@ describe('orderWorkflow', () => {
     expect(run.alert).toEqual({ delivered: false, skipped: 'reported-to-digest' });
   });
 
-  it('flags a further payment as a double charge: refund review and an alert, no second shipment', async () => {
-    const run = await runOrder({}, { firstForOrder: false });
+  const refundReviews: Array<[string, Partial<OrderPaymentEvent>, string, string]> = [
+    [
+      'a further payment as a double charge',
+      { firstForOrder: false },
+      'DoubleCharge',
+      'was paid again by event',
+    ],
+    [
+      'a payment that is not the order total as an amount mismatch',
+      { firstForOrder: false, amountMatchesOrder: false, amount: 1 },
+      'AmountMismatch',
+      'for amount 1, which is not its total',
+    ],
+  ];
+  it.each(refundReviews)(
+    'flags %s: a refund review and an alert, no shipment',
+    async (_, event, failureType, message) => {
+      const run = await runOrder({}, event);
 
-    expect(run.result).toEqual({
-      orderId: 12,
-      processed: [{ eventId: run.eventId, outcome: 'refund_review' }],
-    });
-    expect(run.calls.map((c) => c.name).filter((n) => !ALERTING.has(n))).toEqual([
-      'requestRefundReview',
-    ]);
-    expect(run.refundReviewAlert).toEqual({ delivered: true });
-    expect(run.calls.find((c) => c.name === 'deliverAlert')?.args[0]).toMatchObject({
-      kind: 'refund_review',
-      orderId: 12,
-      failureType: 'DoubleCharge',
-    });
-  });
-
-  it('flags a payment that is not the order total as an amount mismatch, with no shipment', async () => {
-    const run = await runOrder({}, { firstForOrder: false, amountMatchesOrder: false, amount: 1 });
-
-    expect(run.result).toEqual({
-      orderId: 12,
-      processed: [{ eventId: run.eventId, outcome: 'refund_review' }],
-    });
-    expect(run.calls.map((c) => c.name).filter((n) => !ALERTING.has(n))).toEqual([
-      'requestRefundReview',
-    ]);
-    expect(run.refundReviewAlert).toEqual({ delivered: true });
-    const alert = run.calls.find((c) => c.name === 'deliverAlert')?.args[0] as Alert;
-    expect(alert).toMatchObject({
-      kind: 'refund_review',
-      orderId: 12,
-      failureType: 'AmountMismatch',
-    });
-    expect(alert.failureMessage).toContain('for amount 1, which is not its total');
-  });
+      expect(run.result).toEqual({
+        orderId: 12,
+        processed: [{ eventId: run.eventId, outcome: 'refund_review' }],
+      });
+      expect(run.calls.map((c) => c.name).filter((n) => !ALERTING.has(n))).toEqual([
+        'requestRefundReview',
+      ]);
+      expect(run.refundReviewAlert).toEqual({ delivered: true });
+      const alert = run.calls.find((c) => c.name === 'deliverAlert')?.args[0] as Alert;
+      expect(alert).toMatchObject({ kind: 'refund_review', orderId: 12, failureType });
+      expect(alert.failureMessage).toContain(message);
+    },
+  );
 
   it('raises no alert when the order is fulfilled', async () => {
     const run = await runOrder({});
