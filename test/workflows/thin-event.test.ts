@@ -67,6 +67,14 @@ function notification(
   };
 }
 
+/** The thin event of a succeeded PaymentIntent, `id`. */
+const intentSucceeded = (id = 'pi_thin1') =>
+  notification('v1.payment_intent.succeeded', {
+    id,
+    type: 'payment_intent',
+    url: `/v1/payment_intents/${id}`,
+  });
+
 async function run(
   thin: StripeThinNotification,
   options: { withKey?: boolean } = {},
@@ -106,11 +114,7 @@ const paymentIntent = {
 
 it('fetches the PaymentIntent with the API key and starts its payment under the event’s key', async () => {
   api.answers = [{ status: 200, body: paymentIntent }];
-  const thin = notification('v1.payment_intent.succeeded', {
-    id: 'pi_thin1',
-    type: 'payment_intent',
-    url: '/v1/payment_intents/pi_thin1',
-  });
+  const thin = intentSucceeded();
   const result = await run(thin);
   expect(result).toEqual({
     kind: 'started',
@@ -138,11 +142,7 @@ it('retries the fetch through the activity’s RetryPolicy while Stripe fails, t
     stripeError(429, 'slow down'),
     { status: 200, body: paymentIntent },
   ];
-  const thin = notification('v1.payment_intent.succeeded', {
-    id: 'pi_thin1',
-    type: 'payment_intent',
-    url: '/v1/payment_intents/pi_thin1',
-  });
+  const thin = intentSucceeded();
   expect(await run(thin)).toMatchObject({ kind: 'started' });
   // Three attempts, each one request: the client itself retries nothing.
   expect(api.requests).toHaveLength(3);
@@ -155,11 +155,7 @@ it('backs off while Stripe stays down: doubling waits from a second, capped at t
   // during an outage, nor left for hours after it ends.
   const down = { status: 500, body: { error: { type: 'api_error', message: 'down' } } };
   api.answers = [...Array.from({ length: 12 }, () => down), { status: 200, body: paymentIntent }];
-  const thin = notification('v1.payment_intent.succeeded', {
-    id: 'pi_thin1',
-    type: 'payment_intent',
-    url: '/v1/payment_intents/pi_thin1',
-  });
+  const thin = intentSucceeded();
   expect(await run(thin)).toMatchObject({ kind: 'started' });
   expect(api.requests).toHaveLength(13);
   const history = await env.client.workflow
@@ -174,11 +170,7 @@ it('backs off while Stripe stays down: doubling waits from a second, capped at t
 
 it('keeps an object Stripe refuses (404) as unmatched at once, without retrying', async () => {
   api.answers = [stripeError(404, 'No such payment_intent')];
-  const thin = notification('v1.payment_intent.succeeded', {
-    id: 'pi_gone',
-    type: 'payment_intent',
-    url: '/v1/payment_intents/pi_gone',
-  });
+  const thin = intentSucceeded('pi_gone');
   const result = await run(thin);
   expect(result).toEqual({ kind: 'unmatched', unmatchedId: 1, reason: 'thin_unresolved' });
   expect(api.requests).toHaveLength(1);
@@ -194,11 +186,7 @@ it('keeps an object Stripe refuses (404) as unmatched at once, without retrying'
 });
 
 it('keeps the event as unmatched when the worker has no STRIPE_API_KEY', async () => {
-  const thin = notification('v1.payment_intent.succeeded', {
-    id: 'pi_thin1',
-    type: 'payment_intent',
-    url: '/v1/payment_intents/pi_thin1',
-  });
+  const thin = intentSucceeded();
   expect(await run(thin, { withKey: false })).toMatchObject({
     kind: 'unmatched',
     reason: 'thin_unresolved',
@@ -281,11 +269,7 @@ it('fails, without a second start, when starting what the fetched event is fails
     },
   });
   api.answers = [{ status: 200, body: paymentIntent }];
-  const thin = notification('v1.payment_intent.succeeded', {
-    id: 'pi_thin1',
-    type: 'payment_intent',
-    url: '/v1/payment_intents/pi_thin1',
-  });
+  const thin = intentSucceeded();
   const eventId = `stripe~${thin.id}`;
   await expect(
     worker.runUntil(
