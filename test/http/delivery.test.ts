@@ -7,6 +7,7 @@ import {
 } from '../../src/http/providers/delivery';
 import type { DisputeEvent, RefundEvent } from '../../src/shared/payment-events';
 import type { StripeThinNotification } from '../../src/shared/thin-event';
+import { disputeEvent as aDispute, refundEvent as aRefund } from '../support/ledger-events';
 import { recordingPaymentStarter, recordingUnmatched } from '../support/webhook';
 
 // What the shop does with a verified, keyed event, read directly: the route's tests reach it
@@ -96,21 +97,8 @@ describe('toDelivery: payments', () => {
 
 describe('toDelivery: refunds, disputes, thin events and what the provider found unmatched', () => {
   it('passes a refund and a dispute on as they were keyed', () => {
-    const refund: RefundEvent = {
-      eventId: 'acme~evt_r',
-      paymentRef: 'acme~pi_9',
-      kind: 'refund',
-      refundId: 're_1',
-      amount: 300,
-      status: 'succeeded',
-    };
-    const dispute: DisputeEvent = {
-      eventId: 'acme~evt_d',
-      paymentRef: 'acme~pi_9',
-      disputeId: 'dp_1',
-      amount: 5400,
-      status: 'opened',
-    };
+    const refund = aRefund('acme~pi_9');
+    const dispute = aDispute('acme~pi_9');
     const type = 'payment.refunded';
     expect(
       toDelivery({ kind: 'refund', type, eventId: refund.eventId, refund }, shop),

@@ -1,16 +1,12 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { paymentWorkflowId } from '../../src/shared/constants';
-import {
-  type DisputeEvent,
-  disputeWorkflowId,
-  type RefundEvent,
-  refundWorkflowId,
-} from '../../src/shared/payment-events';
+import { disputeWorkflowId, refundWorkflowId } from '../../src/shared/payment-events';
 import {
   OrderIdSearchAttribute,
   PaymentEventIdSearchAttribute,
 } from '../../src/shared/search-attributes';
 import { createPaymentStarter, TemporalUnavailableError } from '../../src/temporal/payment-starter';
+import { disputeEvent, refundEvent } from '../support/ledger-events';
 import { standInClient } from '../support/stand-in-client';
 
 // The starter against a stand-in client (test/support/stand-in-client.ts).
@@ -206,22 +202,8 @@ describe('createPaymentStarter', () => {
 });
 
 describe('createPaymentStarter: refund and dispute intakes', () => {
-  const refund: RefundEvent = {
-    eventId: 'evt_r1',
-    paymentRef: 'pi_1',
-    kind: 'refund',
-    refundId: 're_1',
-    amount: 1000,
-    status: 'succeeded',
-  };
-  const dispute: DisputeEvent = {
-    eventId: 'evt_d1',
-    paymentRef: 'pi_1',
-    disputeId: 'dp_1',
-    amount: 5400,
-    status: 'opened',
-    orderId: 42,
-  };
+  const refund = refundEvent('pi_1');
+  const dispute = disputeEvent('pi_1', { orderId: 42 });
   const starts = [
     ['refund', 'refundWorkflow', refundWorkflowId(refund.eventId), refund],
     ['dispute', 'disputeWorkflow', disputeWorkflowId(dispute.eventId), dispute],
