@@ -3,7 +3,7 @@ import { createOrdersRepository, createSettlementsRepository } from '../../src/d
 import { handOverSettlement, recordSettlement } from '../../src/operator/settle';
 import { failureAlertWorkflowId, refundReviewAlertWorkflowId } from '../../src/shared/alert';
 import { PAYMENTS_TASK_QUEUE, paymentWorkflowId } from '../../src/shared/constants';
-import { orderWorkflowId } from '../../src/shared/order';
+import { orderStateQuery, orderWorkflowId, type OrderWorkflowResult } from '../../src/shared/order';
 import type { PaymentWorkflowInput } from '../../src/shared/payment';
 import type { RefundEvent } from '../../src/shared/payment-events';
 import type { aggregateStockWorkflow } from '../../src/workflows';
@@ -172,22 +172,39 @@ export const scenarios: Scenario[] = [
       const orderId = await newOrder(stack);
       const payment = paymentInput(orderId);
       await payAndSettle(stack, orderId, payment);
-      const refund = (amount: number): RefundEvent => {
-        const { eventId, n } = newEventId('refund');
-        return {
-          eventId,
-          paymentRef: payment.eventId,
-          kind: 'refund',
-          refundId: `re_${n}`,
-          amount,
-          status: 'succeeded',
-        };
-      };
-      const partial = await intake(stack, await stack.starter.startRefund(refund(1000)));
+      const partial = await intake(stack, await stack.starter.startRefund(refundOf(payment, 1000)));
       await finished(stack.client, orderWorkflowId(orderId));
-      await intake(stack, await stack.starter.startRefund(refund(4400)));
+      await intake(stack, await stack.starter.startRefund(refundOf(payment, 4400)));
       const order = await finished(stack.client, orderWorkflowId(orderId));
       return [partial.run, order.run];
+    },
+  },
+  {
+    name: 'refunded-while-retried',
+    what: 'a full refund while the warehouse answers 503: shipped, then cancelled, never confirmed',
+    async run(stack) {
+      const orderId = await newOrder(stack);
+      const payment = paymentInput(orderId);
+      stack.warehouse.setMode({ kind: 'unavailable', status: 503 });
+      await pay(stack, orderId, payment, () =>
+        until('the warehouse answered 503', async () =>
+          stack.warehouse.requests.some((r) => r.orderId === orderId && r.status === 503),
+        ),
+      );
+      const refund = refundOf(payment, 5400);
+      await intake(stack, await stack.starter.startRefund(refund));
+      const orderRun = stack.client.workflow.getHandle(orderWorkflowId(orderId));
+      await until('the order run holds the refund', async () =>
+        (await orderRun.query(orderStateQuery)).pending.includes(refund.eventId),
+      );
+      stack.warehouse.setMode({ kind: 'ok' });
+      const order = await finished(stack.client, orderWorkflowId(orderId));
+      const outcomes = (order.result as OrderWorkflowResult | undefined)?.processed.map(
+        (p) => p.outcome,
+      );
+      if (show(outcomes) !== show(['fulfilled', 'refund']))
+        throw new Error(`the order should be fulfilled, then refunded; it was ${show(outcomes)}`);
+      return [order.run];
     },
   },
   {
@@ -228,6 +245,20 @@ export const scenarios: Scenario[] = [
     },
   },
 ];
+
+/** A refund of `amount` of the payment `payment`, succeeded. */
+function refundOf(payment: PaymentWorkflowInput, amount: number): RefundEvent {
+  const { eventId, n } = newEventId('refund');
+  const status = 'succeeded';
+  return {
+    eventId,
+    paymentRef: payment.eventId,
+    kind: 'refund',
+    refundId: `re_${n}`,
+    amount,
+    status,
+  };
+}
 
 /** A payment the order's run flags for review (a second one, or not the total), and its alert. */
 async function flaggedPayment(

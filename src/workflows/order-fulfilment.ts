@@ -29,6 +29,7 @@ import { unlessPartnerPaused } from './partner-hold';
 export async function fulfil(
   orderId: number,
   event: Pick<OrderPaymentEvent, 'eventId' | 'paidAt'>,
+  refundWaiting: () => boolean,
 ): Promise<boolean> {
   const refunds = await steps.applyRefunds({ orderId });
   // A cancelled shipment stays cancelled, whatever the refunds add up to later: never re-requested.
@@ -68,6 +69,16 @@ export async function fulfil(
     });
   }
   countShipment(event);
+  // A refund in full that came during the warehouse's retries: nothing confirms the order (mail,
+  // points, invoice); the refund, next in the queue, cancels the shipment.
+  if (refundWaiting() && (await steps.applyRefunds({ orderId })).fullyRefunded) {
+    log.info('order refunded in full while the warehouse was retried: not confirmed', {
+      orderId,
+      eventId: event.eventId,
+    });
+    await steps.setShipmentStatus({ orderId, status: 'requested' });
+    return true;
+  }
   await afterWarehouseNotified(orderId);
   return true;
 }
@@ -81,6 +92,7 @@ export async function fulfil(
 export async function settle(
   orderId: number,
   event: OrderSettlementEvent,
+  refundWaiting: () => boolean,
 ): Promise<OrderWorkflowResult['processed'][number]> {
   const settlement = {
     settledBy: event.settledBy,
@@ -94,10 +106,11 @@ export async function settle(
     ...settlement,
   });
   setCurrentDetails(`settled by ${event.settledBy} at ${event.settledAt}: ${event.reason}`);
-  const shipped = await fulfil(orderId, {
-    eventId: event.eventId,
-    paidAt: Date.parse(event.settledAt),
-  });
+  const shipped = await fulfil(
+    orderId,
+    { eventId: event.eventId, paidAt: Date.parse(event.settledAt) },
+    refundWaiting,
+  );
   return {
     eventId: event.eventId,
     outcome: shipped ? 'fulfilled' : 'refunded_before_shipment',

@@ -13,7 +13,7 @@ import { raiseAlertOnce } from './raise-alert';
  * (amounts decide full or partial, whatever order they came in). Refunded in full, the order's
  * points are taken back, and a shipment the warehouse took is cancelled there (or, too late for
  * that, flagged for a return review with one alert). Before the warehouse had it, the fulfilment
- * reads the same total and ships nothing.
+ * reads the same total and ships nothing; while it retries the warehouse, it confirms nothing.
  */
 export async function applyRefund(orderId: number): Promise<void> {
   const refunds = await steps.applyRefunds({ orderId });

@@ -60,6 +60,7 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     seen.add(event.eventId);
     pending.push(event);
   };
+  const refundWaiting = () => pending.some(isRefundEvent);
   setHandler(paymentRecordedSignal, take);
   setHandler(refundRecordedSignal, take);
   setHandler(disputeRecordedSignal, take);
@@ -115,9 +116,9 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
         await applyDisputes(input.orderId);
         processed.push({ eventId: event.eventId, outcome: 'dispute' });
       } else if (isSettlementEvent(event)) {
-        processed.push(await settle(input.orderId, event));
+        processed.push(await settle(input.orderId, event, refundWaiting));
       } else if (event.firstForOrder) {
-        const shipped = await fulfil(input.orderId, event);
+        const shipped = await fulfil(input.orderId, event, refundWaiting);
         processed.push({
           eventId: event.eventId,
           outcome: shipped ? 'fulfilled' : 'refunded_before_shipment',

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { createLoyaltyRepository, createOrdersRepository } from '../../src/db';
 import { returnReviewAlertWorkflowId } from '../../src/shared/alert';
-import { orderWorkflowId } from '../../src/shared/order';
+import { invoiceWorkflowId } from '../../src/shared/invoice';
+import { orderStateQuery, orderWorkflowId } from '../../src/shared/order';
 import {
   refundedTotal,
   refundWorkflowId,
@@ -11,6 +12,7 @@ import {
 } from '../../src/shared/payment-events';
 import type { RefundWorkflowResult } from '../../src/workflows/refund';
 import { testDatabases } from '../../harness/databases';
+import { eventually } from '../support/eventually';
 import { createTestOrder } from '../support/orders';
 import { alertInput, useOrderWorker, useTimeSkippingStack } from '../support/time-skipping-stack';
 
@@ -142,6 +144,52 @@ describe.each(testDatabases)('refunds through the order workflow ($name)', ({ na
     await pay(order.id, `evt_${randomUUID()}`, `stripe~pi_${randomUUID()}`);
     await orderResult(order.id);
     expect(stack.partners.warehouse.requests.filter((r) => r.orderId === order.id)).toHaveLength(1);
+  });
+
+  it('confirms nothing of an order refunded in full during its warehouse retries, and cancels the shipment', async () => {
+    const orders = ordersOf();
+    const customerEmail = `retried-${randomUUID()}@x.test`;
+    const order = await createTestOrder(orders, { customerEmail });
+    const paymentRef = `stripe~pi_${randomUUID()}`;
+    const event = fullRefund(paymentRef);
+    const { warehouse } = stack.partners;
+    warehouse.setMode({ kind: 'unavailable', status: 503 });
+    try {
+      await pay(order.id, `evt_${randomUUID()}`, paymentRef);
+      await eventually(() =>
+        expect(warehouse.requests.filter((r) => r.orderId === order.id)).not.toHaveLength(0),
+      );
+      // Started, not awaited: awaiting would let the server skip to the warehouse's next attempt.
+      await stack.env.client.workflow.start('refundWorkflow', {
+        taskQueue,
+        workflowId: refundWorkflowId(event.eventId),
+        args: [event],
+      });
+      const orderRun = stack.env.client.workflow.getHandle(orderWorkflowId(order.id));
+      await eventually(async () =>
+        expect((await orderRun.query(orderStateQuery)).pending).toContain(event.eventId),
+      );
+    } finally {
+      warehouse.setMode({ kind: 'ok' });
+    }
+
+    const result = await orderResult(order.id);
+    expect(result.processed.map((p) => p.outcome)).toEqual(['fulfilled', 'refund']);
+    expect(await orders.findById(order.id)).toMatchObject({
+      refundedAmount: 5400,
+      shipmentStatus: 'cancelled',
+      confirmationSentAt: null,
+    });
+    expect(cancelsOf(order.id).map((c) => c.status)).toEqual([200]);
+    expect(
+      stack.partners.smtp.messages.filter((m) => m.envelopeTo.includes(customerEmail)),
+    ).toEqual([]);
+    expect(await createLoyaltyRepository(worker.db.db).ledgerFor(order.userId)).not.toContainEqual(
+      expect.objectContaining({ orderId: order.id }),
+    );
+    await expect(
+      stack.env.client.workflow.getHandle(invoiceWorkflowId(order.id)).describe(),
+    ).rejects.toThrow();
   });
 
   /** A new order, paid under a provider reference of its own, and fulfilled. */
