@@ -11,7 +11,11 @@ module.exports = {
   // A few of Fastify's dependencies ship only ES modules (cookie 2); compile those to CommonJS
   // like our own code. Everything else in node_modules loads untouched.
   transformIgnorePatterns: ['/node_modules/(?!(cookie)/)'],
-  setupFiles: ['<rootDir>/test/support/quiet-sdk-logs.ts'],
+  // sqlite-errors-setup.ts: a failed SQLite statement throws an Error of the test file running it.
+  setupFiles: [
+    '<rootDir>/test/support/quiet-sdk-logs.ts',
+    '<rootDir>/test/support/sqlite-errors-setup.ts',
+  ],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   // Workflow bundling and server start-up take seconds, not milliseconds.

@@ -1,10 +1,12 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { runInNewContext } from 'node:vm';
 import { sql } from 'kysely';
 import { createDatabase, parseDatabaseUrl } from '../../src/db/connection';
 import { testDatabases } from '../../harness/databases';
 import { until } from '../support/eventually';
+import { adoptSqliteErrors, betterSqlite3Addon } from '../support/sqlite-errors';
 
 describe('parseDatabaseUrl', () => {
   it('resolves a relative SQLite path against the working directory', () => {
@@ -67,6 +69,36 @@ describe('SQLite connection', () => {
     expect(rows).toEqual([{ one: 1 }]);
     await handle.close();
     await expect(handle.close()).resolves.toBeUndefined();
+  });
+});
+
+// Issue 37: CHECK constraints seemed to let rows through on SQLite in full runs, never when a
+// file ran alone. The statements had failed; their errors were an earlier test file's.
+describe("SQLite errors in jest's many test files per worker process", () => {
+  it('are Errors of the test file running, whichever file in the worker opened SQLite first', async () => {
+    const handle = createDatabase('sqlite::memory:');
+    const failure = () => sql`select * from nowhere`.execute(handle.db).catch((e: unknown) => e);
+    try {
+      // test/support/sqlite-errors-setup.ts ran before this file (a jest setup file).
+      expect(await failure()).toBeInstanceOf(Error);
+      // better-sqlite3's SqliteError as an earlier test file (another realm) made it: what every
+      // later file in a jest worker got before that setup file.
+      const earlierFile = { exports: undefined as unknown };
+      const source = readFileSync(require.resolve('better-sqlite3/lib/sqlite-error.js'), 'utf8');
+      runInNewContext(source, { module: earlierFile });
+      betterSqlite3Addon().setErrorConstructor(earlierFile.exports);
+      const foreign = await failure();
+      expect(foreign).toMatchObject({ code: 'SQLITE_ERROR', message: 'no such table: nowhere' });
+      // Which jest's toThrow takes for no error at all: "Received function did not throw".
+      expect(foreign).not.toBeInstanceOf(Error);
+
+      adoptSqliteErrors();
+      expect(await failure()).toBeInstanceOf(Error);
+      await expect(sql`select * from nowhere`.execute(handle.db)).rejects.toThrow(/no such table/);
+    } finally {
+      adoptSqliteErrors();
+      await handle.close();
+    }
   });
 });
 

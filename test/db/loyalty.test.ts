@@ -6,8 +6,8 @@ import { useTestDatabase } from '../support/database-fixture';
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const REASON = 'order_confirmed';
 
-// Matched by message, not with toThrow: better-sqlite3 builds its errors in the first jest
-// context that loaded it, so in later test files they fail toThrow's Error check.
+// Matched by message. (Written when toThrow failed on SQLite's errors in any test file after the
+// first of its jest worker; test/support/sqlite-errors.ts makes them this file's Errors now.)
 const failure = (message: RegExp) => ({ message: expect.stringMatching(message) });
 
 describe.each(testDatabases)('loyalty repository ($name)', ({ create }) => {

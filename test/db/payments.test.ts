@@ -8,6 +8,8 @@ import { testDatabases } from '../../harness/databases';
 import { useTestDatabase } from '../support/database-fixture';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+// SQLite's "CHECK constraint failed: …", PostgreSQL's "… violates check constraint "…"".
+const CHECK_VIOLATION = /check constraint/i;
 
 describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
   const database = useTestDatabase(create);
@@ -124,12 +126,15 @@ describe.each(testDatabases)('payments repository ($name)', ({ create }) => {
 
   it('lets a database failure through instead of calling it a missing order', async () => {
     const order = await newOrder();
-    if (database.handle.dialect === 'postgres') {
-      // A violated CHECK (amount >= 0) carries an error code too, but not the foreign key's: it
-      // must not read as order_not_found, which fails the payment for good. (PostgreSQL only:
-      // on SQLite this call once resolved in a full run, not reproduced since; see docs/testing.md.)
-      await expect(record(nextEventId(), order.id, -1)).rejects.toThrow();
-    }
+    // A violated CHECK (amount >= 0) carries an error code too, but not the foreign key's: it
+    // must not read as order_not_found, which fails the payment for good. Nothing is written,
+    // neither the payment nor an unmatched entry.
+    const eventId = nextEventId();
+    await expect(record(eventId, order.id, -1)).rejects.toThrow(CHECK_VIOLATION);
+    expect(await payments.countByEventId(eventId)).toBe(0);
+    expect(await database.repository(createUnmatchedRepository).findByEventId(eventId)).toBe(
+      undefined,
+    );
     const broken = await create();
     await broken.close();
     await expect(

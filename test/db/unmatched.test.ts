@@ -6,8 +6,11 @@ import {
 import { testDatabases } from '../../harness/databases';
 import { useTestDatabase } from '../support/database-fixture';
 
+// SQLite's "CHECK constraint failed: …", PostgreSQL's "… violates check constraint "…"".
+const CHECK_VIOLATION = /check constraint/i;
+
 // The unmatched inbox: every signed delivery we could not act on, kept until an operator decides.
-describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) => {
+describe.each(testDatabases)('unmatched deliveries ($name)', ({ create }) => {
   const database = useTestDatabase(create);
   const inbox = database.repository(createUnmatchedRepository);
 
@@ -231,14 +234,10 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
   it('lets a database failure through instead of calling it a missing order', async () => {
     const { id } = await keep('unknown_order', 'payment', 'evt_hostile_resolution');
     // A resolution the table's CHECK refuses carries an error code, but not the foreign key's.
-    // (PostgreSQL only, like the payments' CHECK in test/db/payments.test.ts: on SQLite such a
-    // call has resolved in full runs, never alone; docs/testing.md, "Open questions".)
-    if (database.handle.dialect === 'postgres') {
-      await expect(
-        inbox.resolve(id, { kind: 'forgotten' } as unknown as { kind: 'refunded_outside' }),
-      ).rejects.toThrow();
-      expect((await inbox.get(id))?.resolution).toBeNull();
-    }
+    await expect(
+      inbox.resolve(id, { kind: 'forgotten' } as unknown as { kind: 'refunded_outside' }),
+    ).rejects.toThrow(CHECK_VIOLATION);
+    expect((await inbox.get(id))?.resolution).toBeNull();
 
     const broken = await create();
     await broken.close();
@@ -247,37 +246,39 @@ describe.each(testDatabases)('unmatched deliveries ($name)', ({ name, create }) 
     ).rejects.toThrow();
   });
 
-  // PostgreSQL only for now: on SQLite these CHECKs have let rows through in full runs, never
-  // when the file runs alone (docs/testing.md, "Open questions").
-  (name === 'postgres' ? it : it.skip)(
-    'refuses rows of a shape no resolution has (the CHECK constraints)',
-    async () => {
-      const { id } = await keep('unknown_order', 'payment', 'evt_check');
-      const now = new Date().toISOString();
-      const update = (values: Record<string, unknown>) =>
-        database.handle.db
+  it('refuses rows of a shape no resolution has (the CHECK constraints)', async () => {
+    const { id } = await keep('unknown_order', 'payment', 'evt_check');
+    const now = new Date().toISOString();
+    // The changed-row count: a refusal's promise that resolved would show it (0: no row matched).
+    const update = async (values: Record<string, unknown>) =>
+      (
+        await database.handle.db
           .updateTable('unmatched_deliveries')
           .set(values)
           .where('id', '=', id)
-          .execute();
+          .executeTakeFirstOrThrow()
+      ).numUpdatedRows;
 
-      // An attachment without its order; a resolution without its moment; an order on a
-      // dismissal; a count under one. (A moment with a NULL resolution passes: the CHECK is NULL,
-      // not false, under SQL's three-valued logic; the repository never writes one.)
-      await expect(update({ resolution: 'attached', resolved_at: now })).rejects.toThrow();
-      await expect(update({ resolution: 'dismissed' })).rejects.toThrow();
-      const order = await database.newOrder();
-      await expect(
-        update({ resolution: 'dismissed', resolved_at: now, resolved_order_id: order.id }),
-      ).rejects.toThrow();
-      await expect(update({ delivery_count: 0 })).rejects.toThrow();
-      expect(await inbox.get(id)).toMatchObject({ deliveryCount: 1, resolution: null });
-      // The shape an attachment has is accepted.
-      await update({ resolution: 'attached', resolved_at: now, resolved_order_id: order.id });
-      expect((await inbox.get(id))?.resolution).toMatchObject({
-        kind: 'attached',
-        orderId: order.id,
-      });
-    },
-  );
+    // An attachment without its order; a resolution without its moment; an order on a
+    // dismissal; a count under one. (A moment with a NULL resolution passes: the CHECK is NULL,
+    // not false, under SQL's three-valued logic; the repository never writes one.)
+    await expect(update({ resolution: 'attached', resolved_at: now })).rejects.toThrow(
+      CHECK_VIOLATION,
+    );
+    await expect(update({ resolution: 'dismissed' })).rejects.toThrow(CHECK_VIOLATION);
+    const order = await database.newOrder();
+    await expect(
+      update({ resolution: 'dismissed', resolved_at: now, resolved_order_id: order.id }),
+    ).rejects.toThrow(CHECK_VIOLATION);
+    await expect(update({ delivery_count: 0 })).rejects.toThrow(CHECK_VIOLATION);
+    expect(await inbox.get(id)).toMatchObject({ deliveryCount: 1, resolution: null });
+    // The shape an attachment has is accepted.
+    expect(
+      await update({ resolution: 'attached', resolved_at: now, resolved_order_id: order.id }),
+    ).toBe(1n);
+    expect((await inbox.get(id))?.resolution).toMatchObject({
+      kind: 'attached',
+      orderId: order.id,
+    });
+  });
 });
