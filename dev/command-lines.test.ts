@@ -27,6 +27,7 @@ const TOOLS = [
   'worker',
   'http',
   'heavy-worker',
+  'test:stress',
   ...Object.keys(scripts).filter((name) => /^bench(:|$)/.test(name)),
 ];
 
