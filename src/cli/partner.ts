@@ -5,7 +5,12 @@ import {
 } from '../db';
 import { wakeHeldWorkflows } from '../operator/partner';
 import { type Column, formatTable } from '../operator/table';
-import { isPartner, PARTNERS, type Partner } from '../shared/partner';
+import {
+  isPartner,
+  PARTNER_PAUSE_LONGEST_RECHECK,
+  PARTNERS,
+  type Partner,
+} from '../shared/partner';
 import type { Command } from 'commander';
 import { addCommand, addGroup, atMost, type Run, UsageError, wholeOption } from './command-line';
 import { type CliIo, EXIT_OK, userOf } from './io';
@@ -54,8 +59,8 @@ partner changes nothing (the first pause, its author and time stay).`,
       `Ends the pause and wakes the held orders. Each calls the partner again with a fresh retry
 policy. With --rate N the held calls are released on a schedule of N per second, so a partner
 that has just recovered is not hit by the whole backlog at once; calls that were never held go
-as usual. Without Temporal reachable the resume still holds: the held orders notice it within a
-minute.`,
+as usual. Without Temporal reachable the resume still holds: the held orders read it at their
+next re-check (within ${PARTNER_PAUSE_LONGEST_RECHECK}), or at once when this runs again.`,
     )
     .option('--rate <N>', 'release held calls at most N per second');
 
@@ -102,13 +107,19 @@ async function resumeCommand(
     const { signalled, missed } = await wakeHeldWorkflows(client, partner);
     io.out(
       `${signalled} held order workflow(s) woken` +
-        (missed ? `; ${missed} missed (they look again within a minute).` : '.'),
+        (missed
+          ? `; ${missed} missed: they read the resume at their next re-check (within ${PARTNER_PAUSE_LONGEST_RECHECK}), or run this again.`
+          : '.'),
     );
     return EXIT_OK;
   });
   // Temporal out of reach (said above) does not undo the resume: the held orders read it at
-  // their next re-check, within a minute.
-  if (code !== EXIT_OK) io.out('The held orders notice the resume within a minute.');
+  // their next re-check; running this again once Temporal answers wakes them at once.
+  if (code !== EXIT_OK) {
+    io.out(
+      `The held orders read the resume at their next re-check (within ${PARTNER_PAUSE_LONGEST_RECHECK}); run this again once Temporal answers to wake them now.`,
+    );
+  }
   return EXIT_OK;
 }
 

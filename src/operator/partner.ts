@@ -23,13 +23,14 @@ export async function heldWorkflowIds(client: Client, partner: Partner): Promise
 
 export interface WakeOutcome {
   signalled: number;
-  /** Held workflows the signal missed (closed meanwhile, or an error): they look within a minute. */
+  /** Held workflows the signal missed (closed meanwhile, or an error): they read the table at their next re-check. */
   missed: number;
 }
 
 /**
- * A wake-up only: a lost signal, or a workflow visibility did not list yet, finds the resume at
- * its next re-check (PARTNER_PAUSE_RECHECK, a minute).
+ * The wake-up that ends a held run's wait. A run the signal missed (lost, or not listed yet by
+ * visibility) finds the resume at its next re-check (PARTNER_PAUSE_RECHECK_MS: at most an hour
+ * apart), or at once when this runs again: every run still held is signalled again.
  */
 export async function wakeHeldWorkflows(client: Client, partner: Partner): Promise<WakeOutcome> {
   const held = await heldWorkflowIds(client, partner);

@@ -16,6 +16,18 @@ export type PartnerPauseState =
   /** Resumed with `--rate N`: held calls take a slot of N per second; others go as usual. */
   | { paused: false; releaseRate: number };
 
+/**
+ * A held run waits for the resume's signal. It also reads the table again after 1 minute, then
+ * 2, 4, 8… up to an hour between reads, for a run the signal missed (`ops partner resume` found
+ * it through visibility, which lags). Each read costs a workflow task and six history events: a
+ * fixed minute cost 1,440 of them a day per held order (8,640 events: past the server's
+ * continue-as-new suggestion in one day, its 51,200-event limit in six); this costs 29 a day.
+ */
+export const PARTNER_PAUSE_RECHECK_MS = { first: 60_000, longest: 60 * 60_000 } as const;
+
+/** The longest wait of a held run the resume's signal missed, as the operator reads it. */
+export const PARTNER_PAUSE_LONGEST_RECHECK = `${PARTNER_PAUSE_RECHECK_MS.longest / 60_000} minutes`;
+
 /** Wakes order workflows waiting on the partner; carries nothing, so a late one cannot mislead. */
 export const partnerPauseChangedSignal = defineSignal<[]>('partnerPauseChanged');
 

@@ -10,6 +10,7 @@ import {
 } from '@temporalio/workflow';
 import { FailureType } from '../shared/errors';
 import {
+  PARTNER_PAUSE_RECHECK_MS,
   PARTNER_RELEASE_LEAD_MS,
   partnerPauseChangedSignal,
   type Partner,
@@ -33,12 +34,6 @@ const steps = {
     summary: "Take a slot in the partner's rate-limited release",
   }),
 };
-
-/**
- * The resume signals held workflows at once; this bounds the wait of one the signal missed
- * (visibility lags, a lost signal is not retried). Two hours held cost 120 short checks.
- */
-export const PARTNER_PAUSE_RECHECK = '1 minute';
 
 /**
  * After the resume, calls again with a fresh retry policy: no attempt or deadline is spent while
@@ -73,7 +68,9 @@ async function holdWhilePaused(partner: Partner): Promise<PartnerRelease | undef
   // What `ops partner resume` signals and `ops stuck` groups: `PartnerPaused = 'warehouse'`.
   upsertSearchAttributes([{ key: PartnerPausedSearchAttribute, value: partner }]);
   try {
-    for (;;) {
+    for (let recheckMs: number = PARTNER_PAUSE_RECHECK_MS.first; ;) {
+      // Before the read: a resume signalled while it runs must still end the wait below.
+      changed = false;
       const state = await steps.partnerPauseState({ partner });
       if (!state.paused) {
         if (state.releaseRate === undefined) return undefined;
@@ -88,8 +85,9 @@ async function holdWhilePaused(partner: Partner): Promise<PartnerRelease | undef
       setCurrentDetails(
         `waiting: ${partner} paused by ${state.pausedBy} since ${state.pausedAt}${why}`,
       );
-      changed = false;
-      await condition(() => changed, PARTNER_PAUSE_RECHECK);
+      if (!(await condition(() => changed, recheckMs))) {
+        recheckMs = Math.min(recheckMs * 2, PARTNER_PAUSE_RECHECK_MS.longest);
+      }
     }
   } finally {
     upsertSearchAttributes([{ key: PartnerPausedSearchAttribute, value: null }]);
