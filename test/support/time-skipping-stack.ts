@@ -3,6 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import type { DatabaseHandle } from '../../src/db';
+import { HEAVY_TASK_QUEUE } from '../../src/shared/constants';
 import { orderWorkflowId, type OrderWorkflowResult } from '../../src/shared/order';
 import { testActivityDeps } from '../../harness/activity-deps';
 import type { TestDatabase } from '../../harness/databases';
@@ -30,14 +31,17 @@ export function useTimeSkippingStack(
   let env: TestWorkflowEnvironment | undefined;
   let partners: Partners | undefined;
   let sink: AlertSink | undefined;
+  let invoices: InvoiceWorker | undefined;
   beforeAll(async () => {
     env = await createTimeSkippingEnv();
+    invoices = await startInvoiceWorker(env);
     if (parts.partners) partners = await startPartners();
     if (parts.sink) sink = await startAlertSink();
   });
   afterAll(async () => {
     await sink?.close();
     await partners?.close();
+    await invoices?.stop();
     await env?.teardown();
   });
   return {
@@ -49,6 +53,35 @@ export function useTimeSkippingStack(
     },
     get sink() {
       return started('the alert sink (useTimeSkippingStack({ sink: true }))', sink);
+    },
+  };
+}
+
+export interface InvoiceWorker {
+  stop(): Promise<void>;
+}
+
+/**
+ * A worker on `heavy` that takes the invoice every fulfilled order starts there and finishes it
+ * at once. Without one, the invoice's first workflow task waits for ever, and the time-skipping
+ * server skips no time while any workflow task waits: every retry backoff and timer after a
+ * fulfilment ran in real time (issue 37: 30 s of a refund test were a cancel's backoff, waited
+ * out). The invoice itself is proven on a real heavy worker by test/heavy.
+ */
+export async function startInvoiceWorker(env: TestWorkflowEnvironment): Promise<InvoiceWorker> {
+  const worker = await bundledWorker(env, await workflowBundle(), HEAVY_TASK_QUEUE, {
+    generateInvoicePdf: async ({ orderId }: { orderId: number }) => ({
+      orderId,
+      file: `invoice-${orderId}.pdf`,
+      bytes: 0,
+      sha256: '',
+    }),
+  });
+  const running = worker.run();
+  return {
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
     },
   };
 }
