@@ -5,6 +5,7 @@ import type { Connection } from '@temporalio/client';
 import { connectClient } from '../temporal/connection';
 import type { TemporalConnectionSettings } from '../temporal/connection';
 import { grpcCode } from '../temporal/grpc-status';
+import { duration, timedOut } from './types';
 
 /**
  * The gRPC client gives one error for a refused port, a wrong CA, a refused client certificate
@@ -13,6 +14,8 @@ import { grpcCode } from '../temporal/grpc-status';
 export interface Diagnosis {
   problem: string;
   hint: string;
+  /** Nothing answered in time: the doctor could not tell (UNKNOWN), it saw no refusal. */
+  timedOut?: boolean;
 }
 
 type Settings = Pick<TemporalConnectionSettings, 'tls' | 'apiKey' | 'security'>;
@@ -56,10 +59,13 @@ export function explainCallFailure(
   }
   const message = error instanceof Error ? error.message : String(error);
   const hint = 'check that TEMPORAL_ADDRESS is the Temporal frontend’s gRPC port (usually 7233)';
-  return /deadline|timeout|timed out/i.test(message)
+  // DEADLINE_EXCEEDED, or the client's "Failed to connect before the deadline": no answer is
+  // no evidence. An overloaded server looks the same as a wrong port for 5 s.
+  return timedOut(error)
     ? {
-        problem: `a connection opens, but Temporal does not answer within ${Math.round(timeoutMs / 1000)} s`,
-        hint: `${hint}, not the Web UI or another service`,
+        problem: `a connection opens, but Temporal did not answer within ${duration(timeoutMs)}`,
+        hint: `Temporal is overloaded, or TEMPORAL_ADDRESS is not its frontend’s gRPC port (usually 7233) but the Web UI or another service`,
+        timedOut: true,
       }
     : { problem: `connected, but the gRPC call failed: ${message}`, hint };
 }
@@ -105,9 +111,13 @@ function openTransport(
         finish({
           problem:
             stage === 'tcp'
-              ? `no TCP connection to ${host}:${port} within ${Math.round(timeoutMs / 1000)} s (a firewall drops it, or the host is down)`
-              : `no TLS handshake with ${host}:${port} in time`,
-          hint: 'check TEMPORAL_ADDRESS and that this machine may reach that port',
+              ? `no TCP connection to ${host}:${port} within ${duration(timeoutMs)}`
+              : `no TLS handshake with ${host}:${port} within ${duration(timeoutMs)}`,
+          hint:
+            stage === 'tcp'
+              ? 'a firewall drops it, the host is down, or it is overloaded: check TEMPORAL_ADDRESS and that this machine may reach that port'
+              : 'the server is overloaded, or is not a TLS server: check TEMPORAL_ADDRESS and the TLS settings',
+          timedOut: true,
         }),
       timeoutMs,
     );

@@ -8,7 +8,7 @@ import {
   type PartnerPause,
 } from '../db';
 import { errorMessage, pingDatabase, withDeadline } from '../monitoring/probes';
-import { type CheckResult, result } from './types';
+import { type CheckResult, couldNotTell, result, timedOut } from './types';
 
 /**
  * The database answers, and every migration this build knows has been applied to it. Read-only:
@@ -45,6 +45,12 @@ export async function checkDatabase(
     try {
       await withDeadline('the database', options.timeoutMs, () => pingDatabase(handle.db));
     } catch (error) {
+      if (timedOut(error)) {
+        return [
+          couldNotTell('database', shown, options.timeoutMs, CHECK_SERVER),
+          result('migrations', 'SKIP', 'the database did not answer in time'),
+        ];
+      }
       return [
         result(
           'database',
@@ -68,9 +74,16 @@ export async function checkDatabase(
           ),
       },
     });
-    const state = await withDeadline('the database', options.timeoutMs, () =>
-      migrator.getMigrations(),
-    );
+    let state;
+    try {
+      state = await withDeadline('the database', options.timeoutMs, () => migrator.getMigrations());
+    } catch (error) {
+      if (!timedOut(error)) throw error;
+      return [
+        database,
+        couldNotTell('migrations', 'the database', options.timeoutMs, CHECK_SERVER),
+      ];
+    }
     const pending = state.filter((m) => m.executedAt === undefined).map((m) => m.name);
     const migrations =
       pending.length === 0
@@ -83,14 +96,28 @@ export async function checkDatabase(
             ['npm run migrate'],
           );
     if (pending.length > 0) return [database, migrations];
-    const pauses = await withDeadline('the database', options.timeoutMs, () =>
-      createPartnerPausesRepository(handle.db).list(),
-    );
+    let pauses;
+    try {
+      pauses = await withDeadline('the database', options.timeoutMs, () =>
+        createPartnerPausesRepository(handle.db).list(),
+      );
+    } catch (error) {
+      if (!timedOut(error)) throw error;
+      const unknown = couldNotTell(
+        'partner pauses',
+        'the database',
+        options.timeoutMs,
+        CHECK_SERVER,
+      );
+      return [database, migrations, unknown];
+    }
     return [database, migrations, ...pauses.filter((p) => p.resumedAt === null).map(pausedLine)];
   } finally {
     await handle.close();
   }
 }
+
+const CHECK_SERVER = 'check the database server’s load and health';
 
 /** A paused partner: on purpose, but a pause nobody ends holds every order behind it. */
 function pausedLine(pause: PartnerPause): CheckResult {

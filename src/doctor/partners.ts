@@ -2,7 +2,7 @@ import { connect as connectPlain, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
 import type { Config } from '../config';
 import { errorMessage, withDeadline } from '../monitoring/probes';
-import { type CheckResult, result } from './types';
+import { type CheckResult, couldNotTell, result, timedOut } from './types';
 
 // Activities retry against a down partner until their deadlines: only asking it shows an outage.
 
@@ -54,11 +54,9 @@ async function checkWarehouse(targets: PartnerTargets, timeoutMs: number): Promi
     if (response.ok) return result('warehouse', 'OK', `${shown} answered ${response.status}`);
     return result('warehouse', 'FAIL', `${shown} answered ${response.status}`, hint);
   } catch (error) {
-    const reason =
-      (error as { name?: string }).name === 'TimeoutError'
-        ? `did not answer within ${timeoutMs} ms`
-        : causeOf(error);
-    return result('warehouse', 'FAIL', `${shown}: ${reason}`, hint);
+    // No answer in time is not an outage seen: a refusal or an error status is.
+    if (timedOut(error)) return couldNotTell('warehouse', shown, timeoutMs, hint);
+    return result('warehouse', 'FAIL', `${shown}: ${causeOf(error)}`, hint);
   }
 }
 
@@ -77,6 +75,7 @@ async function checkSmtp(targets: PartnerTargets, timeoutMs: number): Promise<Ch
       ? result('smtp', 'OK', `${shown} greets: ${greeting}`)
       : result('smtp', 'FAIL', `${shown} greets with "${greeting}", not 220`, hint);
   } catch (error) {
+    if (timedOut(error)) return couldNotTell('smtp', shown, timeoutMs, hint);
     return result('smtp', 'FAIL', `${shown}: ${errorMessage(error)}`, hint);
   }
 }

@@ -4,7 +4,14 @@ import { CUSTOM_SEARCH_ATTRIBUTES } from '../shared/search-attributes';
 import type { TemporalConnectionSettings } from '../temporal/connection';
 import { compareSearchAttributes, describeRetention, registerCommands } from '../temporal/setup';
 import { connectOrExplain, type Diagnosis, explainCallFailure } from './connection';
-import { type CheckResult, result } from './types';
+import {
+  againHint,
+  type CheckResult,
+  type CheckStatus,
+  couldNotTell,
+  result,
+  timedOut,
+} from './types';
 import { checkBacklog, checkDeployment, checkPollers, type RoutedBuilds, within } from './workers';
 
 export interface TemporalCheckOptions {
@@ -42,7 +49,7 @@ export async function checkTemporal(options: TemporalCheckOptions): Promise<Chec
     timeoutMs: options.timeoutMs,
   });
   if ('diagnosis' in opened) {
-    return [...how, unreachable(options, opened.diagnosis), ...rest('Temporal not reachable')];
+    return [...how, unreachable(options, opened.diagnosis), ...rest(notChecked(opened.diagnosis))];
   }
   const { connection } = opened;
   let version: string | undefined;
@@ -54,7 +61,7 @@ export async function checkTemporal(options: TemporalCheckOptions): Promise<Chec
       version = info.serverVersion ?? undefined;
     } catch (error) {
       const diagnosis = explainCallFailure(error, options.settings, options.timeoutMs);
-      return [...how, unreachable(options, diagnosis), ...rest('Temporal not reachable')];
+      return [...how, unreachable(options, diagnosis), ...rest(notChecked(diagnosis))];
     }
     const results = [
       ...how,
@@ -66,24 +73,45 @@ export async function checkTemporal(options: TemporalCheckOptions): Promise<Chec
     if (ns.status === 'FAIL') return [...results, ...rest('no namespace').slice(1)];
 
     results.push(
-      await guarded('search attributes', () =>
+      await guarded('search attributes', options.timeoutMs, () =>
         checkSearchAttributes(connection, namespace, options.timeoutMs),
       ),
     );
     let routed: RoutedBuilds;
+    // Unread, nobody knows which build's workers count: another build's polls must not pass.
+    let unreadRouting: CheckStatus | undefined;
     if (options.deploymentName) {
-      const deployment = await checkDeployment(connection, options.deploymentName, options);
-      results.push(deployment.result);
-      routed = deployment.routed;
+      let deployment: CheckResult;
+      try {
+        const read = await checkDeployment(connection, options.deploymentName, options);
+        deployment = read.result;
+        routed = read.routed;
+      } catch (error) {
+        deployment = failedCall('deployment', error, options.timeoutMs);
+        unreadRouting = deployment.status;
+      }
+      results.push(deployment);
     }
     for (const taskQueue of options.taskQueues) {
+      const workers = `workers: ${taskQueue}`;
       results.push(
-        await guarded(`workers: ${taskQueue}`, () =>
-          checkPollers(connection, taskQueue, options, routed),
-        ),
+        unreadRouting === 'UNKNOWN'
+          ? result(
+              workers,
+              'UNKNOWN',
+              'could not tell: the deployment did not say which builds get new runs, so whose polls count is unknown',
+              againHint('Temporal', CHECK_TEMPORAL),
+            )
+          : unreadRouting
+            ? result(workers, 'SKIP', 'the deployment could not be read')
+            : await guarded(workers, options.timeoutMs, () =>
+                checkPollers(connection, taskQueue, options, routed),
+              ),
       );
       results.push(
-        await guarded(`backlog: ${taskQueue}`, () => checkBacklog(connection, taskQueue, options)),
+        await guarded(`backlog: ${taskQueue}`, options.timeoutMs, () =>
+          checkBacklog(connection, taskQueue, options),
+        ),
       );
     }
     return results;
@@ -92,21 +120,48 @@ export async function checkTemporal(options: TemporalCheckOptions): Promise<Chec
   }
 }
 
-/** A check whose call failed (timeout, permission) is a FAIL row, not the end of the report. */
-async function guarded(check: string, run: () => Promise<CheckResult>): Promise<CheckResult> {
+/**
+ * A check whose call failed is a row, not the end of the report: UNKNOWN when the call got no
+ * answer in time (it saw nothing), FAIL when Temporal answered with an error (permission…).
+ */
+async function guarded(
+  check: string,
+  timeoutMs: number,
+  run: () => Promise<CheckResult>,
+): Promise<CheckResult> {
   try {
     return await run();
   } catch (error) {
-    return result(
-      check,
-      'FAIL',
-      `could not check: ${errorMessage(error)}`,
-      'run the doctor again; if it persists, check Temporal',
-    );
+    return failedCall(check, error, timeoutMs);
   }
 }
 
+function failedCall(check: string, error: unknown, timeoutMs: number): CheckResult {
+  return timedOut(error)
+    ? couldNotTell(check, 'Temporal', timeoutMs, CHECK_TEMPORAL)
+    : result(
+        check,
+        'FAIL',
+        `could not check: ${errorMessage(error)}`,
+        'run the doctor again; if it persists, check Temporal',
+      );
+}
+
+const CHECK_TEMPORAL = 'check its load and health';
+
+function notChecked(diagnosis: Diagnosis): string {
+  return diagnosis.timedOut ? 'Temporal did not answer in time' : 'Temporal not reachable';
+}
+
 function unreachable(options: TemporalCheckOptions, diagnosis: Diagnosis): CheckResult {
+  if (diagnosis.timedOut) {
+    return result(
+      'temporal',
+      'UNKNOWN',
+      `could not tell: ${diagnosis.problem}`,
+      `run the doctor again; if it keeps not answering: ${diagnosis.hint}`,
+    );
+  }
   const refused = /^unreachable: nothing listens/.test(diagnosis.problem);
   return result(
     'temporal',
@@ -129,6 +184,10 @@ async function checkNamespace(
     );
     return result('namespace', 'OK', describeRetention(namespace, described));
   } catch (error) {
+    // No answer in time says nothing of whether it exists: the checks after it still run.
+    if (timedOut(error)) {
+      return couldNotTell('namespace', 'Temporal', timeoutMs, CHECK_TEMPORAL);
+    }
     const command = `temporal operator namespace create --namespace ${namespace}`;
     return result(
       'namespace',

@@ -12,7 +12,7 @@ import { describeDeployment } from '../temporal/deployments';
 import type { TemporalCheckOptions } from './temporal';
 import { type CheckResult, result } from './types';
 
-/** One call under a gRPC deadline: a hung server fails the check instead of hanging the doctor. */
+/** One call under a gRPC deadline: a hung server makes the check UNKNOWN instead of hanging the doctor. */
 export function within<T>(
   connection: Connection,
   timeoutMs: number,

@@ -188,7 +188,10 @@ describe('npm run ops -- doctor on a secured connection', () => {
       DATABASE_URL: 'sqlite::memory:',
       TEMPORAL_ADDRESS: `127.0.0.1:${port}`,
     });
-    expect(silent.line('temporal')).toMatch(/FAIL.*does not answer within 5 s/);
+    // No answer in time is no evidence either way (issue 37): could not tell.
+    expect(silent.line('temporal')).toMatch(
+      /UNKNOWN\s+could not tell: a connection opens, but Temporal did not answer within 5 s/,
+    );
     expect(silent.ms).toBeLessThan(12_000);
   }, 20_000);
 
