@@ -1,3 +1,10 @@
+import path from 'node:path';
+import type * as grpc from '@grpc/grpc-js';
+import {
+  type ConnectionPlugin,
+  defaultGrpcRetryOptions,
+  makeGrpcRetryInterceptor,
+} from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { type DevServerConfig, TestWorkflowEnvironment } from '@temporalio/testing';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
@@ -6,14 +13,15 @@ import { devServerExecutable, testServerExecutable } from './provision';
 /**
  * Temporal environments for tests, on the servers provisioning found: the executables named by
  * TEMPORAL_TEST_SERVER_PATH / TEMPORAL_CLI_PATH (global-setup sets them), otherwise the SDK's
- * download, otherwise the project's own build. Call `teardown()` in afterAll.
+ * download, otherwise the project's own build. Call `teardown()` in afterAll: it first ends the
+ * client calls still in flight (see `settlingCalls`), then does the SDK's teardown.
  */
 
 /** The time-skipping test server: timers and `env.sleep` jump ahead instead of waiting. */
 export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
   const executable = await testServerExecutable();
-  const env = await patientStart(() =>
-    TestWorkflowEnvironment.createTimeSkipping({ server: { executable } }),
+  const env = await patientStart((plugins) =>
+    TestWorkflowEnvironment.createTimeSkipping({ server: { executable }, plugins }),
   );
   // The order workflow upserts OrderId, and the Java test server, like any server, refuses a
   // search attribute it does not know (the workflow task would fail and retry until timeout).
@@ -63,8 +71,9 @@ export async function createDevServerEnv(
   options: DevServerEnvOptions = {},
 ): Promise<TestWorkflowEnvironment> {
   const executable = await devServerExecutable();
-  return patientStart(() =>
+  return patientStart((plugins) =>
     TestWorkflowEnvironment.createLocal({
+      plugins,
       server: {
         executable,
         namespace: options.namespace,
@@ -96,15 +105,111 @@ export async function createDevServerEnv(
  * The SDK gives a server it starts 5 s to answer, a fixed limit. On a loaded machine (two cores,
  * a mutation run beside the suite) a JVM or a Go binary can miss it without anything being
  * wrong; the start is tried again, twice at most. Any other failure is the test's.
+ * Every environment's client connection is built with `settlingCalls`, and its teardown ends
+ * those calls before the SDK closes the connection.
  */
 async function patientStart(
-  start: () => Promise<TestWorkflowEnvironment>,
+  start: (plugins: ConnectionPlugin[]) => Promise<TestWorkflowEnvironment>,
 ): Promise<TestWorkflowEnvironment> {
   for (let attempt = 1; ; attempt += 1) {
+    const calls = settlingCalls();
     try {
-      return await start();
+      const env = await start([calls.plugin]);
+      const sdkTeardown = env.teardown.bind(env);
+      env.teardown = async () => {
+        await calls.settle();
+        await sdkTeardown();
+      };
+      return env;
     } catch (error) {
       if (attempt === 3 || !/did not start within/.test(String(error))) throw error;
     }
   }
+}
+
+// The grpc-js that @temporalio/client itself loads (the project does not depend on it directly).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { InterceptingCall, status: GrpcStatus } = require(
+  require.resolve('@grpc/grpc-js', {
+    paths: [path.dirname(require.resolve('@temporalio/client'))],
+  }),
+) as typeof grpc;
+
+/**
+ * The SDK's `teardown()` closes the client connection, then stops the server. Closing a grpc-js
+ * channel does not end a call already on the wire (a `result()` long poll a timed-out test left
+ * behind, say): when the server stops, that call fails with UNAVAILABLE, the SDK's retry
+ * interceptor schedules a retry with `setTimeout`, and the retry creates a call on the closed
+ * channel: "Channel has been shut down", thrown inside the timer. That uncaught exception fails
+ * whichever test file the jest worker runs by then, often the next one, as "Test suite failed to
+ * run" (issue 37). So the connection carries two interceptors around the SDK's retry interceptor:
+ * one that knows each call until its caller has its status, one that knows each attempt on the
+ * wire. `settle()` stops retries, cancels every attempt (CANCELLED is not retried) and waits
+ * until every call has settled; only then does the SDK close the connection and stop the server.
+ */
+function settlingCalls(): { plugin: ConnectionPlugin; settle: () => Promise<void> } {
+  let ending = false;
+  const unsettled = new Set<Promise<void>>();
+  const attempts = new Set<grpc.InterceptingCall>();
+  const cancel = (attempt: grpc.InterceptingCall) =>
+    attempt.cancelWithStatus(GrpcStatus.CANCELLED, 'the test environment is being torn down');
+
+  // Outermost: from the call's start until the status its caller gets, retries included.
+  const untilSettled: grpc.Interceptor = (options, nextCall) =>
+    new InterceptingCall(nextCall(options), {
+      start(metadata, _listener, next) {
+        let settled!: () => void;
+        const call = new Promise<void>((resolve) => (settled = resolve));
+        unsettled.add(call);
+        void call.then(() => unsettled.delete(call));
+        next(metadata, {
+          onReceiveStatus(status, passOn) {
+            settled();
+            passOn(status);
+          },
+        });
+      },
+    });
+
+  // Innermost: one attempt on the wire; a retry that starts while ending is cancelled at once.
+  const onTheWire: grpc.Interceptor = (options, nextCall) => {
+    const attempt = new InterceptingCall(nextCall(options), {
+      start(metadata, _listener, next) {
+        attempts.add(attempt);
+        next(metadata, {
+          onReceiveStatus(status, passOn) {
+            attempts.delete(attempt);
+            passOn(status);
+          },
+        });
+        if (ending) cancel(attempt);
+      },
+    });
+    return attempt;
+  };
+
+  const retry = defaultGrpcRetryOptions();
+  return {
+    plugin: {
+      name: 'settle-calls-before-close',
+      configureConnection: (options) => ({
+        ...options,
+        interceptors: [
+          untilSettled,
+          makeGrpcRetryInterceptor({
+            delayFunction: retry.delayFunction,
+            retryableDecider: (attempt, status) =>
+              !ending && retry.retryableDecider(attempt, status),
+          }),
+          onTheWire,
+        ],
+      }),
+    },
+    async settle() {
+      ending = true;
+      attempts.forEach(cancel);
+      // A retry already waiting for its timer starts, and is cancelled, when the timer fires.
+      while (unsettled.size > 0) await Promise.all(unsettled);
+    },
+  };
 }
