@@ -9,6 +9,7 @@ import { temporal } from '@temporalio/proto';
 import { type DevServerConfig, TestWorkflowEnvironment } from '@temporalio/testing';
 import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
 import { devServerExecutable, testServerExecutable } from './provision';
+import { releaseLeakedChildLocks } from './time-skipping-locks';
 
 /**
  * Temporal environments for tests, on the servers provisioning found: the executables named by
@@ -40,6 +41,7 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
     await env.teardown();
     throw error;
   }
+  releaseLeakedChildLocks(env);
   return env;
 }
 
