@@ -225,8 +225,8 @@ describe.each(testDatabases)('refunds through the order workflow ($name)', ({ na
     const orders = ordersOf();
     const { order, paymentRef } = await fulfilledOrder();
 
-    // SQLite: down for every attempt of RetryPolicies.warehouseCancellation (the backoff waits
-    // about 30 s of real time). PostgreSQL: refused at once (non-retryable), the other way to fail.
+    // SQLite: down for every attempt of RetryPolicies.warehouseCancellation (its backoff skipped
+    // by the server). PostgreSQL: refused at once (non-retryable), the other way to fail.
     const [mode, statuses] =
       name === 'sqlite'
         ? ([{ kind: 'unavailable', status: 503 }, [503, 503, 503, 503, 503]] as const)
