@@ -1,11 +1,10 @@
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { main } from '../../src/cli/ops';
 import { listFailedWorkflows } from '../../src/operator/failed-workflows';
 import { retryFailedWorkflow, RetryRefusedError } from '../../src/operator/retry';
 import { describeLatestRun, runsByWorkflowId } from '../../src/operator/visibility';
 import { shipmentIdempotencyKey } from '../../src/shared/constants';
-import { CUSTOM_SEARCH_ATTRIBUTES } from '../../src/shared/search-attributes';
-import { devServerExecutable } from '../../harness/temporal/provision';
+import { createDevServerEnv } from '../../harness/temporal/test-env';
 import {
   captureIo,
   cliEnv,
@@ -27,17 +26,9 @@ let env: TestWorkflowEnvironment;
 let stack: PaymentStack;
 
 beforeAll(async () => {
-  env = await TestWorkflowEnvironment.createLocal({
-    server: {
-      executable: await devServerExecutable(),
-      // The payment and order workflows set them.
-      searchAttributes: [...CUSTOM_SEARCH_ATTRIBUTES],
-      // The server deletes a closed workflow only once it has recorded that the close was
-      // processed, which it does every 30 s by default; every second keeps the flush test short.
-      // Deletion stays asynchronous, as on any server.
-      extraArgs: ['--dynamic-config-value', 'history.transferProcessorUpdateAckInterval="1s"'],
-    },
-  });
+  // Closed workflows deleted within seconds: every second keeps the flush test short, and
+  // deletion stays asynchronous, as on any server.
+  env = await createDevServerEnv({ fastDeletion: true });
   stack = await startPaymentStack(env);
 });
 
