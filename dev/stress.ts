@@ -1,5 +1,5 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createTool, parseTool, UsageError, wholeOption } from '../src/cli/command-line';
@@ -60,24 +60,16 @@ const commandLine = () =>
 function parse(args: string[], options: Record<string, unknown>): StressOptions {
   const rounds = wholeOption(options, '--rounds', 1, 100) ?? 5;
   const hogs = wholeOption(options, '--hogs', 0, 8) ?? 1;
-  if (args.some((a) => a.startsWith('-'))) throw new UsageError(`Unknown option "${args[0]}".`);
+  const option = args.find((a) => a.startsWith('-'));
+  if (option) throw new UsageError(`Unknown option "${option}".`);
   return { rounds, hogs, patterns: args, list: options.list === true };
 }
 
-/** Every `*.test.ts` under test/ and dev/ that jest runs (not the cluster's own suite). */
+/** The test files jest runs (jest.config.js's roots and ignores), as jest itself lists them. */
 function testFiles(): string[] {
-  const found: string[] = [];
-  const walk = (dir: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) {
-        if (entry.name !== 'node_modules' && full !== path.join(ROOT, 'dev', 'cluster')) walk(full);
-      } else if (entry.name.endsWith('.test.ts')) found.push(full);
-    }
-  };
-  walk(path.join(ROOT, 'test'));
-  walk(path.join(ROOT, 'dev'));
-  return found.sort();
+  const jest = path.join(ROOT, 'node_modules', '.bin', 'jest');
+  const listed = execFileSync(jest, ['--listTests', '--json'], { cwd: ROOT, encoding: 'utf8' });
+  return (JSON.parse(listed) as string[]).sort();
 }
 
 const IMPORT = /(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g;
